@@ -1,0 +1,95 @@
+/* See fdutil.h. */
+#include "fdutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+int
+write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t) n;
+    }
+    return 0;
+}
+
+int
+read_full(int fd, void *buf, size_t len, size_t *ret_got)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t) n;
+    }
+    *ret_got = got;
+    return 0;
+}
+
+static int
+fd_toggle_flag(int fd, int get, int set, int flag, bool on)
+{
+    int flags = fcntl(fd, get);
+    if (flags < 0)
+        return -1;
+    int nflags = on ? (flags | flag) : (flags & ~flag);
+    if (nflags == flags)
+        return 0;
+    return fcntl(fd, set, nflags) < 0 ? -1 : 0;
+}
+
+int
+fd_set_nonblock(int fd, bool on)
+{
+    return fd_toggle_flag(fd, F_GETFL, F_SETFL, O_NONBLOCK, on);
+}
+
+int
+fd_set_cloexec(int fd, bool on)
+{
+    return fd_toggle_flag(fd, F_GETFD, F_SETFD, FD_CLOEXEC, on);
+}
+
+int
+read_file_bounded(const char *path, size_t max_bytes, char **ret_buf, size_t *ret_len)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    _cleanup_free_ char *buf = NULL;
+    size_t got;
+
+    if (fd < 0)
+        return -1;
+    buf = malloc(max_bytes + 2);
+    if (!buf)
+        return -1;
+    if (read_full(fd, buf, max_bytes + 1, &got) < 0)
+        return -1;
+    if (got > max_bytes) {
+        errno = EFBIG;
+        return -1;
+    }
+    buf[got] = '\0';
+    *ret_buf = TAKE_PTR(buf);
+    *ret_len = got;
+    return 0;
+}

@@ -1,0 +1,40 @@
+/* runner_limits.h (not limits.h: that would shadow the C library header). Every bound on what crosses the host <-> guest channel. runner.proto names these beside
+ * each field; proto/message.c enforces them on both ends right after decoding. Changing one
+ * is a protocol change: bump PROTOCOL_VERSION. */
+#pragma once
+
+#define PROTOCOL_VERSION 1
+
+#define FRAME_HDR_BYTES 4
+#define FRAME_MAX_BYTES (512u * 1024u)   /* one encoded message */
+#define FRAME_SYNC_BYTES 16              /* 00000000 "STKS" + u64 nonce */
+
+#define HELLO_ENTROPY_BYTES 64
+#define SESSION_ID_MAX_BYTES 64
+#define HOSTNAME_MAX_BYTES 63
+#define EXEC_MIN_UID 1
+#define MIRROR_BUDGET_MAX_BYTES (1024ull * 1024 * 1024)
+
+#define ENV_MAX_COUNT 256
+#define ENV_NAME_MAX_BYTES 256
+#define ENV_VALUE_MAX_BYTES (32u * 1024u)
+#define ARGV_MAX_COUNT 1024
+#define ARG_MAX_BYTES (128u * 1024u)
+#define EXEC_TOTAL_MAX_BYTES (256u * 1024u)
+#define EXEC_MAX_CONCURRENT 64
+
+#define STDIN_CHUNK_MAX_BYTES (64u * 1024u)
+#define OUTPUT_CHUNK_MAX_BYTES (64u * 1024u)
+#define FILE_CHUNK_MAX_BYTES (256u * 1024u)
+
+#define PATH_MAX_BYTES 4096
+#define NAME_MAX_BYTES 255
+#define PATH_MAX_DEPTH 64
+#define LIST_MAX_ENTRIES 4096
+
+#define VERSION_MAX_BYTES 64
+#define ERROR_MESSAGE_MAX_BYTES 256
+
+/* Decoding may allocate at most this much per message (protobuf-c's unpacked form is larger
+ * than the wire form: pointers per repeated element, NUL per string). */
+#define DECODE_ARENA_MAX_BYTES (8u * FRAME_MAX_BYTES)

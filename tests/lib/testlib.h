@@ -1,0 +1,15 @@
+/* Shared test helpers. The one place that decides what a skip means: exit 77 (ctest SKIPPED)
+ * normally, a failure when STOCKADE_MUST_WORK=1 (set by CI) so nothing silently skips there. */
+#pragma once
+
+#include <stdbool.h>
+
+#define TEST_EXIT_SKIP 77
+
+/* Prints why, then exits 77, or 1 under STOCKADE_MUST_WORK=1. */
+__attribute__((noreturn, format(printf, 1, 2))) void test_skip(const char *fmt, ...);
+bool test_must_work(void);
+/* A fresh private directory under $TMPDIR (or /tmp); the caller frees the string. */
+char *test_mkdtemp(const char *prefix);
+/* rm -rf of a test's own scratch directory. */
+int test_rm_rf(const char *path);
