@@ -1,0 +1,43 @@
+/* Domain XML for one guest, built by a pure function (golden-tested in tests/golden/).
+ *
+ * Every guest: machine `pc`, the image's vmlinux booted directly (PVH), the shared root image
+ * read-only and never relabelled, its own raw workspace disk, no NIC, a virtio-rng, one
+ * virtio-serial port for the runner, a console that goes to a file through virtlogd (which
+ * rotates it: bounded), and every exit (poweroff, reboot, crash) destroying the domain.
+ * Limits: QEMU memory hard limit, CPU quota, disk byte/IOPS caps, TCG code cache. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define DOMXML_RUNNER_PORT_NAME "org.stockade.runner.0"
+#define DOMXML_NAME_MAX_BYTES 64
+
+typedef enum { ACCEL_TCG, ACCEL_KVM } Accel;
+
+typedef struct DomainSpec {
+    const char *name;                /* [a-z0-9-], <= DOMXML_NAME_MAX_BYTES */
+    const char *uuid;                /* canonical 36-character form */
+    Accel accel;
+    unsigned vcpus;                  /* 1..64 */
+    unsigned memory_mib;             /* 64..65536 */
+    const char *kernel_path;
+    const char *initrd_path;
+    const char *cmdline;
+    const char *root_disk_path;      /* raw, shared, read-only */
+    const char *workspace_disk_path; /* raw, this guest's own */
+    const char *channel_socket_path;
+    const char *console_log_path;
+    unsigned tb_cache_mib;           /* TCG translation cache; 0 = QEMU's default (1 GiB) */
+    unsigned memory_overhead_mib;    /* hard limit = memory_mib + tb_cache_mib + this */
+    unsigned cpu_quota_percent;      /* of one host CPU per vCPU, 1..100; 0 = no quota */
+    uint64_t disk_bytes_per_sec;     /* per disk; 0 = uncapped */
+    uint64_t disk_iops;              /* per disk; 0 = uncapped */
+    unsigned rng_bytes_per_sec;      /* virtio-rng rate cap; 0 = uncapped */
+} DomainSpec;
+
+/* Checks the spec and renders it. *ret_xml is malloc'd. E_INVALID for a bad spec. */
+int domxml_build(const DomainSpec *spec, char **ret_xml, Error **errp);
+const char *accel_to_string(Accel a);

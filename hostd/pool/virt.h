@@ -1,0 +1,36 @@
+/* The only code in Stockade that talks to libvirt. Every call blocks (0.1–2 s here): call
+ * them from the worker queue, never from the loop thread. A Virt is safe to share between
+ * worker threads (libvirt connections are thread-safe). Errors carry libvirt's message. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+typedef struct Virt Virt;
+
+int virt_open(const char *uri, Virt **ret, Error **errp);
+void virt_close(Virt *v);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Virt, virt_close)
+
+/* Starts a transient domain from XML (a cold boot). */
+int virt_create(Virt *v, const char *xml, Error **errp);
+/* Saves the running domain's memory and device state to path; the domain stops. */
+int virt_save(Virt *v, const char *name, const char *path, Error **errp);
+/* Restores a save image as a running transient domain (the name and UUID inside it). */
+int virt_restore(Virt *v, const char *path, Error **errp);
+/* Hard stop without the guest's help. A domain that does not exist is not an error. */
+int virt_destroy(Virt *v, const char *name, Error **errp);
+/* Names of every domain (running or defined) that starts with prefix; NULL-terminated. */
+int virt_list_prefixed(Virt *v, const char *prefix, char ***ret_names, Error **errp);
+/* Removes a persistent definition, if any (leftovers of other tools or crashed saves). */
+int virt_undefine(Virt *v, const char *name, Error **errp);
+bool virt_is_active(Virt *v, const char *name);
+
+/* The QEMU process of a running domain, from libvirt's pid file; -1 if unknown. */
+pid_t virt_qemu_pid(const char *name);
+/* True once pid is gone or a zombie (its memory is released; reaping is PID 1's business). */
+bool virt_pid_gone(pid_t pid);
+void virt_strv_free(char **v);
