@@ -1,0 +1,94 @@
+/* Unit tests of hostd/base: sha256 (FIPS 180-4 vectors), errors, log escaping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "log.h"
+#include "sha256.h"
+
+static void
+test_sha256_vectors(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *in;
+        const char *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+    };
+    char hex[SHA256_HEX_BYTES + 1];
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        sha256_hex(v[i].in, strlen(v[i].in), hex);
+        assert_string_equal(hex, v[i].hex);
+    }
+    /* One million 'a', fed in odd-sized pieces. */
+    Sha256 s;
+    uint8_t d[SHA256_BYTES];
+    char chunk[997];
+    memset(chunk, 'a', sizeof(chunk));
+    sha256_init(&s);
+    size_t left = 1000000;
+    while (left) {
+        size_t n = left < sizeof(chunk) ? left : sizeof(chunk);
+        sha256_update(&s, chunk, n);
+        left -= n;
+    }
+    sha256_final(&s, d);
+    hex_encode(d, sizeof(d), hex);
+    assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+static void
+test_constant_time_compare(void **state)
+{
+    (void) state;
+    assert_int_equal(memcmp_constant_time("abcd", "abcd", 4), 0);
+    assert_int_not_equal(memcmp_constant_time("abcd", "abce", 4), 0);
+}
+
+static void
+test_error_first_wins(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(error_set(&e, E_QUOTA, 0, "first %d", 1), -1);
+    assert_int_equal(error_set(&e, E_INTERNAL, 0, "second"), -1);
+    assert_int_equal(e->category, E_QUOTA);
+    assert_string_equal(e->message, "first 1");
+    error_prefix(&e, "ctx");
+    assert_string_equal(e->message, "ctx: first 1");
+    assert_string_equal(error_category_name(e->category), "quota_exceeded");
+    error_free(e);
+    assert_int_equal(error_set(NULL, E_IO, 5, "ignored"), -1); /* NULL errp is allowed */
+}
+
+static void
+test_log_escape(void **state)
+{
+    (void) state;
+    char out[64];
+    assert_string_equal(log_escape(out, sizeof(out), "a\nb\x1b[31m\"", 9), "a\\x0ab\\x1b[31m\\x22");
+    char small[8];
+    log_escape(small, sizeof(small), "abcdefghijkl", 12);
+    assert_string_equal(small, "abcd..."); /* 7 chars + NUL fill the 8 bytes */
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_constant_time_compare),
+        cmocka_unit_test(test_error_first_wins),
+        cmocka_unit_test(test_log_escape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
