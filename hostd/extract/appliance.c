@@ -1,0 +1,172 @@
+/* The warm libguestfs appliance: launch with every workspace disk attached read-only (raw),
+ * one-time setup inside it, liveness, shutdown. Configured only through the API
+ * (GUESTFS_CREATE_NO_ENVIRONMENT): LIBGUESTFS_* variables cannot steer it. Errors from
+ * libguestfs are captured, escaped and returned; its own printing is switched off. */
+#include "appliance.h"
+
+#include <ctype.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define APPLIANCE_DEFAULT_MEMSIZE_MIB 512u
+#define APPLIANCE_DEFAULT_SMP 2u
+#define APPLIANCE_MAX_DISKS 26u /* one virtio-scsi letter each; the pool is far smaller */
+#define APPLIANCE_SETUP_SCRIPT "modprobe dm-snapshot"
+
+int
+appliance_error(guestfs_h *g, Error **errp, ErrorCategory category, const char *what)
+{
+    const char *msg = guestfs_last_error(g);
+    char esc[EXTRACT_GUESTFS_ERR_BYTES];
+    log_escape(esc, sizeof(esc), msg ? msg : "unknown error", strlen(msg ? msg : "unknown error"));
+    return error_set(errp, category, 0, "%s: %s", what, esc);
+}
+
+bool
+appliance_recheck(ExtractAppliance *a)
+{
+    if (atomic_load(&a->dead))
+        return false;
+    if (guestfs_is_ready(a->g) != 1 || (a->qemu_pid > 0 && kill(a->qemu_pid, 0) < 0))
+        atomic_store(&a->dead, true);
+    return !atomic_load(&a->dead);
+}
+
+int
+appliance_sh(ExtractAppliance *a, const char *script, char **ret_out, Error **errp)
+{
+    char *argv[] = {(char *) script, NULL};
+    char *out = guestfs_debug(a->g, "sh", argv);
+    if (!out) {
+        appliance_recheck(a);
+        return appliance_error(a->g, errp, E_INTERNAL, "appliance shell");
+    }
+    if (ret_out)
+        *ret_out = out;
+    else
+        free(out);
+    return 0;
+}
+
+static int
+appliance_configure(guestfs_h *g, const ExtractConfig *cfg, Error **errp)
+{
+    char *tcg[] = {(char *) "force_tcg", NULL};
+    unsigned mem = cfg->memsize_mib ? cfg->memsize_mib : APPLIANCE_DEFAULT_MEMSIZE_MIB;
+    unsigned smp = cfg->smp ? cfg->smp : APPLIANCE_DEFAULT_SMP;
+
+    guestfs_set_error_handler(g, NULL, NULL);
+    if (guestfs_set_backend(g, "direct") < 0 ||
+        (cfg->force_tcg && guestfs_set_backend_settings(g, tcg) < 0) ||
+        guestfs_set_memsize(g, (int) mem) < 0 || guestfs_set_smp(g, (int) smp) < 0 ||
+        guestfs_set_autosync(g, 0) < 0 || guestfs_set_pgroup(g, 1) < 0 ||
+        guestfs_set_network(g, 0) < 0 ||
+        (cfg->state_dir && guestfs_set_tmpdir(g, cfg->state_dir) < 0) ||
+        (cfg->cache_dir && guestfs_set_cachedir(g, cfg->cache_dir) < 0))
+        return appliance_error(g, errp, E_INVALID, "configure appliance");
+    return 0;
+}
+
+/* Device names go into shell scripts: accept only what the appliance itself produces. */
+static bool
+appliance_device_name_ok(const char *dev)
+{
+    if (strncmp(dev, "/dev/", 5) != 0 || dev[5] == '\0')
+        return false;
+    for (const char *p = dev + 5; *p; p++)
+        if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p))
+            return false;
+    return true;
+}
+
+static int
+appliance_prepare(ExtractAppliance *a, Error **errp)
+{
+    char **devs = guestfs_list_devices(a->g);
+    size_t n = 0;
+
+    if (!devs)
+        return appliance_error(a->g, errp, E_INTERNAL, "list devices");
+    a->devices = devs;
+    while (devs[n])
+        n++;
+    if (n != a->n_disks)
+        return error_set(errp, E_INTERNAL, 0, "appliance shows %zu disks, %zu attached", n,
+                         a->n_disks);
+    for (size_t i = 0; i < n; i++) {
+        if (!appliance_device_name_ok(devs[i]))
+            return error_set(errp, E_INTERNAL, 0, "unexpected device name from appliance");
+        /* Nothing in the appliance may write to the disk itself: journal replay goes to a
+         * dm-snapshot (salvage.c), and a direct mount of a dirty journal now fails. */
+        if (guestfs_blockdev_setro(a->g, devs[i]) < 0)
+            return appliance_error(a->g, errp, E_INTERNAL, "blockdev setro");
+    }
+    if (appliance_sh(a, APPLIANCE_SETUP_SCRIPT, NULL, errp) < 0)
+        return -1;
+    a->qemu_pid = guestfs_get_pid(a->g);
+    return a->qemu_pid > 0 ? 0 : appliance_error(a->g, errp, E_INTERNAL, "appliance pid");
+}
+
+static int
+appliance_add_disks(guestfs_h *g, const char *const *disk_paths, size_t n_disks, Error **errp)
+{
+    for (size_t i = 0; i < n_disks; i++)
+        if (guestfs_add_drive_opts(g, disk_paths[i], GUESTFS_ADD_DRIVE_OPTS_READONLY, 1,
+                                   GUESTFS_ADD_DRIVE_OPTS_FORMAT, "raw", -1) < 0)
+            return appliance_error(g, errp, E_INVALID, "add disk");
+    return 0;
+}
+
+int
+extract_appliance_start(const char *const *disk_paths, size_t n_disks, const ExtractConfig *cfg,
+                        ExtractAppliance **ret, Error **errp)
+{
+    if (n_disks == 0 || n_disks > APPLIANCE_MAX_DISKS)
+        return error_set(errp, E_INVALID, 0, "appliance needs 1..%u disks, got %zu",
+                         APPLIANCE_MAX_DISKS, n_disks);
+    _cleanup_extract_appliance_ ExtractAppliance *a = calloc(1, sizeof(*a));
+    if (!a)
+        return error_set(errp, E_INTERNAL, ENOMEM, "appliance");
+    pthread_mutex_init(&a->lock, NULL);
+    a->n_disks = n_disks;
+    a->g = guestfs_create_flags(GUESTFS_CREATE_NO_ENVIRONMENT);
+    if (!a->g)
+        return error_set(errp, E_INTERNAL, errno, "guestfs_create");
+    if (appliance_configure(a->g, cfg, errp) < 0 ||
+        appliance_add_disks(a->g, disk_paths, n_disks, errp) < 0)
+        return -1;
+    if (guestfs_launch(a->g) < 0)
+        return appliance_error(a->g, errp, E_UNAVAILABLE, "launch appliance");
+    if (appliance_prepare(a, errp) < 0)
+        return -1;
+    *ret = TAKE_PTR(a);
+    return 0;
+}
+
+bool
+extract_appliance_alive(ExtractAppliance *a)
+{
+    return a && !atomic_load(&a->dead);
+}
+
+void
+extract_appliance_free(ExtractAppliance *a)
+{
+    if (!a)
+        return;
+    if (a->g) {
+        if (!atomic_load(&a->dead))
+            (void) guestfs_shutdown(a->g);
+        guestfs_close(a->g);
+    }
+    if (a->devices) {
+        for (char **p = a->devices; *p; p++)
+            free(*p);
+        free(a->devices);
+    }
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
