@@ -181,6 +181,7 @@ tar_out_main(void *p)
 {
     TarOutJob *j = p;
     char path[32];
+    guestfs_set_error_handler(j->g, NULL, NULL); /* the handler is per thread too */
     snprintf(path, sizeof(path), "/dev/fd/%d", j->wfd);
     j->r = guestfs_tar_out_opts(j->g, "/", path, GUESTFS_TAR_OUT_OPTS_NUMERICOWNER, 1,
                                 GUESTFS_TAR_OUT_OPTS_EXCLUDES, j->excludes, -1);
@@ -276,6 +277,7 @@ extract_salvage(ExtractAppliance *a, size_t index, int dest_dirfd, const Extract
         pthread_mutex_unlock(&a->lock);
         return error_set(errp, E_UNAVAILABLE, 0, "extraction appliance is dead");
     }
+    guestfs_set_error_handler(a->g, NULL, NULL); /* per thread: silence this caller's too */
     if (watchdog_start(&w, a, deadline + EXTRACT_KILL_GRACE_USEC) < 0) {
         pthread_mutex_unlock(&a->lock);
         return error_set(errp, E_INTERNAL, 0, "watchdog thread");

@@ -126,6 +126,22 @@ virt_is_active(Virt *v, const char *name)
     return active;
 }
 
+int
+virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Error **errp)
+{
+    virTypedParameter param = {.type = VIR_TYPED_PARAM_ULLONG};
+    snprintf(param.field, sizeof(param.field), "%s", VIR_DOMAIN_MEMORY_HARD_LIMIT);
+    param.value.ul = (unsigned long long) limit_mib * 1024u; /* KiB */
+    virDomainPtr d = virDomainLookupByName(v->conn, name);
+    if (!d)
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", name);
+    int r = virDomainSetMemoryParameters(d, &param, 1, VIR_DOMAIN_AFFECT_LIVE);
+    if (r < 0)
+        virt_fail(errp, E_INTERNAL, "set memory hard limit of", name);
+    virDomainFree(d);
+    return r < 0 ? -1 : 0;
+}
+
 void
 virt_strv_free(char **strv)
 {

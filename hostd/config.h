@@ -1,0 +1,50 @@
+/* stockaded's configuration: embedded defaults, then the config file, then flags.
+ *
+ * The file is INI-like and hostile-tolerant: at most CONFIG_MAX_BYTES, lines of at most
+ * CONFIG_LINE_MAX_BYTES, known sections and keys only (an unknown key is an error, so a typo
+ * never silently keeps a default), every number range-checked. Errors name the line.
+ *
+ *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel, log_level,
+ *                       workspace_mib, refill_concurrency, workers
+ *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
+ *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
+ *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
+ *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
+ *
+ * Parsing is pure (text in, struct out) so it can be fuzzed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "pool.h"
+
+#define CONFIG_MAX_BYTES (256u * 1024u)
+#define CONFIG_LINE_MAX_BYTES 1024
+#define CONFIG_PATH_MAX_BYTES 1024
+
+typedef struct DaemonConfig {
+    char state_dir[CONFIG_PATH_MAX_BYTES];
+    char image_dir[CONFIG_PATH_MAX_BYTES];   /* images live in <image_dir>/<image>/ */
+    char libvirt_uri[256];
+    char domain_prefix[POOL_PREFIX_MAX_BYTES + 1];
+    char log_level[8];
+    unsigned workers;                        /* worker threads for blocking calls */
+    PoolConfig pool;                         /* string fields point into this struct */
+    PoolShapeConfig shapes[POOL_SHAPES_MAX];
+    char shape_names[POOL_SHAPES_MAX][POOL_SHAPE_NAME_MAX_BYTES + 1];
+    char shape_images[POOL_SHAPES_MAX][64];
+    char shape_image_dirs[POOL_SHAPES_MAX][CONFIG_PATH_MAX_BYTES + 64];
+    bool pools_from_file;                    /* a [pool] section replaces the default pools */
+} DaemonConfig;
+
+/* Embedded defaults: state in /var/lib/stockade, images from the build/install default, a
+ * `python` pool (2 warm of 4) and a `minimal` pool (1 warm of 2). */
+void config_defaults(DaemonConfig *c, const char *default_image_dir);
+/* Applies a config file's text on top of c. E_INVALID with "line N: ..." on error. */
+int config_parse(DaemonConfig *c, const char *text, size_t len, Error **errp);
+int config_load_file(DaemonConfig *c, const char *path, Error **errp);
+/* Resolves image directories and string pointers; call after the last change to c. */
+int config_finish(DaemonConfig *c, Error **errp);
+int config_parse_accel(const char *s, AccelMode *ret);

@@ -1,0 +1,204 @@
+/* See daemon.h. Also writes <state_dir>/status.json every STATUS_INTERVAL_USEC: accel and
+ * why, and per pool its warm/idle/busy counts (the API serves the same later). */
+#include "daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdutil.h"
+#include "log.h"
+#include "loop.h"
+#include "pool.h"
+#include "timeutil.h"
+#include "workq.h"
+
+#define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
+
+struct Daemon {
+    DaemonConfig *cfg;
+    Loop *loop;
+    WorkQueue *q;
+    Pool *pool;
+    int lock_fd;
+    int signal_fd;
+    LoopSource *signal_src;
+    TimerId status_timer;
+    int stop_requests;
+};
+
+static int
+daemon_lock_state(Daemon *d, Error **errp)
+{
+    _cleanup_free_ char *path = NULL;
+    if (mkdir(d->cfg->state_dir, 0711) < 0 && errno != EEXIST)
+        return error_set(errp, E_IO, errno, "create state directory %s", d->cfg->state_dir);
+    if (asprintf(&path, "%s/stockaded.lock", d->cfg->state_dir) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0)
+        return error_set(errp, E_IO, errno, "open %s", path);
+    if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return error_set(errp, E_CONFLICT, errno,
+                         "another stockaded already uses %s (lock %s)", d->cfg->state_dir,
+                         path);
+    return 0;
+}
+
+static void
+daemon_write_status(Daemon *d)
+{
+    PoolStatus st;
+    _cleanup_free_ char *path = NULL, *tmp = NULL;
+    pool_status(d->pool, &st);
+    if (asprintf(&path, "%s/status.json", d->cfg->state_dir) < 0 ||
+        asprintf(&tmp, "%s.tmp", path) < 0)
+        return;
+    _cleanup_fclose_ FILE *f = fopen(tmp, "we");
+    if (!f)
+        return;
+    fprintf(f, "{\"pid\":%ld,\"accel\":\"%s\",\"accel_decided\":%s,\"accel_reason\":\"",
+            (long) getpid(), accel_to_string(st.accel), st.accel_decided ? "true" : "false");
+    char esc[512];
+    fputs(log_escape(esc, sizeof(esc), st.accel_reason, strlen(st.accel_reason)), f);
+    fputs("\",\"pools\":[", f);
+    for (size_t i = 0; i < st.n_shapes; i++) {
+        const PoolShapeStatus *s = &st.shapes[i];
+        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
+                   "\"starting\":%u,\"draining\":%u,\"snapshots_ready\":%u}",
+                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy, s->starting,
+                s->draining, s->snapshots_ready);
+    }
+    fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
+               "\"wedged\":%llu,\"broken\":%llu}\n",
+            (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
+            (unsigned long long) st.boots, (unsigned long long) st.destroys,
+            (unsigned long long) st.wedged, (unsigned long long) st.broken);
+    if (fflush(f) == 0 && rename(tmp, path) == 0)
+        return;
+    (void) unlink(tmp);
+}
+
+static void
+daemon_on_status_timer(Loop *l, void *userdata)
+{
+    Daemon *d = userdata;
+    daemon_write_status(d);
+    d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
+                                     daemon_on_status_timer, d);
+}
+
+static void
+daemon_on_pool_stopped(void *userdata)
+{
+    Daemon *d = userdata;
+    daemon_write_status(d);
+    log_info("every guest destroyed; exiting");
+    loop_quit(d->loop, 0);
+}
+
+static void
+daemon_begin_stop(void *userdata)
+{
+    Daemon *d = userdata;
+    if (++d->stop_requests > 1) {
+        log_warn("second stop request: exiting without waiting for guests");
+        loop_quit(d->loop, 1);
+        return;
+    }
+    log_info("stopping: destroying guests");
+    pool_stop(d->pool, daemon_on_pool_stopped, d);
+}
+
+void
+daemon_request_stop(Daemon *d)
+{
+    if (loop_post(d->loop, daemon_begin_stop, d) < 0)
+        loop_quit(d->loop, 1);
+}
+
+static void
+daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
+{
+    struct signalfd_siginfo si;
+    (void) s;
+    (void) events;
+    while (read(fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+            log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+            continue;
+        }
+        log_info("signal %u received", si.ssi_signo);
+        daemon_begin_stop(userdata);
+    }
+}
+
+static int
+daemon_watch_signals(Daemon *d, Error **errp)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+        return error_set(errp, E_INTERNAL, errno, "block signals");
+    d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (d->signal_fd < 0)
+        return error_set(errp, E_INTERNAL, errno, "signalfd");
+    return loop_watch_fd(d->loop, d->signal_fd, EPOLLIN, daemon_on_signal, d, &d->signal_src,
+                         errp);
+}
+
+int
+daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
+{
+    Daemon *d = calloc(1, sizeof(*d));
+    if (!d)
+        return error_set(errp, E_INTERNAL, ENOMEM, "daemon");
+    d->cfg = cfg;
+    d->lock_fd = d->signal_fd = -1;
+    signal(SIGPIPE, SIG_IGN);
+    /* Signals are blocked before any thread starts, so every thread inherits the mask. */
+    if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
+        daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
+        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0) {
+        daemon_free(d);
+        return -1;
+    }
+    *ret = d;
+    return 0;
+}
+
+int
+daemon_run(Daemon *d)
+{
+    log_info("state in %s; %zu pool(s); accel mode %s", d->cfg->state_dir, d->cfg->pool.n_shapes,
+             d->cfg->pool.accel == ACCEL_MODE_AUTO  ? "auto"
+             : d->cfg->pool.accel == ACCEL_MODE_KVM ? "kvm"
+                                                    : "tcg");
+    pool_start(d->pool);
+    d->status_timer = loop_add_timer(d->loop, now_usec(), daemon_on_status_timer, d);
+    return loop_run(d->loop);
+}
+
+void
+daemon_free(Daemon *d)
+{
+    if (!d)
+        return;
+    workq_free(d->q); /* first: no job may complete into freed state */
+    pool_free(d->pool);
+    loop_source_free(d->signal_src);
+    loop_free(d->loop);
+    safe_close(d->signal_fd);
+    safe_close(d->lock_fd);
+    free(d);
+}

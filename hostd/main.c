@@ -1,0 +1,139 @@
+/* stockaded: the Stockade host daemon. Arguments, configuration, logging set-up; nothing else
+ * (the wiring is daemon.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+
+#define DEFAULT_CONFIG_PATH "/etc/stockade/stockaded.conf"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: stockaded [OPTIONS]\n"
+            "Runs untrusted code in single-use KVM guests restored from a warm pool.\n\n"
+            "  -c, --config FILE      configuration file (default " DEFAULT_CONFIG_PATH
+            " if it exists)\n"
+            "  -s, --state-dir DIR    state directory (snapshots, guests, database)\n"
+            "  -i, --image-dir DIR    where images live, as <DIR>/<image>/\n"
+            "  -a, --accel MODE       auto (prove KVM, else TCG), kvm, or tcg\n"
+            "  -l, --log-level LEVEL  debug, info, warn or error\n"
+            "      --check-config     parse the configuration, print it, and exit\n"
+            "  -h, --help             this help\n"
+            "  -V, --version          print the version\n\n"
+            "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
+            "at once. Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
+}
+
+typedef struct {
+    const char *config_path;
+    const char *state_dir, *image_dir, *accel, *log_level;
+    bool check_config;
+} Args;
+
+static int
+parse_args(int argc, char **argv, Args *a)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"state-dir", required_argument, NULL, 's'},
+        {"image-dir", required_argument, NULL, 'i'}, {"accel", required_argument, NULL, 'a'},
+        {"log-level", required_argument, NULL, 'l'}, {"check-config", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "c:s:i:a:l:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': a->config_path = optarg; break;
+        case 's': a->state_dir = optarg; break;
+        case 'i': a->image_dir = optarg; break;
+        case 'a': a->accel = optarg; break;
+        case 'l': a->log_level = optarg; break;
+        case 'C': a->check_config = true; break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("stockaded %s\n", STOCKADE_VERSION); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "stockaded: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *
+default_image_dir(void)
+{
+    /* Installed images first; a binary run from its build tree finds the build's images. */
+    if (access(STOCKADE_INSTALL_IMAGE_DIR, R_OK) == 0)
+        return STOCKADE_INSTALL_IMAGE_DIR;
+    return STOCKADE_BUILD_IMAGE_DIR;
+}
+
+static int
+apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
+{
+    const char *path = a->config_path;
+    if (!path && access(DEFAULT_CONFIG_PATH, F_OK) == 0)
+        path = DEFAULT_CONFIG_PATH;
+    if (path && config_load_file(cfg, path, errp) < 0)
+        return -1;
+    if (a->state_dir)
+        snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", a->state_dir);
+    if (a->image_dir)
+        snprintf(cfg->image_dir, sizeof(cfg->image_dir), "%s", a->image_dir);
+    if (a->log_level)
+        snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", a->log_level);
+    if (a->accel && config_parse_accel(a->accel, &cfg->pool.accel) < 0)
+        return error_set(errp, E_INVALID, 0, "--accel must be auto, kvm or tcg");
+    return config_finish(cfg, errp);
+}
+
+static void
+print_config(const DaemonConfig *c)
+{
+    printf("state_dir = %s\nimage_dir = %s\nlibvirt_uri = %s\ndomain_prefix = %s\n",
+           c->state_dir, c->image_dir, c->libvirt_uri, c->domain_prefix);
+    for (size_t i = 0; i < c->pool.n_shapes; i++) {
+        const PoolShapeConfig *s = &c->shapes[i];
+        printf("[pool %s] image_dir=%s vcpus=%u memory_mib=%u warm=%u slots=%u\n", s->name,
+               s->image_dir, s->vcpus, s->memory_mib, s->warm, s->slots);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    static DaemonConfig cfg; /* large; and the pool config points into it */
+    Args args = {0};
+    _cleanup_error_ Error *err = NULL;
+    Daemon *d = NULL;
+    LogLevel level;
+
+    if (parse_args(argc, argv, &args) < 0)
+        return 2;
+    config_defaults(&cfg, default_image_dir());
+    if (apply_flags(&cfg, &args, &err) < 0 || log_level_from_string(cfg.log_level, &level) < 0) {
+        fprintf(stderr, "stockaded: %s\n", err ? err->message : "log_level: unknown level");
+        return 2;
+    }
+    if (args.check_config) {
+        print_config(&cfg);
+        return 0;
+    }
+    log_setup("stockaded", level);
+    if (daemon_new(&cfg, &d, &err) < 0) {
+        log_error("%s", err->message);
+        return err->category == E_INVALID ? 2 : 1;
+    }
+    int r = daemon_run(d);
+    daemon_free(d);
+    return r == 0 ? 0 : 1;
+}

@@ -1,0 +1,490 @@
+/* The pool's API: construction, start and stop, status, hand-out. The slot cycle itself is in
+ * pool_slot.c, the blocking steps in pool_jobs.c. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdutil.h"
+#include "log.h"
+#include "pool_internal.h"
+#include "sha256.h"
+#include "timeutil.h"
+
+#define POOL_SNAPSHOT_KEY_MAX_BYTES 128
+
+void
+pool_config_defaults(PoolConfig *c)
+{
+    *c = (PoolConfig){
+        .libvirt_uri = "qemu:///system",
+        .domain_prefix = "stockade-",
+        .accel = ACCEL_MODE_AUTO,
+        .workspace_mib = 1024,
+        .exec_uid = 1000,
+        .exec_gid = 1000,
+        .refill_concurrency = 2,
+        .tb_cache_mib = 64,
+        .memory_overhead_mib = 192,
+        .cpu_quota_percent = 100,
+        .disk_bytes_per_sec = 200ull * 1024 * 1024,
+        .disk_iops = 4000,
+        .rng_bytes_per_sec = 4096,
+        .boot_timeout_usec = 120 * USEC_PER_SEC,
+        .kvm_probe_timeout_usec = 20 * USEC_PER_SEC,
+        .sync_timeout_usec = 15 * USEC_PER_SEC,
+        .health_interval_usec = 15 * USEC_PER_SEC,
+        .ping_timeout_usec = 10 * USEC_PER_SEC,
+    };
+}
+
+static bool
+name_ok(const char *s, size_t max, bool allow_trailing_dash)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > max || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+        return false;
+    return allow_trailing_dash || s[n - 1] != '-';
+}
+
+static int
+pool_check_config(const PoolConfig *c, Error **errp)
+{
+    if (!c->state_dir || c->state_dir[0] != '/')
+        return error_set(errp, E_INVALID, 0, "pool: state_dir must be an absolute path");
+    if (!name_ok(c->domain_prefix, POOL_PREFIX_MAX_BYTES, true))
+        return error_set(errp, E_INVALID, 0, "pool: domain_prefix must be 1..%d of [a-z0-9-]",
+                         POOL_PREFIX_MAX_BYTES);
+    if (c->n_shapes == 0 || c->n_shapes > POOL_SHAPES_MAX)
+        return error_set(errp, E_INVALID, 0, "pool: 1..%d pools must be configured",
+                         POOL_SHAPES_MAX);
+    if (c->refill_concurrency == 0)
+        return error_set(errp, E_INVALID, 0, "pool: refill_concurrency must be >= 1");
+    size_t total = 0;
+    for (size_t i = 0; i < c->n_shapes; i++) {
+        const PoolShapeConfig *s = &c->shapes[i];
+        if (!name_ok(s->name, POOL_SHAPE_NAME_MAX_BYTES, false))
+            return error_set(errp, E_INVALID, 0, "pool name must be 1..%d of [a-z0-9-]",
+                             POOL_SHAPE_NAME_MAX_BYTES);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(c->shapes[k].name, s->name) == 0)
+                return error_set(errp, E_INVALID, 0, "pool %s is configured twice", s->name);
+        if (s->slots == 0 || s->warm > s->slots)
+            return error_set(errp, E_INVALID, 0, "pool %s: need slots >= 1 and warm <= slots",
+                             s->name);
+        total += s->slots;
+    }
+    if (total > POOL_SLOTS_MAX)
+        return error_set(errp, E_INVALID, 0, "pool: %zu slots in all, at most %d", total,
+                         POOL_SLOTS_MAX);
+    return 0;
+}
+
+/* A stable UUID per slot: derived from the state directory and the domain name. */
+static void
+slot_uuid(const char *state_dir, const char *name, char out[37])
+{
+    uint8_t d[SHA256_BYTES];
+    Sha256 h;
+    sha256_init(&h);
+    sha256_update(&h, "stockade-slot-uuid\n", 19);
+    sha256_update(&h, state_dir, strlen(state_dir) + 1);
+    sha256_update(&h, name, strlen(name));
+    sha256_final(&h, d);
+    d[6] = (uint8_t) ((d[6] & 0x0f) | 0x40);
+    d[8] = (uint8_t) ((d[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12],
+             d[13], d[14], d[15]);
+}
+
+static int
+slot_init(Pool *p, Shape *s, unsigned k, Guest *g)
+{
+    const char *st = p->cfg.state_dir;
+    g->pool = p;
+    g->shape = s;
+    g->index = k;
+    g->qemu_pid = -1;
+    g->state = SLOT_EMPTY;
+    snprintf(g->name, sizeof(g->name), "%s%s-%u", p->cfg.domain_prefix, s->name, k);
+    slot_uuid(st, g->name, g->uuid);
+    if (asprintf(&g->dir, "%s/guests/%s", st, g->name) < 0 ||
+        asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
+        asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
+        asprintf(&g->console_path, "%s/console.log", g->dir) < 0 ||
+        asprintf(&g->save_path, "%s/snapshots/%s.save", st, g->name) < 0 ||
+        asprintf(&g->key_path, "%s/snapshots/%s.key", st, g->name) < 0)
+        return -1;
+    return 0;
+}
+
+static char *
+xstrdup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static int
+pool_copy_config(Pool *p, const PoolConfig *cfg, Error **errp)
+{
+    p->cfg = *cfg;
+    p->cfg.state_dir = xstrdup_or_null(cfg->state_dir);
+    p->cfg.libvirt_uri = xstrdup_or_null(cfg->libvirt_uri);
+    p->cfg.domain_prefix = xstrdup_or_null(cfg->domain_prefix);
+    p->cfg.shapes = NULL; /* copied into p->shapes */
+    if (!p->cfg.state_dir || !p->cfg.libvirt_uri || !p->cfg.domain_prefix ||
+        asprintf(&p->template_path, "%s/templates/workspace-%um.raw", cfg->state_dir,
+                 cfg->workspace_mib) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "pool config");
+    return 0;
+}
+
+static int
+pool_init_shapes(Pool *p, const PoolConfig *cfg, Error **errp)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < cfg->n_shapes; i++)
+        total += cfg->shapes[i].slots;
+    p->disk_paths = calloc(total, sizeof(char *));
+    if (!p->disk_paths)
+        return error_set(errp, E_INTERNAL, ENOMEM, "pool");
+    for (size_t i = 0; i < cfg->n_shapes; i++) {
+        const PoolShapeConfig *c = &cfg->shapes[i];
+        Shape *s = &p->shapes[p->n_shapes++];
+        *s = (Shape){.vcpus = c->vcpus, .memory_mib = c->memory_mib, .warm = c->warm,
+                     .n_slots = c->slots};
+        if (!(s->name = strdup(c->name)) || !(s->image_dir = strdup(c->image_dir)) ||
+            !(s->slots = calloc(c->slots, sizeof(Guest))))
+            return error_set(errp, E_INTERNAL, ENOMEM, "pool");
+        if (image_load(c->image_dir, &s->image, errp) < 0)
+            return error_prefix(errp, "pool %s", c->name);
+        for (unsigned k = 0; k < c->slots; k++) {
+            if (slot_init(p, s, k, &s->slots[k]) < 0)
+                return error_set(errp, E_INTERNAL, ENOMEM, "pool");
+            s->slots[k].disk_index = p->n_disks;
+            p->disk_paths[p->n_disks++] = s->slots[k].workspace_path;
+        }
+    }
+    return 0;
+}
+
+int
+pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp)
+{
+    Pool *p;
+
+    if (pool_check_config(cfg, errp) < 0)
+        return -1;
+    if (!(p = calloc(1, sizeof(*p))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "pool");
+    p->loop = l;
+    p->q = q;
+    if (pool_copy_config(p, cfg, errp) < 0 || pool_init_shapes(p, cfg, errp) < 0 ||
+        virt_open(p->cfg.libvirt_uri, &p->virt, errp) < 0) {
+        pool_free(p);
+        return -1;
+    }
+    *ret = p;
+    return 0;
+}
+
+static void
+slot_free_fields(Guest *g)
+{
+    channel_free(g->ch);
+    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
+    free(g->save_path), free(g->key_path), free(g->xml);
+}
+
+void
+pool_free(Pool *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_shapes; i++) {
+        Shape *s = &p->shapes[i];
+        for (unsigned k = 0; s->slots && k < s->n_slots; k++) {
+            loop_cancel_timer(p->loop, s->slots[k].timer);
+            loop_cancel_timer(p->loop, s->slots[k].gone_timer);
+            slot_free_fields(&s->slots[k]);
+        }
+        free(s->slots), free(s->name), free(s->image_dir);
+        image_free(s->image);
+    }
+    virt_close(p->virt);
+    free(p->disk_paths);
+    free(p->template_path);
+    free((char *) p->cfg.state_dir), free((char *) p->cfg.libvirt_uri);
+    free((char *) p->cfg.domain_prefix);
+    free(p);
+}
+
+/* ------------------------------------------------------------------ start */
+
+static bool
+snapshot_matches(const Guest *g)
+{
+    _cleanup_free_ char *key = NULL;
+    size_t len;
+    struct stat st;
+    if (stat(g->save_path, &st) < 0 || !S_ISREG(st.st_mode))
+        return false;
+    if (read_file_bounded(g->key_path, POOL_SNAPSHOT_KEY_MAX_BYTES, &key, &len) < 0)
+        return false;
+    return strcmp(key, g->key) == 0;
+}
+
+static const Guest *
+pool_find_slot(Pool *p, const char *name, size_t name_len)
+{
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
+            const Guest *g = &p->shapes[i].slots[k];
+            if (strlen(g->name) == name_len && strncmp(g->name, name, name_len) == 0)
+                return g;
+        }
+    return NULL;
+}
+
+/* Removes snapshot files that belong to no slot or whose key no longer matches. */
+static void
+pool_prune_snapshots(Pool *p)
+{
+    _cleanup_free_ char *dir = NULL;
+    if (asprintf(&dir, "%s/snapshots", p->cfg.state_dir) < 0)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *dot = strchr(e->d_name, '.');
+        if (e->d_name[0] == '.' || !dot)
+            continue;
+        const Guest *g = pool_find_slot(p, e->d_name, (size_t) (dot - e->d_name));
+        if (g && (g->snapshot_ok || strcmp(dot, ".key") == 0))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            log_info("removed stale snapshot file %s/%s", dir, e->d_name);
+    }
+    closedir(d);
+}
+
+static void
+pool_on_accel_decided(Pool *p)
+{
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
+            Guest *g = &p->shapes[i].slots[k];
+            _cleanup_error_ Error *err = NULL;
+            if (slot_prepare_xml(g, &err) < 0) {
+                log_error("pool %s: %s", p->shapes[i].name, err->message);
+                continue; /* the slot stays empty without a key: never started */
+            }
+            g->snapshot_ok = snapshot_matches(g);
+        }
+    pool_prune_snapshots(p);
+    pool_fill(p);
+}
+
+static void
+pool_on_reconciled(Pool *p, Error *err)
+{
+    _cleanup_error_ Error *e = err;
+    if (e) {
+        log_error("pool start-up failed: %s", e->message);
+        return; /* nothing will be filled; status shows accel undecided */
+    }
+    if (p->stopping) {
+        pool_check_stopped(p);
+        return;
+    }
+    pool_decide_accel(p, pool_on_accel_decided);
+}
+
+void
+pool_start(Pool *p)
+{
+    if (p->started)
+        return;
+    p->started = true;
+    job_reconcile(p, pool_on_reconciled);
+}
+
+/* ------------------------------------------------------------------ stop */
+
+void
+pool_check_stopped(Pool *p)
+{
+    if (!p->stopping || !p->stop_done || p->jobs > 0 || p->probe)
+        return;
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
+            SlotState st = p->shapes[i].slots[k].state;
+            if (st != SLOT_EMPTY && st != SLOT_HELD && st != SLOT_BACKOFF)
+                return;
+        }
+    void (*done)(void *) = p->stop_done;
+    p->stop_done = NULL;
+    done(p->stop_userdata);
+}
+
+void
+pool_stop(Pool *p, void (*done)(void *userdata), void *userdata)
+{
+    p->stopping = true;
+    p->stop_done = done;
+    p->stop_userdata = userdata;
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
+            Guest *g = &p->shapes[i].slots[k];
+            if (g->state == SLOT_BUSY)
+                slot_fail(g, "the daemon is shutting down");
+            else
+                slot_destroy(g, false);
+        }
+    pool_check_stopped(p);
+}
+
+/* ------------------------------------------------------------------ status */
+
+void
+pool_status(Pool *p, PoolStatus *ret)
+{
+    *ret = p->stats;
+    ret->accel = p->accel;
+    ret->accel_decided = p->accel_decided;
+    ret->accel_reason = p->accel_decided ? p->accel_reason : "not decided yet";
+    ret->n_shapes = p->n_shapes;
+    for (size_t i = 0; i < p->n_shapes; i++) {
+        Shape *s = &p->shapes[i];
+        PoolShapeStatus *o = &ret->shapes[i];
+        *o = (PoolShapeStatus){.name = s->name, .warm = s->warm, .slots = s->n_slots};
+        for (unsigned k = 0; k < s->n_slots; k++) {
+            const Guest *g = &s->slots[k];
+            o->snapshots_ready += g->snapshot_ok;
+            switch (g->state) {
+            case SLOT_IDLE: o->idle++; break;
+            case SLOT_BUSY: o->busy++; break;
+            case SLOT_DESTROYING: case SLOT_HELD: o->draining++; break;
+            case SLOT_EMPTY: case SLOT_BACKOFF: break;
+            default: o->starting++; break;
+            }
+        }
+    }
+}
+
+bool
+pool_is_full(Pool *p)
+{
+    PoolStatus st;
+    pool_status(p, &st);
+    for (size_t i = 0; i < st.n_shapes; i++)
+        if (st.shapes[i].idle < st.shapes[i].warm)
+            return false;
+    return st.accel_decided;
+}
+
+/* ------------------------------------------------------------------ hand-out */
+
+Guest *
+pool_take(Pool *p, const char *shape, const GuestOps *ops, void *userdata, Error **errp)
+{
+    for (size_t i = 0; i < p->n_shapes; i++) {
+        Shape *s = &p->shapes[i];
+        if (strcmp(s->name, shape) != 0)
+            continue;
+        for (unsigned k = 0; k < s->n_slots; k++) {
+            Guest *g = &s->slots[k];
+            if (g->state != SLOT_IDLE || !g->ch || !channel_is_ready(g->ch))
+                continue;
+            g->state = SLOT_BUSY;
+            g->ops = ops;
+            g->userdata = userdata;
+            g->lost_notified = false;
+            g->released = false;
+            pool_fill(p);
+            return g;
+        }
+        error_set(errp, E_UNAVAILABLE, 0, "no warm guest in pool %s right now", shape);
+        return NULL;
+    }
+    error_set(errp, E_NOT_FOUND, 0, "no pool named %s", shape);
+    return NULL;
+}
+
+int
+guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp)
+{
+    if (g->state != SLOT_BUSY || !g->ch)
+        return error_set(errp, E_CONFLICT, 0, "guest %s is gone", g->name);
+    if (m->body_case != STOCKADE__RUNNER__HOST_MSG__BODY_STDIN)
+        m->req_id = channel_next_req_id(g->ch);
+    if (channel_send(g->ch, m, errp) < 0)
+        return -1;
+    if (ret_req_id)
+        *ret_req_id = m->req_id;
+    return 0;
+}
+
+int
+guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+            Error **errp)
+{
+    uint8_t entropy[HELLO_ENTROPY_BYTES];
+    Stockade__Runner__Hello hello = STOCKADE__RUNNER__HELLO__INIT;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+
+    if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t) sizeof(entropy))
+        return error_set(errp, E_INTERNAL, errno, "getrandom");
+    hello.wall_time_ns = wall_usec() * NSEC_PER_USEC;
+    hello.entropy.data = entropy;
+    hello.entropy.len = sizeof(entropy);
+    hello.config = (Stockade__Runner__SessionConfig *) cfg;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_HELLO;
+    m.hello = &hello;
+    int r = guest_send(g, &m, ret_req_id, errp);
+    explicit_bzero(entropy, sizeof(entropy));
+    return r;
+}
+
+void
+guest_set_reading(Guest *g, bool on)
+{
+    if (g->ch)
+        channel_set_reading(g->ch, on);
+}
+
+const char *
+guest_name(const Guest *g)
+{
+    return g->name;
+}
+
+const char *
+guest_workspace_path(const Guest *g)
+{
+    return g->workspace_path;
+}
+
+const char *
+guest_shape(const Guest *g)
+{
+    return g->shape->name;
+}
+
+size_t
+pool_workspace_disks(Pool *p, const char *const **ret_paths)
+{
+    *ret_paths = p->disk_paths;
+    return p->n_disks;
+}
+
+size_t
+guest_disk_index(const Guest *g)
+{
+    return g->disk_index;
+}

@@ -1,0 +1,141 @@
+/* The warm pool: guests restored from snapshots, handed out one per session, never reused.
+ *
+ * Each shape (image + vcpus + memory) has a fixed number of slots. A slot is one libvirt
+ * domain name, one UUID, one workspace disk file and one save image (DESIGN.md "Cloning":
+ * libvirt will not restore one save under another name, so every slot boots once and keeps
+ * its own save; reset = restore that slot's save again, public API only). A slot cycles:
+ *
+ *   empty -> [boot cold, sync, save: only when its snapshot is missing or stale]
+ *         -> restoring (disk reset in place, virDomainRestore, memory hard limit)
+ *         -> syncing (channel) -> idle (pinged every health interval)
+ *         -> busy (handed out: no libvirt call on this path)
+ *         -> destroying (virDomainDestroy on a worker; "gone" is when QEMU's pid is gone)
+ *         -> held (disk kept for extraction until pool_recycle) -> empty
+ *
+ * Any failure (channel broken, ping unanswered, libvirt error) destroys the domain and the
+ * slot comes back empty after a backoff. A busy guest's owner hears of it through
+ * GuestOps.lost. On start, every domain whose name starts with the configured prefix is
+ * destroyed (leftovers of an earlier run) and stale snapshots are removed.
+ * Loop thread only, except where noted. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "domxml.h"
+#include "error.h"
+#include "loop.h"
+#include "message.h"
+#include "workq.h"
+
+#define POOL_SHAPES_MAX 16
+#define POOL_SLOTS_MAX 256
+#define POOL_SHAPE_NAME_MAX_BYTES 32
+#define POOL_PREFIX_MAX_BYTES 24
+
+typedef enum { ACCEL_MODE_AUTO, ACCEL_MODE_KVM, ACCEL_MODE_TCG } AccelMode;
+
+typedef struct PoolShapeConfig {
+    const char *name;      /* [a-z0-9-], unique; part of the domain names */
+    const char *image_dir; /* a built image (images/README.md) */
+    unsigned vcpus;
+    unsigned memory_mib;
+    unsigned warm;         /* idle guests to keep ready */
+    unsigned slots;        /* guests alive at most (idle + busy + being reset); >= warm */
+} PoolShapeConfig;
+
+typedef struct PoolConfig {
+    const char *state_dir;
+    const char *libvirt_uri;
+    const char *domain_prefix;        /* e.g. "stockade-"; leftovers with it are destroyed */
+    AccelMode accel;
+    unsigned workspace_mib;
+    uid_t exec_uid;                   /* owner of the workspace root */
+    gid_t exec_gid;
+    unsigned refill_concurrency;      /* boots/restores in flight at once */
+    unsigned tb_cache_mib;
+    unsigned memory_overhead_mib;     /* QEMU's own memory on top of the guest's */
+    unsigned cpu_quota_percent;
+    uint64_t disk_bytes_per_sec;
+    uint64_t disk_iops;
+    unsigned rng_bytes_per_sec;
+    uint64_t boot_timeout_usec;       /* cold boot to Ready */
+    uint64_t kvm_probe_timeout_usec;  /* accel=auto: a KVM boot must be Ready within this */
+    uint64_t sync_timeout_usec;       /* restore to Ready */
+    uint64_t health_interval_usec;    /* ping period */
+    uint64_t ping_timeout_usec;       /* unanswered ping = wedged */
+    const PoolShapeConfig *shapes;
+    size_t n_shapes;
+} PoolConfig;
+
+/* Defaults for everything but state_dir and shapes. */
+void pool_config_defaults(PoolConfig *c);
+
+typedef struct Pool Pool;
+typedef struct Guest Guest;
+
+typedef struct GuestOps {
+    /* A message from the guest (after the pool took its own Pongs). Borrowed. */
+    void (*message)(Guest *g, const GuestMsg *m, void *userdata);
+    /* The guest is gone or broken (its domain is being destroyed already). The owner must
+     * still call pool_release(). */
+    void (*lost)(Guest *g, const Error *why, void *userdata);
+} GuestOps;
+
+typedef struct PoolShapeStatus {
+    const char *name;
+    unsigned warm, slots;
+    unsigned idle, busy, starting, draining, snapshots_ready;
+} PoolShapeStatus;
+
+typedef struct PoolStatus {
+    Accel accel;
+    bool accel_decided;
+    const char *accel_reason;         /* human text: why this accel */
+    size_t n_shapes;
+    PoolShapeStatus shapes[POOL_SHAPES_MAX];
+    uint64_t restores, restore_failures, boots, destroys, wedged, broken;
+} PoolStatus;
+
+/* Checks and copies the config; opens libvirt. Starts nothing yet. */
+int pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp);
+/* Asynchronous: reconcile leftovers, decide the accel, make snapshots, fill to warm. */
+void pool_start(Pool *p);
+/* Asynchronous: destroys every guest, then calls done on the loop thread. */
+void pool_stop(Pool *p, void (*done)(void *userdata), void *userdata);
+void pool_free(Pool *p);
+
+void pool_status(Pool *p, PoolStatus *ret);
+/* True once every shape has `warm` idle guests (for tests and benchmarks). */
+bool pool_is_full(Pool *p);
+
+/* Hands out an idle, healthy guest of the shape. No libvirt call. E_NOT_FOUND for an
+ * unknown shape, E_UNAVAILABLE when none is idle. */
+Guest *pool_take(Pool *p, const char *shape, const GuestOps *ops, void *userdata, Error **errp);
+
+/* Sends Hello (host wall time, 64 fresh random bytes, the session's config). *ret_req_id is
+ * the id of the Ack to wait for. */
+int guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+                Error **errp);
+/* Sends a message; sets m->req_id (except for Stdin) and returns it in *ret_req_id. */
+int guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp);
+void guest_set_reading(Guest *g, bool on);
+const char *guest_name(const Guest *g);
+const char *guest_workspace_path(const Guest *g);
+const char *guest_shape(const Guest *g);
+
+/* The owner is done with a busy guest. The domain is destroyed without the guest's help
+ * (if not already). If gone is given, it runs once QEMU's process is gone with the disk kept
+ * for extraction; the owner then calls pool_recycle(). Without gone, the slot is recycled
+ * as soon as the domain is destroyed. After this call the owner gets no more callbacks. */
+typedef void (*GuestGoneFn)(Guest *g, uint64_t destroy_requested_usec, uint64_t gone_usec,
+                            void *userdata);
+void pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata);
+void pool_recycle(Pool *p, Guest *g);
+
+/* Absolute paths of every slot's workspace disk (for the extraction appliance), in a fixed
+ * order; valid for the pool's lifetime. */
+size_t pool_workspace_disks(Pool *p, const char *const **ret_paths);
+/* Index of g's disk in pool_workspace_disks(). */
+size_t guest_disk_index(const Guest *g);

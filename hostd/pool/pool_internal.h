@@ -1,0 +1,113 @@
+/* Internal to hostd/pool: the structures shared by pool.c (API), pool_slot.c (slot state
+ * machine), pool_jobs.c (blocking work on worker threads) and pool_accel.c (accel choice). */
+#pragma once
+
+#include "channel.h"
+#include "image.h"
+#include "pool.h"
+#include "virt.h"
+
+#define POOL_GONE_POLL_USEC (2 * 1000)            /* how often "is QEMU gone" is checked */
+#define POOL_GONE_GIVE_UP_USEC (30 * 1000 * 1000) /* then rely on the destroy call alone */
+#define POOL_BACKOFF_MIN_USEC (1 * 1000 * 1000)
+#define POOL_BACKOFF_MAX_USEC (60 * 1000 * 1000)
+#define POOL_RESTORE_FAILURES_BEFORE_REBOOT 2    /* then the snapshot is remade */
+
+typedef enum {
+    SLOT_EMPTY,      /* nothing running; the disk may still hold the last session's files */
+    SLOT_BOOTING,    /* worker: cold boot for a snapshot */
+    SLOT_BOOT_SYNC,  /* waiting for the cold-booted runner's Ready */
+    SLOT_SAVING,     /* worker: virDomainSave */
+    SLOT_RESTORING,  /* worker: disk reset + virDomainRestore */
+    SLOT_SYNCING,    /* waiting for the restored runner's Ready */
+    SLOT_IDLE,       /* warm, healthy, waiting for a session */
+    SLOT_BUSY,       /* handed out */
+    SLOT_DESTROYING, /* destroy requested; waiting for QEMU to go and the call to return */
+    SLOT_HELD,       /* domain gone; disk kept until pool_recycle() */
+    SLOT_BACKOFF,    /* failed; empty again after a delay */
+} SlotState;
+
+typedef struct Shape Shape;
+
+struct Guest {
+    Pool *pool;
+    Shape *shape;
+    unsigned index;
+    size_t disk_index;
+    bool probe; /* the accel=auto KVM probe, not a pool slot */
+    char name[DOMXML_NAME_MAX_BYTES + 1];
+    char uuid[37];
+    char *dir, *workspace_path, *socket_path, *console_path, *save_path, *key_path;
+    char *xml;      /* this slot's domain XML (set once the accel is decided) */
+    char key[65];   /* sha256 of xml + image content hash: names the snapshot */
+    bool snapshot_ok;
+    SlotState state;
+    Channel *ch;
+    pid_t qemu_pid;
+    unsigned restore_failures;
+    uint64_t backoff_usec;
+    TimerId timer;  /* health ping, ping deadline or backoff, by state */
+    uint32_t ping_req_id;
+    /* while handed out */
+    const GuestOps *ops;
+    void *userdata;
+    bool lost_notified;
+    /* destroy bookkeeping */
+    TimerId gone_timer;
+    bool destroy_done, pid_gone, released, awaiting_recycle;
+    bool failed; /* the destroy follows a failure: back off before reuse */
+    GuestGoneFn gone_fn;
+    void *gone_userdata;
+    uint64_t destroy_requested_usec, gone_usec;
+    uint64_t restore_started_usec;
+};
+
+struct Shape {
+    char *name;
+    char *image_dir;
+    unsigned vcpus, memory_mib, warm, n_slots;
+    Image *image;
+    Guest *slots;
+};
+
+struct Pool {
+    Loop *loop;
+    WorkQueue *q;
+    Virt *virt;
+    PoolConfig cfg; /* strings owned by the pool */
+    char *template_path;
+    Shape shapes[POOL_SHAPES_MAX];
+    size_t n_shapes;
+    const char **disk_paths;
+    size_t n_disks;
+    Accel accel;
+    bool accel_decided;
+    char accel_reason[256];
+    Guest *probe;
+    void (*on_accel_decided)(Pool *p);
+    bool started, stopping;
+    unsigned inflight;   /* boots + saves + restores running now */
+    unsigned jobs;       /* every job not yet completed */
+    void (*stop_done)(void *userdata);
+    void *stop_userdata;
+    PoolStatus stats;    /* counters; the rest is computed by pool_status() */
+};
+
+/* pool_slot.c */
+void pool_fill(Pool *p);
+void slot_fail(Guest *g, const char *why);
+void slot_destroy(Guest *g, bool failed);
+void slot_start_boot(Guest *g);
+int slot_prepare_xml(Guest *g, Error **errp);
+void pool_check_stopped(Pool *p);
+
+/* pool_jobs.c: each submits one blocking step and continues on the loop thread. */
+typedef void (*JobDoneFn)(Guest *g, Error *err); /* err is owned by the callee */
+void job_boot(Guest *g, JobDoneFn done);
+void job_save(Guest *g, JobDoneFn done);
+void job_restore(Guest *g, JobDoneFn done);
+void job_destroy(Guest *g, JobDoneFn done);
+void job_reconcile(Pool *p, void (*done)(Pool *p, Error *err));
+
+/* pool_accel.c */
+void pool_decide_accel(Pool *p, void (*decided)(Pool *p));

@@ -1,0 +1,229 @@
+/* Blocking steps of the slot life cycle, each run on a worker thread and completed on the
+ * loop thread. A job reads only the slot's immutable fields (name, paths, xml) and writes
+ * its results into the Job, never into the slot: the loop owns the slot. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diskfile.h"
+#include "fdutil.h"
+#include "pool_internal.h"
+
+typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE } JobKind;
+
+typedef struct {
+    JobKind kind;
+    Pool *pool;
+    Guest *g;
+    JobDoneFn done;
+    void (*pool_done)(Pool *p, Error *err);
+    Error *err;
+    pid_t pid;
+} Job;
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) < 0 && errno != EEXIST)
+        return -1;
+    return chmod(path, mode);
+}
+
+static int
+write_file_atomic(const char *path, const char *text, Error **errp)
+{
+    _cleanup_free_ char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp", path) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 ||
+        rename(tmp, path) < 0) {
+        int e = errno;
+        (void) unlink(tmp);
+        return error_set(errp, E_IO, e, "write %s", path);
+    }
+    return 0;
+}
+
+/* A fresh start for the slot's domain: no stale domain, a pristine disk, no stale socket. */
+static int
+slot_clean_start(Job *j, Error **errp)
+{
+    Guest *g = j->g;
+    if (mkdir_p(g->dir, 0711) < 0)
+        return error_set(errp, E_IO, errno, "create %s", g->dir);
+    if (virt_destroy(j->pool->virt, g->name, errp) < 0)
+        return -1;
+    (void) unlink(g->socket_path);
+    return diskfile_reset_in_place(g->workspace_path, j->pool->template_path, errp);
+}
+
+static void
+job_boot_work(Job *j)
+{
+    if (slot_clean_start(j, &j->err) < 0 || virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
+        return;
+    j->pid = virt_qemu_pid(j->g->name);
+}
+
+static void
+job_save_work(Job *j)
+{
+    Guest *g = j->g;
+    _cleanup_free_ char *tmp = NULL;
+
+    if (asprintf(&tmp, "%s.tmp", g->save_path) < 0) {
+        error_set(&j->err, E_INTERNAL, ENOMEM, "path");
+        return;
+    }
+    (void) unlink(g->key_path); /* the key marks a complete save: drop it first */
+    if (virt_save(j->pool->virt, g->name, tmp, &j->err) < 0) {
+        (void) unlink(tmp);
+        return;
+    }
+    if (rename(tmp, g->save_path) < 0) {
+        error_set(&j->err, E_IO, errno, "install snapshot %s", g->save_path);
+        (void) unlink(tmp);
+        return;
+    }
+    write_file_atomic(g->key_path, g->key, &j->err);
+}
+
+static void
+job_restore_work(Job *j)
+{
+    Guest *g = j->g;
+    Pool *p = j->pool;
+    unsigned limit = g->shape->memory_mib + p->cfg.tb_cache_mib + p->cfg.memory_overhead_mib;
+
+    if (slot_clean_start(j, &j->err) < 0 || virt_restore(p->virt, g->save_path, &j->err) < 0)
+        return;
+    j->pid = virt_qemu_pid(g->name);
+    if (virt_set_memory_hard_limit(p->virt, g->name, limit, &j->err) < 0)
+        (void) virt_destroy(p->virt, g->name, NULL); /* never hand out an unlimited guest */
+}
+
+static void
+job_destroy_work(Job *j)
+{
+    virt_destroy(j->pool->virt, j->g->name, &j->err);
+}
+
+static void
+job_reconcile_work(Job *j)
+{
+    Pool *p = j->pool;
+    char **names = NULL;
+    _cleanup_free_ char *guests = NULL, *snaps = NULL, *templates = NULL;
+
+    if (asprintf(&guests, "%s/guests", p->cfg.state_dir) < 0 ||
+        asprintf(&snaps, "%s/snapshots", p->cfg.state_dir) < 0 ||
+        asprintf(&templates, "%s/templates", p->cfg.state_dir) < 0) {
+        error_set(&j->err, E_INTERNAL, ENOMEM, "paths");
+        return;
+    }
+    if (mkdir_p(p->cfg.state_dir, 0711) < 0 || mkdir_p(guests, 0711) < 0 ||
+        mkdir_p(snaps, 0700) < 0 || mkdir_p(templates, 0755) < 0) {
+        error_set(&j->err, E_IO, errno, "create state directories under %s", p->cfg.state_dir);
+        return;
+    }
+    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, &j->err) < 0)
+        return;
+    for (char **n = names; *n; n++)
+        if (virt_destroy(p->virt, *n, &j->err) < 0 || virt_undefine(p->virt, *n, &j->err) < 0)
+            break;
+    virt_strv_free(names);
+    if (!j->err)
+        diskfile_ensure_template(p->template_path, p->cfg.workspace_mib, p->cfg.exec_uid,
+                                 p->cfg.exec_gid, &j->err);
+}
+
+static void
+job_work(void *userdata)
+{
+    Job *j = userdata;
+    switch (j->kind) {
+    case JOB_BOOT: job_boot_work(j); break;
+    case JOB_SAVE: job_save_work(j); break;
+    case JOB_RESTORE: job_restore_work(j); break;
+    case JOB_DESTROY: job_destroy_work(j); break;
+    case JOB_RECONCILE: job_reconcile_work(j); break;
+    }
+}
+
+static void
+job_complete(void *userdata)
+{
+    Job *j = userdata;
+    Pool *p = j->pool;
+
+    p->jobs--;
+    if (j->kind == JOB_BOOT || j->kind == JOB_SAVE || j->kind == JOB_RESTORE)
+        p->inflight--;
+    if (j->g && j->pid > 0)
+        j->g->qemu_pid = j->pid;
+    if (j->pool_done)
+        j->pool_done(p, j->err);
+    else
+        j->done(j->g, j->err);
+    free(j);
+}
+
+static void
+job_submit(Pool *p, Job *j)
+{
+    p->jobs++;
+    if (j->kind == JOB_BOOT || j->kind == JOB_SAVE || j->kind == JOB_RESTORE)
+        p->inflight++;
+    if (workq_submit(p->q, job_work, job_complete, j) < 0) {
+        error_set(&j->err, E_INTERNAL, ENOMEM, "queue pool job");
+        job_complete(j);
+    }
+}
+
+static void
+job_start(Guest *g, JobKind kind, JobDoneFn done)
+{
+    Job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort(); /* the slot would be stuck in a transitional state forever */
+    *j = (Job){.kind = kind, .pool = g->pool, .g = g, .done = done};
+    job_submit(g->pool, j);
+}
+
+void
+job_boot(Guest *g, JobDoneFn done)
+{
+    job_start(g, JOB_BOOT, done);
+}
+
+void
+job_save(Guest *g, JobDoneFn done)
+{
+    job_start(g, JOB_SAVE, done);
+}
+
+void
+job_restore(Guest *g, JobDoneFn done)
+{
+    job_start(g, JOB_RESTORE, done);
+}
+
+void
+job_destroy(Guest *g, JobDoneFn done)
+{
+    job_start(g, JOB_DESTROY, done);
+}
+
+void
+job_reconcile(Pool *p, void (*done)(Pool *p, Error *err))
+{
+    Job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort();
+    *j = (Job){.kind = JOB_RECONCILE, .pool = p, .pool_done = done};
+    job_submit(p, j);
+}

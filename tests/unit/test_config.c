@@ -1,0 +1,103 @@
+/* Unit tests of stockaded's config parser (hostd/config.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static DaemonConfig cfg;
+
+static int
+parse(const char *text, Error **e)
+{
+    config_defaults(&cfg, "/usr/share/stockade/images");
+    return config_parse(&cfg, text, strlen(text), e);
+}
+
+static void
+test_defaults_and_file(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *text = "# comment\n[daemon]\nstate_dir = /srv/stk\naccel=tcg\n"
+                       "workspace_mib = 256\n\n[limits]\ncpu_quota_percent = 50\n"
+                       "[timeouts]\nboot_s = 30\n[pool py]\nimage = python\nwarm = 3\n"
+                       "slots = 5\nmemory_mib = 384\n";
+    assert_int_equal(parse(text, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.state_dir, "/srv/stk");
+    assert_int_equal(cfg.pool.accel, ACCEL_MODE_TCG);
+    assert_int_equal(cfg.pool.workspace_mib, 256);
+    assert_int_equal(cfg.pool.cpu_quota_percent, 50);
+    assert_int_equal(cfg.pool.boot_timeout_usec, 30000000);
+    assert_int_equal(cfg.pool.n_shapes, 1); /* a [pool] replaces the embedded pools */
+    assert_string_equal(cfg.shapes[0].name, "py");
+    assert_string_equal(cfg.shapes[0].image_dir, "/usr/share/stockade/images/python");
+    assert_int_equal(cfg.shapes[0].warm, 3);
+    assert_int_equal(cfg.shapes[0].memory_mib, 384);
+}
+
+static void
+test_rejects(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *text;
+        const char *needle;
+    } cases[] = {
+        {"[daemon]\nstate_dri = /x\n", "line 2: unknown key"},
+        {"state_dir = /x\n", "line 1: key outside a section"},
+        {"[daemon]\naccel = fast\n", "accel must be"},
+        {"[daemon]\nworkspace_mib = 1\n", "workspace_mib must be a number"},
+        {"[daemon]\nworkspace_mib = 12x\n", "workspace_mib must be a number"},
+        {"[daemon]\nworkspace_mib = -5\n", "workspace_mib must be a number"},
+        {"[nope]\n", "unknown section"},
+        {"[daemon\n", "malformed section"},
+        {"[pool A]\n", "pool name"},
+        {"[pool a]\n[pool a]\n", "defined twice"},
+        {"[pool a]\nimage = ../etc\n", "image must be a simple name"},
+        {"[pool a]\ncolour = red\n", "unknown key 'colour'"},
+        {"[daemon]\njunk\n", "expected key = value"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Error *e = NULL;
+        if (parse(cases[i].text, &e) == 0)
+            fail_msg("accepted: %s", cases[i].text);
+        assert_int_equal(e->category, E_INVALID);
+        if (!strstr(e->message, cases[i].needle))
+            fail_msg("'%s' does not mention '%s'", e->message, cases[i].needle);
+        error_free(e);
+    }
+}
+
+static void
+test_long_line_and_nul(void **state)
+{
+    (void) state;
+    static char big[CONFIG_LINE_MAX_BYTES + 20];
+    Error *e = NULL;
+    memset(big, '#', sizeof(big) - 1);
+    assert_int_equal(parse(big, &e), -1);
+    error_free(e);
+    e = NULL;
+    const char nul[] = "[daemon]\nstate_dir = /a\0b\n";
+    config_defaults(&cfg, "/x");
+    assert_int_equal(config_parse(&cfg, nul, sizeof(nul) - 1, &e), -1);
+    assert_non_null(strstr(e->message, "NUL"));
+    error_free(e);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_and_file),
+        cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_long_line_and_nul),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
