@@ -140,10 +140,9 @@ def build(args):
     if not kernel.is_static_executable(runner):
         raise BuildError(f"{args.runner} must be a static ELF executable (it runs as /init)")
 
-    with locked(os.path.join(cache, "cache.lock")):
-        kpkg, kver = kernel.resolve(common["kernel_package"])
-        packages = apt.resolve(recipe["packages"], recipe["exclude"],
-                               os.path.join(work, f"{name}.apt"))
+    kpkg, kver = kernel.resolve(common["kernel_package"])
+    packages = apt.resolve(recipe["packages"], recipe["exclude"],
+                           os.path.join(work, f"{name}.apt"))
     inputs = inputs_of(args, common, recipe, sha256_bytes(runner),
                        {"package": kpkg, "version": kver}, packages)
     inputs_hash = sha256_bytes(json.dumps(inputs, sort_keys=True).encode())

@@ -55,7 +55,8 @@ def estimate(root, margin_pct, margin_mib):
     dir_bytes = {"": 24}
     for rel, st in walk(root):
         parent = os.path.dirname(rel)
-        dir_bytes[parent] = dir_bytes.get(parent, 24) + 8 + (len(os.path.basename(rel)) + 3) // 4 * 4
+        entry = 8 + (len(os.path.basename(rel)) + 3) // 4 * 4
+        dir_bytes[parent] = dir_bytes.get(parent, 24) + entry
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
             if (st.st_dev, st.st_ino) in seen:
                 continue

@@ -76,6 +76,7 @@ def obtain(package, version, cache_dir):
         debs = apt.fetch({package: version}, os.path.join(cache_dir, "..", "debs"))
         tmp = root + ".tmp"
         run(["rm", "-rf", tmp])
+        os.makedirs(tmp)
         apt.extract(debs, tmp)
         run([tool("depmod"), "-b", tmp, release])
         os.replace(tmp, root)

@@ -11,6 +11,9 @@ foreach(name ${STOCKADE_IMAGE_NAMES})
         stockade_script_test(NAME images_${check}_${name} LABEL integration
                              COMMAND ${STOCKADE_PYTHON3} ${images_check} ${check} ${dir})
     endforeach()
+    # A test /init loads the image's modules in order, mounts its root, runs python3.
+    stockade_script_test(NAME images_guest_${name} LABEL integration TIMEOUT 300
+        COMMAND ${STOCKADE_PYTHON3} ${images_check} guest ${dir} 240)
     # Running the builder again with the build's own arguments changes nothing.
     stockade_script_test(NAME images_noop_${name} LABEL integration TIMEOUT 120
         COMMAND ${STOCKADE_PYTHON3} ${images_check} noop ${dir}

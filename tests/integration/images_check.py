@@ -45,12 +45,12 @@ def need_tool(name):
     return path
 
 
-def sh(*argv, check=True, **kw):
+def sh(*argv, check=True, text_out=True, **kw):
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
     if check and proc.returncode != 0:
         raise Fail(f"{' '.join(argv)}: exit {proc.returncode}: "
                    f"{proc.stderr.decode(errors='replace')[-1000:]}")
-    return proc.stdout.decode(errors="replace")
+    return proc.stdout.decode(errors="replace") if text_out else proc.stdout
 
 
 def sha256(path):
@@ -273,16 +273,8 @@ def check_boot(d, timeout_s="120"):
     m = load_manifest(d)
     with tempfile.TemporaryDirectory() as tmp:
         sock = os.path.join(tmp, "runner.sock")
-        argv = [qemu, "-M", "pc", "-accel", "tcg", "-m", "256", "-nodefaults", "-no-reboot",
-                "-display", "none", "-serial", "stdio", "-monitor", "none",
-                "-kernel", os.path.join(d, "vmlinux"),
-                "-initrd", os.path.join(d, "initramfs.cpio"),
-                "-append", m["cmdline"] + " stockade.debug=1 loglevel=7",
-                "-drive", f"file={os.path.join(d, 'root.ext4')},if=virtio,format=raw,readonly=on",
-                "-device", "virtio-serial-pci",
-                "-chardev", f"socket,id=runner,path={sock},server=on,wait=off",
-                "-device", "virtserialport,chardev=runner,name=org.stockade.runner.0",
-                "-device", "virtio-rng-pci"]
+        argv = _qemu_argv(qemu, d, os.path.join(d, "initramfs.cpio"),
+                          m["cmdline"] + " stockade.debug=1 loglevel=7", sock)
         t0 = time.monotonic()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
@@ -311,9 +303,109 @@ def check_boot(d, timeout_s="120"):
     print(f"boot ok: kernel ran /init {reached:.1f} s after QEMU started (TCG)")
 
 
+GUEST_INIT = r"""#!/bin/busybox sh
+# Test /init (appended over the image's initramfs): does what the runner will do with the
+# image - load the modules in the load-order file, mount the root read-only - then checks.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+up() { cut -d' ' -f1 /proc/uptime; }
+t0=$(up)
+while read m; do
+    insmod "/lib/modules/$m" || echo "CHECK insmod-failed $m"
+done < /etc/stockade/modules
+echo "CHECK modules-loaded $t0 $(up)"
+mount -t ext4 -o ro /dev/vda /newroot && echo "CHECK root-mounted $(up)"
+mount -t tmpfs tmp /newroot/tmp; mount -t devtmpfs dev /newroot/dev
+mount -t proc proc /newroot/proc
+echo "CHECK port $(cat /sys/class/virtio-ports/*/name)"
+echo "CHECK rng $(cat /sys/class/misc/hw_random/rng_current)"
+echo "CHECK user $(chroot /newroot /bin/sh -c 'echo $(id -u user) ~user')"
+if [ -e /newroot/usr/bin/python3 ]; then
+    t=$(up)
+    chroot /newroot /usr/bin/python3 -c 'import csv, io
+print("CHECK python", list(csv.reader(io.StringIO("a,b\n1,2\n"))))'
+    echo "CHECK python-cold $t $(up)"
+fi
+echo "CHECK done"
+reboot -f
+"""
+
+
+def _cpio_overlay(tmp, busybox):
+    """A newc archive with the test /init and a static busybox, made by GNU cpio."""
+    stage = os.path.join(tmp, "stage")
+    os.makedirs(os.path.join(stage, "bin"))
+    shutil.copyfile(busybox, os.path.join(stage, "bin", "busybox"))
+    os.chmod(os.path.join(stage, "bin", "busybox"), 0o755)
+    with open(os.path.join(stage, "init"), "w") as f:
+        f.write(GUEST_INIT)
+    os.chmod(os.path.join(stage, "init"), 0o755)
+    return sh(need_tool("cpio"), "-o", "-H", "newc", "--reproducible", "-R", "0:0", "--quiet",
+              cwd=stage, input=b"init\nbin\nbin/busybox\n", text_out=False)
+
+
+def _qemu_argv(qemu, d, initrd, append, sock):
+    # -no-acpi: libvirt adds it when the domain has no <acpi/>, as the daemon's domains do.
+    return [qemu, "-M", "pc", "-accel", "tcg", "-m", "256", "-nodefaults", "-no-reboot",
+            "-no-acpi", "-display", "none", "-serial", "stdio", "-monitor", "none",
+            "-kernel", os.path.join(d, "vmlinux"), "-initrd", initrd, "-append", append,
+            "-drive", f"file={os.path.join(d, 'root.ext4')},if=virtio,format=raw,readonly=on",
+            "-device", "virtio-serial-pci",
+            "-chardev", f"socket,id=runner,path={sock},server=on,wait=off",
+            "-device", "virtserialport,chardev=runner,name=org.stockade.runner.0",
+            "-device", "virtio-rng-pci"]
+
+
+def check_guest(d, timeout_s="240"):
+    """Boot the image with a test /init that loads its modules in the listed order, mounts
+    root.ext4 read-only from virtio, finds the runner's port and virtio-rng, and (python
+    image) runs python3 from the root."""
+    qemu = need_tool("qemu-system-x86_64")
+    busybox = next((p for p in ("/bin/busybox", "/usr/bin/busybox") if os.path.exists(p)), None)
+    if busybox is None or "INTERP" in sh(need_tool("readelf"), "-l", busybox):
+        skip("needs busybox-static on the build machine")
+    m = load_manifest(d)
+    with tempfile.TemporaryDirectory() as tmp:
+        initrd = os.path.join(tmp, "initrd.cpio")
+        with open(os.path.join(d, "initramfs.cpio"), "rb") as f, open(initrd, "wb") as g:
+            g.write(f.read() + _cpio_overlay(tmp, busybox))
+        argv = _qemu_argv(qemu, d, initrd, m["cmdline"], os.path.join(tmp, "runner.sock"))
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, timeout=float(timeout_s))
+            out = proc.stdout.decode(errors="replace")
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode(errors="replace")
+        wall = time.monotonic() - t0
+    lines = {ln.split()[1]: ln.split()[2:] for ln in out.splitlines()
+             if ln.startswith("CHECK ") and len(ln.split()) >= 2}
+    failures = [ln for ln in out.splitlines() if ln.startswith("CHECK insmod-failed")]
+    want = {"modules-loaded", "root-mounted", "done"}
+    if failures or not want <= lines.keys():
+        raise Fail(f"guest check failed ({failures or sorted(want - lines.keys())}); "
+                   "console tail:\n" + "\n".join(out.splitlines()[-25:]))
+    if lines.get("port") != ["org.stockade.runner.0"]:
+        raise Fail(f"virtio-serial port not found: {lines.get('port')}")
+    if lines.get("rng", [""])[0] != "virtio_rng.0":
+        raise Fail(f"virtio-rng not active: {lines.get('rng')}")
+    if lines.get("user") != ["1000", "/workspace"]:
+        raise Fail(f"user 1000 / home /workspace not resolved in the guest: {lines.get('user')}")
+    if m["name"] == "python" and lines.get("python") != ["[['a',", "'b'],", "['1',", "'2']]"]:
+        raise Fail(f"python3 did not run in the guest: {lines.get('python')}")
+    t_mod = lines["modules-loaded"]
+    extra = ""
+    if "python-cold" in lines:
+        a, b = map(float, lines["python-cold"])
+        extra = f", python3 cold start {b - a:.2f} s"
+    print(f"guest ok: modules loaded {float(t_mod[1]) - float(t_mod[0]):.2f} s, root mounted at "
+          f"{lines['root-mounted'][0]} s uptime{extra}; QEMU wall {wall:.1f} s")
+
+
 CHECKS = {"manifest": check_manifest, "vmlinux": check_vmlinux, "initramfs": check_initramfs,
           "root": check_root, "noop": check_noop, "rebuild": check_rebuild,
-          "python": check_python_runs, "boot": check_boot}
+          "python": check_python_runs, "boot": check_boot, "guest": check_guest}
 
 
 def main():
