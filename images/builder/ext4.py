@@ -33,11 +33,12 @@ def walk(root):
     yield from rec("")
 
 
-def tree_digest(root):
-    """sha256 over every path, type, mode, owner and content (file bytes, link target)."""
+def tree_digest(root, flatten_owner):
+    """sha256 over every path, type, mode, owner (0:0 if flattened) and content."""
     h = hashlib.sha256()
     for rel, st in walk(root):
-        h.update(f"{rel}\0{st.st_mode:o}\0{st.st_uid}:{st.st_gid}\0".encode())
+        owner = "0:0" if flatten_owner else f"{st.st_uid}:{st.st_gid}"
+        h.update(f"{rel}\0{st.st_mode:o}\0{owner}\0".encode())
         full = os.path.join(root, rel)
         if stat.S_ISLNK(st.st_mode):
             h.update(os.readlink(full).encode())
@@ -129,7 +130,9 @@ def _fix_inodes(image, epoch, env, flatten_owner):
 
 def make(root, image, *, label, epoch, margin_pct, margin_mib):
     """Build image from root. Returns (size in bytes, tree digest)."""
-    digest = tree_digest(root)
+    # Not root: dpkg-deb -x made the files ours; the image gets them as root's (debugfs).
+    flatten_owner = os.geteuid() != 0
+    digest = tree_digest(root, flatten_owner)
     size_kib, inodes = estimate(root, margin_pct, margin_mib)
     env = dict(os.environ, E2FSPROGS_FAKE_TIME=str(epoch), SOURCE_DATE_EPOCH=str(epoch))
     fs_uuid, seed = _derived_uuid(digest, "uuid"), _derived_uuid(digest, "hash_seed")
@@ -149,6 +152,6 @@ def make(root, image, *, label, epoch, margin_pct, margin_mib):
         if attempt == 3 or not re.search(r"space|allocate", text, re.I):
             raise BuildError(f"mkfs.ext4 failed: {text[-2000:]}")
         size_kib = size_kib * 5 // 4 // 1024 * 1024   # deterministic growth, whole MiB
-    _fix_inodes(image, epoch, env, flatten_owner=os.geteuid() != 0)
+    _fix_inodes(image, epoch, env, flatten_owner)
     run([tool("e2fsck"), "-fn", image])
     return os.path.getsize(image), digest
