@@ -14,7 +14,7 @@ import struct
 import subprocess
 
 from . import apt
-from .util import BuildError, locked, log, run, tool, write_file
+from .util import BuildError, log, run, tool, write_file
 
 XEN_ELFNOTE_PHYS32_ENTRY = 18
 _XZ_MAGIC = b"\xfd7zXZ\x00"
