@@ -1,0 +1,171 @@
+/* One request from the host: decode and check (proto/), gate on Hello, run, reply.
+ * This is a loop callback, so it is where request failures are logged (debug level). */
+#include <string.h>
+
+#include "files.h"
+#include "log.h"
+#include "reply.h"
+#include "serve_int.h"
+
+#define DISPATCH_WHY_BYTES 160
+
+static void
+dispatch_queue_failed(uint32_t req_id)
+{
+    /* Over the hard bound or a message our own checks refuse: a runner bug. */
+    log_error("request %u: reply not queued: %m", req_id);
+}
+
+static void
+dispatch_reply_error(Server *s, uint32_t req_id, const Error *e)
+{
+    log_debug("request %u failed: %s", req_id, e->message);
+    if (reply_from_error(&s->q, req_id, e) < 0)
+        dispatch_queue_failed(req_id);
+}
+
+static void
+dispatch_ping(Server *s, const HostMsg *m)
+{
+    GuestMsg g = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    Stockade__Runner__Pong pong = STOCKADE__RUNNER__PONG__INIT;
+
+    pong.nonce = m->ping->nonce;
+    g.req_id = m->req_id;
+    g.body_case = GBODY(PONG);
+    g.pong = &pong;
+    if (outq_push_msg(&s->q, &g) < 0)
+        dispatch_queue_failed(m->req_id);
+}
+
+static void
+dispatch_file_get(Server *s, const HostMsg *m, const WsCtx *ws)
+{
+    GuestMsg g = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    Stockade__Runner__FileData data;
+    _cleanup_error_ Error *err = NULL;
+
+    if (files_get(ws, m->file_get, s->file_buf, &data, &err) < 0) {
+        dispatch_reply_error(s, m->req_id, err);
+        return;
+    }
+    g.req_id = m->req_id;
+    g.body_case = GBODY(FILE_DATA);
+    g.file_data = &data;
+    if (outq_push_msg(&s->q, &g) < 0)
+        dispatch_queue_failed(m->req_id);
+}
+
+static void
+dispatch_fs_op(Server *s, const HostMsg *m, const WsCtx *ws)
+{
+    GuestMsg g = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    Stockade__Runner__FsResult res;
+    _cleanup_error_ Error *err = NULL;
+
+    if (fsops_run(ws, m->fs_op, &res, &err) < 0) {
+        dispatch_reply_error(s, m->req_id, err);
+        return;
+    }
+    g.req_id = m->req_id;
+    g.body_case = GBODY(FS_RESULT);
+    g.fs_result = &res;
+    if (outq_push_msg(&s->q, &g) < 0)
+        dispatch_queue_failed(m->req_id);
+    fsops_result_free(&res);
+}
+
+/* Requests that answer Ack or Error. Returns 0 on success (Ack), -1 with err set. */
+static int
+dispatch_simple(Server *s, const HostMsg *m, const WsCtx *ws, Error **err)
+{
+    switch (m->body_case) {
+    case HBODY(HELLO):
+        return session_hello(s, m->hello, err);
+    case HBODY(SIGNAL):
+        return exec_signal(s->execs, m->signal->exec_id, m->signal->signo, err);
+    case HBODY(FILE_PUT):
+        return files_put(ws, m->file_put, err);
+    default:
+        return error_set(err, E_INTERNAL, 0, "unexpected request");
+    }
+}
+
+static void
+dispatch_ready(Server *s, const HostMsg *m)
+{
+    Session *ss = &s->session;
+    WsCtx ws = {.ws_fd = ss->ws_fd, .uid = ss->uid, .gid = ss->gid};
+    ExecContext ctx = {.ws_fd = ss->ws_fd,
+                       .home = s->cfg->pid1 ? "/workspace" : s->cfg->workspace,
+                       .uid = ss->uid,
+                       .gid = ss->gid,
+                       .session_env = &ss->env};
+    _cleanup_error_ Error *err = NULL;
+
+    switch (m->body_case) {
+    case HBODY(EXEC):
+        if (exec_start(s->execs, &ctx, m->exec, m->req_id, &err) < 0)
+            dispatch_reply_error(s, m->req_id, err); /* success answers later: ExecStarted */
+        return;
+    case HBODY(STDIN):
+        if (exec_stdin(s->execs, m->stdin->exec_id, m->stdin->data.data, m->stdin->data.len,
+                       m->stdin->eof, &err) < 0)
+            dispatch_reply_error(s, 0, err);
+        return;
+    case HBODY(FILE_GET):
+        dispatch_file_get(s, m, &ws);
+        return;
+    case HBODY(FS_OP):
+        dispatch_fs_op(s, m, &ws);
+        return;
+    default:
+        break;
+    }
+    if (dispatch_simple(s, m, &ws, &err) < 0)
+        dispatch_reply_error(s, m->req_id, err);
+    else if (reply_ack(&s->q, m->req_id) < 0)
+        dispatch_queue_failed(m->req_id);
+}
+
+static void
+dispatch_msg(Server *s, const HostMsg *m)
+{
+    bool hello = m->body_case == HBODY(HELLO);
+
+    switch (m->body_case) {
+    case HBODY(PING):
+        dispatch_ping(s, m);
+        return;
+    case HBODY(SHUTDOWN):
+        s->shutdown_requested = true; /* the loop finishes what is queued, then shuts down */
+        s->shutdown_req_id = m->req_id;
+        return;
+    default:
+        break;
+    }
+    if (s->session.ready == hello) {
+        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY),
+                        hello ? "hello was already received" : "hello first") < 0)
+            dispatch_queue_failed(m->req_id);
+        return;
+    }
+    dispatch_ready(s, m);
+}
+
+void
+dispatch_frame(Server *s, const uint8_t *payload, size_t len)
+{
+    char why[DISPATCH_WHY_BYTES];
+
+    HostMsg *m = msg_decode_host(payload, len, why, sizeof(why));
+    if (!m) {
+        uint32_t req_id = reply_peek_req_id(payload, len);
+        log_debug("request %u: bad message: %s", req_id, why);
+        if (reply_error(&s->q, req_id, ERRC(BAD_MESSAGE), "%s", why) < 0)
+            dispatch_queue_failed(req_id);
+        return;
+    }
+    dispatch_msg(s, m);
+    msg_free_host(m);
+}

@@ -1,0 +1,63 @@
+/* Internal to exec.c and exec_io.c: the exec record and the table. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "exec.h"
+#include "guest_limits.h"
+#include "tree.h"
+
+typedef enum {
+    EXEC_STARTING,      /* forked; waiting for the report pipe (EOF = running) */
+    EXEC_FAILED,        /* Error sent; waiting to reap the child */
+    EXEC_RUNNING,       /* ExecStarted sent */
+    EXEC_LEADER_EXITED, /* reaped; draining output */
+    EXEC_LINGERING,     /* ExecExit sent; descendants still alive */
+} ExecState;
+
+enum { EXEC_OUT_STDOUT, EXEC_OUT_STDERR, EXEC_OUT_COUNT };
+
+typedef struct Exec {
+    uint32_t id;
+    uint32_t req_id; /* of the Exec request, until it is answered */
+    ExecState state;
+    pid_t pid;
+    int report_fd;
+    int out_fd[EXEC_OUT_COUNT];
+    bool draining; /* grace over: read only drain_left[] more */
+    size_t drain_left[EXEC_OUT_COUNT];
+    int in_fd;
+    uint8_t *in_buf;
+    size_t in_len;
+    bool in_eof;
+    uint64_t start_usec, exit_usec, deadline_usec;
+    int wait_status;
+    struct rusage ru;
+    Tree tree;
+} Exec;
+
+typedef enum { POLL_REPORT, POLL_STDOUT, POLL_STDERR, POLL_STDIN } PollKind;
+
+#define EXEC_POLL_MAX (EXEC_TABLE_MAX * 4)
+
+struct ExecTable {
+    OutQueue *q;
+    TreeRoot root;
+    Exec *slots[EXEC_TABLE_MAX];
+    size_t stdin_total; /* pending stdin bytes of all execs */
+    struct {
+        uint16_t slot;
+        uint8_t kind;
+    } refs[EXEC_POLL_MAX];
+    uint8_t buf[OUTPUT_CHUNK_MAX_BYTES];
+};
+
+/* exec_io.c */
+void exec_close_stdin(ExecTable *t, Exec *e);
+void exec_close_out(Exec *e, int stream);
+int exec_read_output(ExecTable *t, Exec *e, int stream, Error **errp);
+int exec_flush_stdin(ExecTable *t, Exec *e, Error **errp);
+int exec_queue_stdin(ExecTable *t, Exec *e, const uint8_t *data, size_t len, Error **errp);
+/* Grace over: note what is in the pipes now; only that much more is read. */
+void exec_start_drain(Exec *e);

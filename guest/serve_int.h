@@ -1,0 +1,44 @@
+/* Internal to serve.c, dispatch.c and session.c: the server state. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "env.h"
+#include "exec.h"
+#include "frame.h"
+#include "mirror.h"
+#include "outq.h"
+#include "serve.h"
+
+typedef struct Session {
+    bool ready;   /* Hello succeeded */
+    bool mounted; /* PID 1: the workspace device is mounted */
+    uid_t uid;
+    gid_t gid;
+    EnvList env;
+    int ws_fd; /* O_PATH workspace root, -1 before Hello */
+} Session;
+
+typedef struct Server {
+    const ServeConfig *cfg;
+    FrameReader *reader;
+    OutQueue q;
+    ExecTable *execs;
+    Mirror *mirror;
+    Session session;
+    int sig_fd;
+    bool shutdown_requested;
+    uint32_t shutdown_req_id;
+    uint8_t *file_buf; /* FILE_CHUNK_MAX_BYTES, for FileGet */
+} Server;
+
+/* dispatch.c: handles one frame payload; replies go to s->q. Logs at debug level. */
+void dispatch_frame(Server *s, const uint8_t *payload, size_t len);
+
+/* session.c */
+int session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp);
+/* Kills every exec and waits (bounded) for the trees to empty; then, for PID 1, syncs and
+ * unmounts the workspace. Best effort: what fails is logged by the caller via errp. */
+int session_shutdown(Server *s, Error **errp);
+void session_clear(Session *ss);
