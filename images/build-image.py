@@ -9,7 +9,8 @@ inputs (recipe, common.json, overlay, this builder, the runner's bytes, the reso
 Debian package versions, e2fsprogs) give byte-identical files. When those inputs are
 unchanged since the last build and the outputs are untouched, nothing is rewritten
 (exit 0, "up to date"); a file whose bytes come out the same keeps its old mtime.
-Needs root for the Python byte-compile step (chroot into the image's own interpreter).
+Python byte-code is compiled by the image's own interpreter under chroot when run as root,
+else by this machine's python3 of the same minor version.
 """
 
 import argparse
@@ -47,7 +48,8 @@ def load_recipe(recipe_dir, common_path):
 
 def inputs_of(args, common, recipe, runner_sha, kernel_pv, packages):
     """Everything the outputs depend on; the no-op check compares its hash."""
-    builder_files = [os.path.abspath(__file__)] + glob.glob(os.path.join(HERE, "builder", "*.py"))
+    builder_files = [os.path.abspath(__file__)] + \
+        glob.glob(os.path.join(HERE, "builder", "*.py"))
     overlay = glob.glob(os.path.join(HERE, "overlay", "**"), recursive=True) + \
         glob.glob(os.path.join(args.recipe, "**"), recursive=True)
     mke2fs_conf = "/etc/mke2fs.conf"
@@ -127,18 +129,56 @@ def install(tmp, out, names):
             os.replace(src, dst)
 
 
+def read_runner(path):
+    if not os.path.exists(path):
+        raise BuildError(f"runner {path} does not exist")
+    with open(path, "rb") as f:
+        runner = f.read()
+    if not kernel.is_static_executable(runner):
+        raise BuildError(f"{path} must be a static ELF executable (it runs as /init)")
+    return runner
+
+
+def gather(cache, common, kpkg, kver, packages):
+    """Fill the shared cache (under its lock): kernel, vmlinux, .debs, modules in order."""
+    with locked(os.path.join(cache, "cache.lock")):
+        k = kernel.obtain(kpkg, kver, os.path.join(cache, "kernel"))
+        vmlinux = kernel.vmlinux(k, os.path.join(cache, "kernel"))
+        debs = apt.fetch(packages, os.path.join(cache, "debs"))
+        index = kernel.ModuleIndex(k.moddir)
+        modules = [index.read_module(m) for m in index.load_order(common["modules"])]
+    return k, vmlinux, debs, modules
+
+
+def write_manifest(tmp, common, recipe, k, modules, packages, runner):
+    files = [{"name": n, "size": os.path.getsize(os.path.join(tmp, n)),
+              "sha256": sha256_file(os.path.join(tmp, n))} for n in manifest.FILES]
+    text = manifest.render(
+        name=recipe["name"], description=recipe.get("description", ""),
+        kernel={"package": k.package, "version": k.version, "release": k.release},
+        cmdline=" ".join(common["cmdline"]), files=files,
+        modules=[fname for fname, _ in modules], packages=packages,
+        runner_sha256=sha256_bytes(runner), epoch=common["source_date_epoch"])
+    write_file(os.path.join(tmp, "manifest.json"), text)
+    return json.loads(text)
+
+
+def record_state(state_path, out, inputs, inputs_hash):
+    outputs = {}
+    for n in list(manifest.FILES) + ["manifest.json"]:
+        st = os.stat(os.path.join(out, n))
+        outputs[n] = [st.st_size, st.st_mtime_ns]
+    write_file(state_path, json.dumps({"inputs_hash": inputs_hash, "inputs": inputs,
+                                       "outputs": outputs}, indent=1, sort_keys=True))
+
+
 def build(args):
     timer = Timer()
     common, recipe = load_recipe(args.recipe, args.common)
     recipe["dir"] = args.recipe
     name, work, out = recipe["name"], os.path.abspath(args.work), os.path.abspath(args.out)
     cache = os.path.abspath(args.cache or os.path.join(work, "cache"))
-    if not os.path.exists(args.runner):
-        raise BuildError(f"runner {args.runner} does not exist")
-    with open(args.runner, "rb") as f:
-        runner = f.read()
-    if not kernel.is_static_executable(runner):
-        raise BuildError(f"{args.runner} must be a static ELF executable (it runs as /init)")
+    runner = read_runner(args.runner)
 
     kpkg, kver = kernel.resolve(common["kernel_package"])
     packages = apt.resolve(recipe["packages"], recipe["exclude"],
@@ -152,46 +192,23 @@ def build(args):
         return
     timer.step(f"{name}: resolved {len(packages)} packages, kernel {kpkg}={kver}")
 
+    k, vmlinux, debs, modules = gather(cache, common, kpkg, kver, packages)
+    timer.step(f"kernel {k.release}, {len(modules)} modules, packages fetched")
     tmp = os.path.join(work, f"{name}.tmp")
     rmtree(tmp)
     os.makedirs(tmp)
-    with locked(os.path.join(cache, "cache.lock")):
-        k = kernel.obtain(kpkg, kver, os.path.join(cache, "kernel"))
-        vmlinux = kernel.vmlinux(k, os.path.join(cache, "kernel"))
-        debs = apt.fetch(packages, os.path.join(cache, "debs"))
-        index = kernel.ModuleIndex(k.moddir)
-        order = index.load_order(common["modules"])
-        modules = [index.read_module(m) for m in order]
-    timer.step(f"kernel {k.release}, {len(modules)} modules, packages fetched")
-
-    epoch = common["source_date_epoch"]
-    write_file(os.path.join(tmp, "initramfs.cpio"), initramfs.build(runner, modules, epoch))
+    write_file(os.path.join(tmp, "initramfs.cpio"),
+               initramfs.build(runner, modules, common["source_date_epoch"]))
     build_root(tmp, debs, common, recipe, timer)
     with open(vmlinux, "rb") as f:
         write_file(os.path.join(tmp, "vmlinux"), f.read())
-
-    files = [{"name": n, "size": os.path.getsize(os.path.join(tmp, n)),
-              "sha256": sha256_file(os.path.join(tmp, n))} for n in manifest.FILES]
-    cmdline = " ".join(common["cmdline"])
-    text = manifest.render(
-        name=name, description=recipe.get("description", ""),
-        kernel={"package": kpkg, "version": kver, "release": k.release},
-        cmdline=cmdline, files=files, modules=[fname for fname, _ in modules],
-        packages=packages, runner_sha256=sha256_bytes(runner), epoch=epoch)
-    write_file(os.path.join(tmp, "manifest.json"), text)
-    names = list(manifest.FILES) + ["manifest.json"]
-    install(tmp, out, names)
-    outputs = {}
-    for n in names:
-        st = os.stat(os.path.join(out, n))
-        outputs[n] = [st.st_size, st.st_mtime_ns]
-    write_file(state_path, json.dumps({"inputs_hash": inputs_hash, "inputs": inputs,
-                                       "outputs": outputs}, indent=1, sort_keys=True))
+    doc = write_manifest(tmp, common, recipe, k, modules, packages, runner)
+    install(tmp, out, list(manifest.FILES) + ["manifest.json"])
+    record_state(state_path, out, inputs, inputs_hash)
     rmtree(tmp)
-    doc = json.loads(text)
     log(f"{name}: built in {time.monotonic() - timer.t0:.1f} s, content_hash "
         f"{doc['content_hash'][:16]}, " +
-        ", ".join(f"{f['name']} {f['size'] / 1048576:.1f} MiB" for f in files))
+        ", ".join(f"{f['name']} {f['size'] / 1048576:.1f} MiB" for f in doc["files"]))
 
 
 def main():
