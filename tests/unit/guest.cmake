@@ -1,0 +1,10 @@
+# Unit tests of the runner's pure logic (guest/): environment building and PATH search, the
+# kernel command line and module list, workspace path decisions (cwd mapping, confinement
+# against symlinks), error mapping and req_id peeking, the outbound queue's bounds, and the
+# virtio port lookup over a fake sysfs.
+foreach(part env bootcfg paths outq)
+    stockade_test(NAME unit_guest_${part} LABEL unit SOURCES test_guest_${part}.c
+                  ${STOCKADE_GUEST_PURE_SOURCES}
+                  LIBS stockade_proto stockade_base PkgConfig::CMOCKA)
+    target_include_directories(unit_guest_${part} PRIVATE ${PROJECT_SOURCE_DIR}/guest)
+endforeach()
