@@ -53,6 +53,9 @@ typedef struct ExtractStats {
     uint32_t files, dirs, skipped;
     bool truncated;   /* a cap was hit: something was left out */
     ExtractStop stop; /* why the stream stopped early, if it did */
+    /* Salvage phases, for metrics (zero from extract_untar): snapshot + mount, pre-scan,
+     * tar_out streaming (with cancel and drain), unmount + snapshot removal. */
+    uint64_t mount_usec, scan_usec, stream_usec, cleanup_usec;
 } ExtractStats;
 
 /* Stable lower-case name of a stop reason ("none", "bytes", ...). */

@@ -245,16 +245,22 @@ salvage_locked(ExtractAppliance *a, const char *dev, int dest_fd, const ExtractL
 {
     size_t n_ex = 0;
     bool capped = false;
+    uint64_t t0 = now_usec();
     if (salvage_setup(a, dev, errp) < 0 || salvage_mount(a, errp) < 0)
         return -1;
+    uint64_t t1 = now_usec();
+    stats->mount_usec = t1 - t0;
     char **excludes = salvage_prescan(a, lim, &n_ex, &capped, errp);
     if (!excludes)
         return -1;
     ExtractLimits left = *lim;
-    uint64_t now = now_usec();
-    left.max_usec = deadline_usec > now ? deadline_usec - now : 0;
+    uint64_t t2 = now_usec();
+    left.max_usec = deadline_usec > t2 ? deadline_usec - t2 : 0;
     int r = salvage_stream(a, excludes, dest_fd, &left, stats, errp);
     prescan_free(excludes);
+    stats->mount_usec = t1 - t0; /* extract_untar() reset the stats */
+    stats->scan_usec = t2 - t1;
+    stats->stream_usec = now_usec() - t2;
     stats->skipped += (uint32_t) (n_ex - ELEMENTSOF(salvage_fixed_excludes));
     if (capped || n_ex > ELEMENTSOF(salvage_fixed_excludes))
         stats->truncated = true;
@@ -283,7 +289,9 @@ extract_salvage(ExtractAppliance *a, size_t index, int dest_dirfd, const Extract
         return error_set(errp, E_INTERNAL, 0, "watchdog thread");
     }
     int r = salvage_locked(a, a->devices[index], dest_dirfd, lim, deadline, stats, errp);
+    uint64_t t_clean = now_usec();
     (void) salvage_teardown(a, NULL); /* a failure marks the appliance dead, nothing more */
+    stats->cleanup_usec = now_usec() - t_clean;
     if (watchdog_stop(&w))
         r = error_set(errp, E_TIMEOUT, 0, "salvage hung past its deadline; appliance killed");
     if (r < 0 && stats->stop == EXTRACT_STOP_NONE)

@@ -284,6 +284,7 @@ loop_run(Loop *l)
 {
     struct epoll_event evs[LOOP_MAX_EVENTS];
 
+    __atomic_store_n(&l->quit, false, __ATOMIC_SEQ_CST); /* each run waits for its own quit */
     while (!__atomic_load_n(&l->quit, __ATOMIC_SEQ_CST)) {
         int n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, loop_next_timeout_ms(l));
         if (n < 0 && errno != EINTR)

@@ -41,7 +41,8 @@ void loop_cancel_timer(Loop *l, TimerId id);
 /* Thread-safe: runs fn(userdata) on the loop thread soon. Returns -1 only on OOM. */
 int loop_post(Loop *l, LoopPostFn fn, void *userdata);
 
-/* Runs until loop_quit(); returns the code given to it. */
+/* Runs until loop_quit() is called during this run (a loop may be run again, e.g. in slices);
+ * returns the code given to it. */
 int loop_run(Loop *l);
 /* Thread-safe. */
 void loop_quit(Loop *l, int code);

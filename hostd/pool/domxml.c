@@ -109,8 +109,6 @@ domxml_head(FILE *f, const DomainSpec *s)
     xml_elem(f, "  <uuid>", s->uuid, "</uuid>\n");
     fprintf(f, "  <memory unit='MiB'>%u</memory>\n", s->memory_mib);
     fprintf(f, "  <vcpu placement='static'>%u</vcpu>\n", s->vcpus);
-    fprintf(f, "  <memtune>\n    <hard_limit unit='MiB'>%u</hard_limit>\n  </memtune>\n",
-            s->memory_mib + s->tb_cache_mib + s->memory_overhead_mib);
     if (s->cpu_quota_percent)
         fprintf(f, "  <cputune>\n    <period>100000</period>\n    <quota>%u</quota>\n"
                    "  </cputune>\n",

@@ -4,7 +4,9 @@
  * read-only and never relabelled, its own raw workspace disk, no NIC, a virtio-rng, one
  * virtio-serial port for the runner, a console that goes to a file through virtlogd (which
  * rotates it: bounded), and every exit (poweroff, reboot, crash) destroying the domain.
- * Limits: QEMU memory hard limit, CPU quota, disk byte/IOPS caps, TCG code cache. */
+ * Limits: CPU quota, disk byte/IOPS caps, TCG code cache. QEMU's memory hard limit is NOT in
+ * the XML: there libvirt would also raise QEMU's RLIMIT_MEMLOCK to it, which needs
+ * CAP_SYS_RESOURCE; the pool applies it live right after each restore (virt.h). */
 #pragma once
 
 #include <stdbool.h>
@@ -31,7 +33,6 @@ typedef struct DomainSpec {
     const char *channel_socket_path;
     const char *console_log_path;
     unsigned tb_cache_mib;           /* TCG translation cache; 0 = QEMU's default (1 GiB) */
-    unsigned memory_overhead_mib;    /* hard limit = memory_mib + tb_cache_mib + this */
     unsigned cpu_quota_percent;      /* of one host CPU per vCPU, 1..100; 0 = no quota */
     uint64_t disk_bytes_per_sec;     /* per disk; 0 = uncapped */
     uint64_t disk_iops;              /* per disk; 0 = uncapped */

@@ -59,7 +59,6 @@ slot_prepare_xml(Guest *g, Error **errp)
         .channel_socket_path = g->socket_path,
         .console_log_path = g->console_path,
         .tb_cache_mib = p->cfg.tb_cache_mib,
-        .memory_overhead_mib = p->cfg.memory_overhead_mib,
         .cpu_quota_percent = p->cfg.cpu_quota_percent,
         .disk_bytes_per_sec = p->cfg.disk_bytes_per_sec,
         .disk_iops = p->cfg.disk_iops,

@@ -28,7 +28,14 @@ static int
 virt_fail(Error **errp, ErrorCategory cat, const char *what, const char *name)
 {
     const char *msg = virGetLastErrorMessage();
-    return error_set(errp, cat, 0, "%s %s: %s", what, name ? name : "", msg ? msg : "unknown");
+    char one_line[ERROR_MESSAGE_MAX];
+    snprintf(one_line, sizeof(one_line), "%s", msg ? msg : "unknown");
+    for (char *p = one_line; *p; p++) /* QEMU's stderr comes through with newlines */
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    if (name)
+        return error_set(errp, cat, 0, "%s %s: %s", what, name, one_line);
+    return error_set(errp, cat, 0, "%s: %s", what, one_line);
 }
 
 int

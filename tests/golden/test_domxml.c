@@ -29,7 +29,6 @@ base_spec(void)
         .channel_socket_path = "/var/lib/stockade/guests/stockade-python-0/channel.sock",
         .console_log_path = "/var/lib/stockade/guests/stockade-python-0/console.log",
         .tb_cache_mib = 64,
-        .memory_overhead_mib = 192,
         .cpu_quota_percent = 100,
         .disk_bytes_per_sec = 100ull * 1024 * 1024,
         .disk_iops = 2000,

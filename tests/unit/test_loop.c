@@ -46,6 +46,10 @@ test_timers_fire_in_deadline_order(void **state)
     loop_cancel_timer(l, 12345); /* unknown: ignored */
     assert_int_equal(loop_run(l), 7);
     assert_string_equal(t.order, "acq");
+    /* A loop runs again after a quit (tests and benchmarks run it in slices). */
+    loop_add_timer(l, now_usec() + 1000, on_quit, &t);
+    assert_int_equal(loop_run(l), 7);
+    assert_string_equal(t.order, "acqq");
     loop_free(l);
 }
 

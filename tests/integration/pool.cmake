@@ -1,0 +1,14 @@
+# The warm pool against real libvirtd and real guests (issue 3). Needs the minimal image.
+add_library(stockade_poolharness STATIC ${PROJECT_SOURCE_DIR}/tests/lib/poolharness.c)
+target_include_directories(stockade_poolharness PUBLIC ${PROJECT_SOURCE_DIR}/tests/lib)
+target_compile_definitions(stockade_poolharness PUBLIC
+    STOCKADE_TEST_IMAGE_DIR="${CMAKE_BINARY_DIR}/images")
+target_link_libraries(stockade_poolharness PUBLIC stockade_pool stockade_testlib)
+
+add_executable(test_pool ${CMAKE_CURRENT_LIST_DIR}/test_pool.c)
+target_link_libraries(test_pool PRIVATE stockade_poolharness)
+foreach(scenario clones refill restart wedged)
+    add_test(NAME integration_pool_${scenario} COMMAND test_pool ${scenario})
+    set_tests_properties(integration_pool_${scenario} PROPERTIES LABELS integration
+        SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+endforeach()

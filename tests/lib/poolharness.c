@@ -1,0 +1,335 @@
+/* See poolharness.h. */
+#include "poolharness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "timeutil.h"
+#include "virt.h"
+
+#ifndef STOCKADE_TEST_IMAGE_DIR
+#error "STOCKADE_TEST_IMAGE_DIR must point at the build's images"
+#endif
+
+static void
+harness_check_host(Harness *h, const char *image)
+{
+    Virt *v = NULL;
+    Error *err = NULL;
+    char manifest[1200];
+
+    if (geteuid() != 0)
+        test_skip("needs root (libvirt qemu:///system, guest disks)");
+    if (virt_open("qemu:///system", &v, &err) < 0)
+        test_skip("libvirtd is not reachable: %s (start virtlogd -d; libvirtd -d)",
+                  err->message);
+    virt_close(v);
+    snprintf(h->image_dir, sizeof(h->image_dir), "%s/%s", STOCKADE_TEST_IMAGE_DIR, image);
+    snprintf(manifest, sizeof(manifest), "%s/manifest.json", h->image_dir);
+    if (access(manifest, R_OK) < 0)
+        test_skip("image %s is not built (%s)", image, manifest);
+}
+
+void
+harness_start_opts(Harness *h, const HarnessOptions *o)
+{
+    Error *err = NULL;
+    uint32_t r;
+
+    memset(h, 0, sizeof(*h));
+    harness_check_host(h, o->image);
+    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+        abort();
+    if (o->prefix)
+        snprintf(h->prefix, sizeof(h->prefix), "%s", o->prefix);
+    else
+        snprintf(h->prefix, sizeof(h->prefix), "stktest%06x-", r & 0xffffff);
+    h->state_dir = o->state_dir ? strdup(o->state_dir) : test_mkdtemp("stockade-pool");
+    chmod(h->state_dir, 0711);
+    pool_config_defaults(&h->cfg);
+    h->cfg.state_dir = h->state_dir;
+    h->cfg.domain_prefix = h->prefix;
+    h->cfg.workspace_mib = 64;
+    if (o->health_interval_usec)
+        h->cfg.health_interval_usec = o->health_interval_usec;
+    if (o->ping_timeout_usec)
+        h->cfg.ping_timeout_usec = o->ping_timeout_usec;
+    h->shape = (PoolShapeConfig){.name = o->image, .image_dir = h->image_dir, .vcpus = 1,
+                                 .memory_mib = 256, .warm = o->warm, .slots = o->slots};
+    h->cfg.shapes = &h->shape;
+    h->cfg.n_shapes = 1;
+    if (loop_new(&h->loop, &err) < 0 || workq_new(h->loop, 6, &h->q, &err) < 0 ||
+        pool_new(h->loop, h->q, &h->cfg, &h->pool, &err) < 0) {
+        fprintf(stderr, "harness: %s\n", err->message);
+        abort();
+    }
+    pool_start(h->pool);
+}
+
+void
+harness_start(Harness *h, const char *image, unsigned warm, unsigned slots,
+              const char *state_dir)
+{
+    HarnessOptions o = {.image = image, .warm = warm, .slots = slots, .state_dir = state_dir};
+    harness_start_opts(h, &o);
+}
+
+static void
+harness_on_tick(Loop *l, void *userdata)
+{
+    (void) userdata;
+    loop_quit(l, 0);
+}
+
+bool
+harness_run_until(Harness *h, bool (*cond)(void *userdata), void *userdata,
+                  uint64_t timeout_usec)
+{
+    uint64_t deadline = now_usec() + timeout_usec;
+    while (!cond(userdata)) {
+        if (now_usec() >= deadline)
+            return false;
+        TimerId t = loop_add_timer(h->loop, now_usec() + 5 * USEC_PER_MSEC, harness_on_tick, h);
+        loop_run(h->loop);
+        loop_cancel_timer(h->loop, t);
+    }
+    return true;
+}
+
+static bool
+cond_full(void *userdata)
+{
+    return pool_is_full(((Harness *) userdata)->pool);
+}
+
+bool
+harness_wait_full(Harness *h, uint64_t timeout_usec)
+{
+    return harness_run_until(h, cond_full, h, timeout_usec);
+}
+
+static void
+harness_on_stopped(void *userdata)
+{
+    ((Harness *) userdata)->stopped = true;
+}
+
+static bool
+cond_stopped(void *userdata)
+{
+    return ((Harness *) userdata)->stopped;
+}
+
+static void
+harness_free(Harness *h)
+{
+    workq_free(h->q);
+    pool_free(h->pool);
+    loop_free(h->loop);
+    h->q = NULL;
+    h->pool = NULL;
+    h->loop = NULL;
+}
+
+void
+harness_stop(Harness *h)
+{
+    pool_stop(h->pool, harness_on_stopped, h);
+    if (!harness_run_until(h, cond_stopped, h, 120 * USEC_PER_SEC))
+        fprintf(stderr, "harness: pool did not stop in 120 s\n");
+    harness_free(h);
+}
+
+void
+harness_abandon(Harness *h)
+{
+    harness_free(h);
+}
+
+void
+harness_cleanup(Harness *h)
+{
+    if (h->state_dir) {
+        test_rm_rf(h->state_dir);
+        free(h->state_dir);
+        h->state_dir = NULL;
+    }
+}
+
+char **
+harness_domains(Harness *h)
+{
+    Virt *v = NULL;
+    char **names = NULL;
+    if (virt_open("qemu:///system", &v, NULL) < 0)
+        return NULL;
+    char **all = NULL;
+    if (virt_list_prefixed(v, h->prefix, &all, NULL) == 0) {
+        size_t n = 0;
+        names = calloc(64, sizeof(char *));
+        for (char **p = all; *p && n < 63; p++)
+            if (virt_is_active(v, *p))
+                names[n++] = strdup(*p);
+        virt_strv_free(all);
+    }
+    virt_close(v);
+    return names;
+}
+
+size_t
+harness_domain_count(Harness *h)
+{
+    char **names = harness_domains(h);
+    size_t n = 0;
+    for (char **p = names; p && *p; p++)
+        n++;
+    virt_strv_free(names);
+    return n;
+}
+
+/* ------------------------------------------------------------------ test sessions */
+
+static void
+ts_append(char *buf, size_t cap, size_t *len, const uint8_t *data, size_t n)
+{
+    size_t room = cap - 1 - *len;
+    if (n > room)
+        n = room;
+    memcpy(buf + *len, data, n);
+    *len += n;
+    buf[*len] = '\0';
+}
+
+static void
+ts_on_message(Guest *g, const GuestMsg *m, void *userdata)
+{
+    TestSession *s = userdata;
+    (void) g;
+    switch (m->body_case) {
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_ACK:
+        if (m->req_id == s->hello_req)
+            s->acked = true;
+        break;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED:
+        s->started = true;
+        break;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT:
+        if (s->first_byte_usec == 0)
+            s->first_byte_usec = now_usec();
+        if (m->output->stream == STOCKADE__RUNNER__OUTPUT__STREAM__STDOUT)
+            ts_append(s->out, sizeof(s->out), &s->out_len, m->output->data.data,
+                      m->output->data.len);
+        else
+            ts_append(s->err, sizeof(s->err), &s->err_len, m->output->data.data,
+                      m->output->data.len);
+        break;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT:
+        s->exited = true;
+        s->exit_code = m->exec_exit->exit_code;
+        s->signal = m->exec_exit->signal;
+        break;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
+        s->errored = true;
+        snprintf(s->error_message, sizeof(s->error_message), "%s", m->error->message);
+        break;
+    default:
+        break;
+    }
+}
+
+static void
+ts_on_lost(Guest *g, const Error *why, void *userdata)
+{
+    TestSession *s = userdata;
+    (void) g;
+    s->lost = true;
+    snprintf(s->error_message, sizeof(s->error_message), "lost: %s", why->message);
+}
+
+static const GuestOps ts_ops = {ts_on_message, ts_on_lost};
+
+bool
+ts_take(Harness *h, TestSession *s, const char *session_id)
+{
+    Stockade__Runner__SessionConfig cfg = STOCKADE__RUNNER__SESSION_CONFIG__INIT;
+    Error *err = NULL;
+
+    memset(s, 0, sizeof(*s));
+    s->h = h;
+    s->g = pool_take(h->pool, h->shape.name, &ts_ops, s, &err);
+    if (!s->g) {
+        error_free(err);
+        return false;
+    }
+    cfg.session_id = (char *) session_id;
+    cfg.uid = 1000;
+    cfg.gid = 1000;
+    cfg.workspace_device = "/dev/vdb";
+    if (guest_hello(s->g, &cfg, &s->hello_req, &err) < 0) {
+        snprintf(s->error_message, sizeof(s->error_message), "hello: %s", err->message);
+        error_free(err);
+        return false;
+    }
+    return true;
+}
+
+bool
+ts_exec_start(TestSession *s, const char *const *argv)
+{
+    Stockade__Runner__Exec e = STOCKADE__RUNNER__EXEC__INIT;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Error *err = NULL;
+    size_t n = 0;
+
+    while (argv[n])
+        n++;
+    s->started = s->exited = s->errored = false;
+    s->out_len = s->err_len = 0;
+    s->out[0] = s->err[0] = '\0';
+    s->first_byte_usec = 0;
+    e.exec_id = ++s->exec_id;
+    e.argv = (char **) argv;
+    e.n_argv = n;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
+    m.exec = &e;
+    if (guest_send(s->g, &m, &s->exec_req, &err) < 0) {
+        snprintf(s->error_message, sizeof(s->error_message), "exec: %s", err->message);
+        error_free(err);
+        return false;
+    }
+    return true;
+}
+
+static bool
+cond_exec_done(void *userdata)
+{
+    TestSession *s = userdata;
+    return s->exited || s->lost || (s->errored && !s->started);
+}
+
+bool
+ts_exec_wait(TestSession *s, uint64_t timeout_usec)
+{
+    return harness_run_until(s->h, cond_exec_done, s, timeout_usec) && s->exited;
+}
+
+int
+ts_run(TestSession *s, const char *const *argv, uint64_t timeout_usec)
+{
+    if (!ts_exec_start(s, argv) || !ts_exec_wait(s, timeout_usec))
+        return -1000;
+    return s->exit_code;
+}
+
+void
+ts_release(TestSession *s)
+{
+    if (s->g)
+        pool_release(s->h->pool, s->g, NULL, NULL);
+    s->g = NULL;
+}
