@@ -8,7 +8,7 @@ set(STOCKADE_INSTALL_IMAGE_DIR ${CMAKE_INSTALL_FULL_DATADIR}/stockade/images)
 add_executable(stockaded ${CMAKE_CURRENT_LIST_DIR}/main.c ${CMAKE_CURRENT_LIST_DIR}/daemon.c)
 target_compile_definitions(stockaded PRIVATE
     STOCKADE_INSTALL_IMAGE_DIR="${STOCKADE_INSTALL_IMAGE_DIR}"
-    STOCKADE_BUILD_IMAGE_DIR="${CMAKE_BINARY_DIR}/images")
+    STOCKADE_BUILD_IMAGE_DIR="${STOCKADE_IMAGE_DIR}")
 target_link_libraries(stockaded PRIVATE stockade_config stockade_pool stockade_loop
                       stockade_base)
 install(TARGETS stockaded RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})

@@ -25,6 +25,7 @@
 
 #include "domxml.h"
 #include "error.h"
+#include "histogram.h"
 #include "loop.h"
 #include "message.h"
 #include "workq.h"
@@ -96,6 +97,9 @@ typedef struct PoolStatus {
     size_t n_shapes;
     PoolShapeStatus shapes[POOL_SHAPES_MAX];
     uint64_t restores, restore_failures, boots, destroys, wedged, broken;
+    Histogram boot_to_ready;     /* cold boot (domain create) to the runner's Ready */
+    Histogram restore_to_ready;  /* restore requested to Ready (disk reset included) */
+    Histogram destroy_to_gone;   /* destroy requested to QEMU's process gone */
 } PoolStatus;
 
 /* Checks and copies the config; opens libvirt. Starts nothing yet. */

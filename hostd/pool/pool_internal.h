@@ -60,6 +60,7 @@ struct Guest {
     void *gone_userdata;
     uint64_t destroy_requested_usec, gone_usec;
     uint64_t restore_started_usec;
+    uint64_t boot_started_usec;
 };
 
 struct Shape {

@@ -161,11 +161,13 @@ slot_on_ready(Channel *c, const Stockade__Runner__Ready *r, void *userdata)
         return;
     }
     if (g->state == SLOT_BOOT_SYNC) {
+        histogram_add(&g->pool->stats.boot_to_ready, now_usec() - g->boot_started_usec);
         g->state = SLOT_SAVING;
         job_save(g, slot_on_saved);
         return;
     }
     if (g->state == SLOT_SYNCING) {
+        histogram_add(&g->pool->stats.restore_to_ready, now_usec() - g->restore_started_usec);
         g->state = SLOT_IDLE;
         g->restore_failures = 0;
         slot_schedule_ping(g);
@@ -241,6 +243,7 @@ void
 slot_start_boot(Guest *g)
 {
     g->state = SLOT_BOOTING;
+    g->boot_started_usec = now_usec();
     job_boot(g, slot_on_booted);
 }
 
@@ -376,9 +379,12 @@ slot_on_gone_poll(Loop *l, void *userdata)
     (void) l;
     g->gone_timer = 0;
     uint64_t now = now_usec();
-    if (virt_pid_gone(g->qemu_pid) || now - g->destroy_requested_usec > POOL_GONE_GIVE_UP_USEC) {
+    bool gone = virt_pid_gone(g->qemu_pid);
+    if (gone || now - g->destroy_requested_usec > POOL_GONE_GIVE_UP_USEC) {
         g->pid_gone = true;
         g->gone_usec = now;
+        if (gone)
+            histogram_add(&g->pool->stats.destroy_to_gone, now - g->destroy_requested_usec);
         slot_maybe_finish(g);
         return;
     }

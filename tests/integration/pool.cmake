@@ -2,7 +2,7 @@
 add_library(stockade_poolharness STATIC ${PROJECT_SOURCE_DIR}/tests/lib/poolharness.c)
 target_include_directories(stockade_poolharness PUBLIC ${PROJECT_SOURCE_DIR}/tests/lib)
 target_compile_definitions(stockade_poolharness PUBLIC
-    STOCKADE_TEST_IMAGE_DIR="${CMAKE_BINARY_DIR}/images")
+    STOCKADE_TEST_IMAGE_DIR="${STOCKADE_IMAGE_DIR}")
 target_link_libraries(stockade_poolharness PUBLIC stockade_pool stockade_testlib)
 
 add_executable(test_pool ${CMAKE_CURRENT_LIST_DIR}/test_pool.c)
