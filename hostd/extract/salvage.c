@@ -32,7 +32,7 @@
 #define SALVAGE_DM_NAME "stk_salvage"
 #define SALVAGE_DM_DEV "/dev/mapper/" SALVAGE_DM_NAME
 #define SALVAGE_COW_KIB (128u * 1024u) /* RAM for journal replay; overflow fails the mount */
-#define SALVAGE_SCRIPT_BYTES 512u
+#define SALVAGE_SCRIPT_BYTES 640u
 #define SALVAGE_PIPE_BYTES (1024 * 1024)
 #define SALVAGE_DRAIN_BYTES (16u * 1024u)
 #define SALVAGE_MOUNT_OPTS "ro,nosuid,nodev,noexec"
@@ -151,10 +151,15 @@ salvage_prescan(ExtractAppliance *a, const ExtractLimits *lim, size_t *ret_n, bo
 {
     char script[SALVAGE_SCRIPT_BYTES];
     _cleanup_free_ char *out = NULL;
+    /* One record per entry, in tar's order (both walk depth-first in readdir order): "x" for
+     * most, "B<name>" for a file over the cap. head stops the walk after max_files records,
+     * as the stream stops there too, so a 100 000-file tree is not stat'ed in full. */
     snprintf(script, sizeof(script),
-             "cd /sysroot && find . -xdev -path ./lost+found -prune -o -type f -size +%" PRIu64
-             "c -print0 2>/dev/null | head -c %u | od -An -v -tx1",
-             lim->max_file_bytes, PRESCAN_OUTPUT_MAX_BYTES);
+             "export LC_ALL=C; cd /sysroot && { find . -xdev -path ./lost+found -prune -o "
+             "\\( -type f -size +%" PRIu64 "c -printf 'B%%p\\0' \\) -o -printf 'x\\0' "
+             "2>/dev/null; } | head -z -n %u | grep -a -z '^B' | cut -z -b2- | head -c %u | "
+             "od -An -v -tx1",
+             lim->max_file_bytes, lim->max_files, PRESCAN_OUTPUT_MAX_BYTES);
     if (appliance_sh(a, script, &out, errp) < 0) {
         error_prefix(errp, "pre-scan");
         return NULL;

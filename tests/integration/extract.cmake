@@ -1,0 +1,5 @@
+# hostd/extract against real libguestfs (root, TCG): hostile workspace, 100 000 files,
+# killed-VM journals and in-place slot resets on one shared appliance, then a cold salvage.
+find_package(Threads REQUIRED)
+stockade_test(NAME integration_extract LABEL integration SOURCES extract_salvage.c
+              LIBS stockade_extract stockade_base Threads::Threads TIMEOUT 420)
