@@ -56,6 +56,9 @@ cg_read_key(const char *text, const char *key, uint64_t *ret)
     return false;
 }
 
+/* MemAvailable when the runner starts (kernel, runner and page cache already counted), minus
+ * the reserve: a hog then hits its own memory.max (its group is OOM-killed alone) before the
+ * guest runs out (a global OOM, where only oom_score_adj protects the runner). */
 static uint64_t
 tree_memory_max(void)
 {
@@ -66,9 +69,9 @@ tree_memory_max(void)
 
     if (fd >= 0 && read_full(fd, buf, sizeof(buf) - 1, &got) == 0) {
         buf[got] = '\0';
-        const char *p = strstr(buf, "MemTotal:");
+        const char *p = strstr(buf, "MemAvailable:");
         if (p)
-            total_kib = strtoull(p + 9, NULL, 10);
+            total_kib = strtoull(p + 13, NULL, 10);
     }
     safe_close(fd);
     uint64_t total = total_kib * 1024, reserve = (uint64_t) EXEC_MEMORY_RESERVE_MIB << 20;
@@ -91,9 +94,12 @@ tree_root_open(const char *cgroup_root, TreeRoot *ret, Error **errp)
         return error_set(errp, E_INVALID, 0, "%s is not a cgroup v2 directory", cgroup_root);
     if (faccessat(fd, "cgroup.procs", W_OK, AT_EACCESS) < 0)
         return error_set(errp, E_INVALID, errno, "%s is not writable", cgroup_root);
-    /* Each controller separately: one that is unavailable must not block the other. */
-    (void) cg_write(fd, "cgroup.subtree_control", "+pids");
-    (void) cg_write(fd, "cgroup.subtree_control", "+memory");
+    /* Each controller separately: one that is unavailable must not block the others. With
+     * cpu, an exec's whole tree is one scheduling entity next to the runner, so a fork bomb
+     * of a thousand processes cannot push the runner's turn out by seconds. */
+    static const char *const controllers[] = {"+pids", "+memory", "+cpu"};
+    for (size_t i = 0; i < ELEMENTSOF(controllers); i++)
+        (void) cg_write(fd, "cgroup.subtree_control", controllers[i]);
     ret->dir_fd = TAKE_FD(fd);
     return 0;
 }

@@ -1,8 +1,9 @@
 /* The process tree of one exec: the reliable handle for signals, kill, accounting.
  *
  * cgroup backend (PID 1, or --cgroup-root): each exec gets <root>/exec-<id> with pids.max,
- * memory.max (MemTotal minus a reserve for the runner) and memory.oom.group=1 when those
- * controllers are enabled (limit files that do not exist are skipped). The child joins it
+ * memory.max (MemAvailable at start minus EXEC_MEMORY_RESERVE_MIB for the runner) and
+ * memory.oom.group=1 when those controllers are enabled (limit files that do not exist are
+ * skipped); the cpu controller makes each exec tree one scheduling entity. The child joins it
  * before running any program code, so nothing the program forks, double-forks or setsid()s
  * can leave it: SIGKILL is cgroup.kill, other signals go to every pid in cgroup.procs,
  * and CPU time comes from cpu.stat (exact, whole tree).
