@@ -4,7 +4,7 @@
  * libguestfs are captured, escaped and returned; its own printing is switched off. */
 #include "appliance.h"
 
-#include <ctype.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +13,10 @@
 
 #define APPLIANCE_DEFAULT_MEMSIZE_MIB 512u
 #define APPLIANCE_DEFAULT_SMP 2u
-#define APPLIANCE_MAX_DISKS 26u /* one virtio-scsi letter each; the pool is far smaller */
-#define APPLIANCE_SETUP_SCRIPT "modprobe dm-snapshot"
+#define APPLIANCE_MAX_DISKS 26u     /* one virtio-scsi letter each; the pool is far smaller */
+#define APPLIANCE_LABEL_PREFIX "ws" /* disk labels: [a-zA-Z] only, per libguestfs */
+#define APPLIANCE_LABEL_DIR "/dev/disk/guestfs/"
+#define APPLIANCE_SCRIPT_BYTES 1024u /* fits APPLIANCE_MAX_DISKS device paths */
 
 int
 appliance_error(guestfs_h *g, Error **errp, ErrorCategory category, const char *what)
@@ -70,42 +72,50 @@ appliance_configure(guestfs_h *g, const ExtractConfig *cfg, Error **errp)
     return 0;
 }
 
-/* Device names go into shell scripts: accept only what the appliance itself produces. */
-static bool
-appliance_device_name_ok(const char *dev)
+/* The daemon translates API device names (/dev/sdb = second disk added), but the appliance's
+ * shell sees kernel names, whose order SCSI probing decides (measured: with three disks,
+ * salvaging index 1 through the shell name /dev/sdb returned index 2's files). So each disk
+ * gets a label and shell scripts use the udev link /dev/disk/guestfs/<label>, which follows
+ * the disk itself. */
+static void
+appliance_label(size_t index, char *buf, size_t cap)
 {
-    if (strncmp(dev, "/dev/", 5) != 0 || dev[5] == '\0')
-        return false;
-    for (const char *p = dev + 5; *p; p++)
-        if (!islower((unsigned char) *p) && !isdigit((unsigned char) *p))
-            return false;
-    return true;
+    snprintf(buf, cap, "%s%c", APPLIANCE_LABEL_PREFIX, (char) ('a' + index));
 }
 
 static int
 appliance_prepare(ExtractAppliance *a, Error **errp)
 {
     char **devs = guestfs_list_devices(a->g);
-    size_t n = 0;
-
+    size_t n = 0, o = 0;
     if (!devs)
         return appliance_error(a->g, errp, E_INTERNAL, "list devices");
-    a->devices = devs;
     while (devs[n])
-        n++;
+        free(devs[n++]);
+    free(devs);
     if (n != a->n_disks)
         return error_set(errp, E_INTERNAL, 0, "appliance shows %zu disks, %zu attached", n,
                          a->n_disks);
+    a->devices = calloc(n + 1, sizeof(char *));
+    _cleanup_free_ char *script = malloc(APPLIANCE_SCRIPT_BYTES);
+    if (!a->devices || !script)
+        return error_set(errp, E_INTERNAL, ENOMEM, "appliance");
+    /* Nothing in the appliance may write to the disks themselves: journal replay goes to a
+     * dm-snapshot (salvage.c), and a direct mount of a dirty journal now fails. */
+    o = (size_t) snprintf(script, APPLIANCE_SCRIPT_BYTES,
+                          "set -e; modprobe dm-snapshot; "
+                          "blockdev --setro");
     for (size_t i = 0; i < n; i++) {
-        if (!appliance_device_name_ok(devs[i]))
-            return error_set(errp, E_INTERNAL, 0, "unexpected device name from appliance");
-        /* Nothing in the appliance may write to the disk itself: journal replay goes to a
-         * dm-snapshot (salvage.c), and a direct mount of a dirty journal now fails. */
-        if (guestfs_blockdev_setro(a->g, devs[i]) < 0)
-            return appliance_error(a->g, errp, E_INTERNAL, "blockdev setro");
+        char label[8];
+        appliance_label(i, label, sizeof(label));
+        if (asprintf(&a->devices[i], "%s%s", APPLIANCE_LABEL_DIR, label) < 0) {
+            a->devices[i] = NULL;
+            return error_set(errp, E_INTERNAL, ENOMEM, "appliance");
+        }
+        o += (size_t) snprintf(script + o, APPLIANCE_SCRIPT_BYTES - o, " %s", a->devices[i]);
     }
-    if (appliance_sh(a, APPLIANCE_SETUP_SCRIPT, NULL, errp) < 0)
-        return -1;
+    if (appliance_sh(a, script, NULL, errp) < 0)
+        return error_prefix(errp, "prepare disks");
     a->qemu_pid = guestfs_get_pid(a->g);
     return a->qemu_pid > 0 ? 0 : appliance_error(a->g, errp, E_INTERNAL, "appliance pid");
 }
@@ -113,10 +123,14 @@ appliance_prepare(ExtractAppliance *a, Error **errp)
 static int
 appliance_add_disks(guestfs_h *g, const char *const *disk_paths, size_t n_disks, Error **errp)
 {
-    for (size_t i = 0; i < n_disks; i++)
+    for (size_t i = 0; i < n_disks; i++) {
+        char label[8];
+        appliance_label(i, label, sizeof(label));
         if (guestfs_add_drive_opts(g, disk_paths[i], GUESTFS_ADD_DRIVE_OPTS_READONLY, 1,
-                                   GUESTFS_ADD_DRIVE_OPTS_FORMAT, "raw", -1) < 0)
+                                   GUESTFS_ADD_DRIVE_OPTS_FORMAT, "raw",
+                                   GUESTFS_ADD_DRIVE_OPTS_LABEL, label, -1) < 0)
             return appliance_error(g, errp, E_INVALID, "add disk");
+    }
     return 0;
 }
 
@@ -158,6 +172,7 @@ extract_appliance_free(ExtractAppliance *a)
     if (!a)
         return;
     if (a->g) {
+        guestfs_set_error_handler(a->g, NULL, NULL); /* per thread: this one's too */
         if (!atomic_load(&a->dead))
             (void) guestfs_shutdown(a->g);
         guestfs_close(a->g);

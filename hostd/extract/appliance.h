@@ -17,7 +17,7 @@ struct ExtractAppliance {
     pthread_mutex_t lock; /* one salvage at a time */
     guestfs_h *g;
     size_t n_disks;
-    char **devices; /* appliance device of each disk index ("/dev/sdX"), NULL-terminated */
+    char **devices; /* shell path of each disk index (/dev/disk/guestfs/wsX), NULL-ended */
     atomic_bool dead;
     pid_t qemu_pid;
 };

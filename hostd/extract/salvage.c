@@ -35,6 +35,9 @@
 #define SALVAGE_SCRIPT_BYTES 640u
 #define SALVAGE_PIPE_BYTES (1024 * 1024)
 #define SALVAGE_DRAIN_BYTES (16u * 1024u)
+#define SALVAGE_SCAN_SHARE 4u        /* the pre-scan gets 1/4 of the time left ... */
+#define SALVAGE_SCAN_MIN_MSEC 1000u  /* ... but at least this */
+#define SALVAGE_ERR_SAMPLE_BYTES 96u /* of unexpected appliance output, escaped */
 #define SALVAGE_MOUNT_OPTS "ro,nosuid,nodev,noexec"
 
 static const char *const salvage_fixed_excludes[] = {"./lost+found"};
@@ -146,28 +149,37 @@ salvage_mount(ExtractAppliance *a, Error **errp)
 }
 
 static char **
-salvage_prescan(ExtractAppliance *a, const ExtractLimits *lim, size_t *ret_n, bool *ret_capped,
-                Error **errp)
+salvage_prescan(ExtractAppliance *a, const ExtractLimits *lim, uint64_t time_left_usec,
+                size_t *ret_n, bool *ret_capped, Error **errp)
 {
     char script[SALVAGE_SCRIPT_BYTES];
     _cleanup_free_ char *out = NULL;
     /* One record per entry, in tar's order (both walk depth-first in readdir order): "x" for
      * most, "B<name>" for a file over the cap. head stops the walk after max_files records,
-     * as the stream stops there too, so a 100 000-file tree is not stat'ed in full. */
+     * as the stream stops there too, so a 100 000-file tree is not stat'ed in full; timeout
+     * keeps it to a share of the time budget (the subshell's stderr is dropped: the shell
+     * reports the killed find as "Killed"). The scan is best effort: whatever it missed
+     * is still bounded by the stream's byte, entry and time caps. */
+    uint64_t budget_ms = MAX(SALVAGE_SCAN_MIN_MSEC, time_left_usec / SALVAGE_SCAN_SHARE / 1000);
     snprintf(script, sizeof(script),
-             "export LC_ALL=C; cd /sysroot && { find . -xdev -path ./lost+found -prune -o "
+             "export LC_ALL=C; cd /sysroot && ( { timeout -s KILL %" PRIu64 ".%03us "
+             "find . -xdev -path ./lost+found -prune -o "
              "\\( -type f -size +%" PRIu64 "c -printf 'B%%p\\0' \\) -o -printf 'x\\0' "
              "2>/dev/null; } | head -z -n %u | grep -a -z '^B' | cut -z -b2- | head -c %u | "
-             "od -An -v -tx1",
-             lim->max_file_bytes, lim->max_files, PRESCAN_OUTPUT_MAX_BYTES);
+             "od -An -v -tx1 ) 2>/dev/null",
+             budget_ms / 1000, (unsigned) (budget_ms % 1000), lim->max_file_bytes, lim->max_files,
+             PRESCAN_OUTPUT_MAX_BYTES);
     if (appliance_sh(a, script, &out, errp) < 0) {
         error_prefix(errp, "pre-scan");
         return NULL;
     }
     char **list = prescan_excludes(out, salvage_fixed_excludes, ELEMENTSOF(salvage_fixed_excludes),
                                    ret_n, ret_capped);
-    if (!list)
-        error_set(errp, E_INTERNAL, 0, "pre-scan output not understood");
+    if (!list) {
+        char esc[SALVAGE_ERR_SAMPLE_BYTES];
+        log_escape(esc, sizeof(esc), out, strlen(out));
+        error_set(errp, E_INTERNAL, 0, "pre-scan output not understood: \"%s\"", esc);
+    }
     return list;
 }
 
@@ -255,7 +267,8 @@ salvage_locked(ExtractAppliance *a, const char *dev, int dest_fd, const ExtractL
         return -1;
     uint64_t t1 = now_usec();
     stats->mount_usec = t1 - t0;
-    char **excludes = salvage_prescan(a, lim, &n_ex, &capped, errp);
+    char **excludes =
+        salvage_prescan(a, lim, deadline_usec > t1 ? deadline_usec - t1 : 0, &n_ex, &capped, errp);
     if (!excludes)
         return -1;
     ExtractLimits left = *lim;

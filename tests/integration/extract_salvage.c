@@ -32,10 +32,13 @@
 #include "timeutil.h"
 
 #define SLOT_SIZE "1G"
+#define N_SLOTS 3 /* slot 2 holds a marker: a disk-order mix-up shows up as wrong content */
 #define MANY_FILES 100000
 #define MANY_DIRS 400
 #define MANY_CAP 2000u
 #define MANY_MAX_USEC (60 * USEC_PER_SEC) /* "must not take minutes" */
+#define TIME_CAP_USEC (4 * USEC_PER_SEC)
+#define TIME_CAP_SLACK_USEC (6 * USEC_PER_SEC) /* cancel, drain, unmount */
 #define KILLED_FILES 40
 #define DEEP_LEVELS 40
 #define EXT4_IOC_SHUTDOWN_ _IOR('X', 125, uint32_t)
@@ -360,6 +363,19 @@ case_many_then_garbage(ExtractAppliance *a)
     error_free(err);
     err = NULL;
 
+    /* The time cap, with the entry cap out of reach: stops by time, the handle survives. */
+    lim.max_files = 10 * MANY_FILES;
+    lim.max_usec = TIME_CAP_USEC;
+    t0 = now_usec();
+    EXPECT(salvage(a, 0, "many-time", &lim, &dfd, &st, &err) == 0);
+    EXPECT(now_usec() - t0 < TIME_CAP_USEC + TIME_CAP_SLACK_USEC);
+    EXPECT(st.stop == EXTRACT_STOP_TIME && st.truncated && st.files > 0);
+    EXPECT(extract_appliance_alive(a));
+    close(dfd);
+    error_free(err);
+    err = NULL;
+    lim.max_usec = MANY_MAX_USEC;
+
     /* Same inode, superblock wiped: the mount fails, the appliance lives on. */
     EXPECT(sh("dd if=/dev/zero of=%s/slot0.img bs=1M count=4 conv=notrunc status=none", scratch) ==
            0);
@@ -402,6 +418,24 @@ case_killed(ExtractAppliance *a)
     error_free(err);
 }
 
+/* Salvages every slot in reverse order and checks each is the disk it was attached as. */
+static void
+case_disk_order(ExtractAppliance *a)
+{
+    ExtractLimits lim;
+    ExtractStats st;
+    Error *err = NULL;
+    int dfd;
+    extract_limits_default(&lim);
+    EXPECT(salvage(a, 2, "marker", &lim, &dfd, &st, &err) == 0);
+    expect_content(dfd, "slot", "slot2\n");
+    close(dfd);
+    EXPECT(salvage(a, 1, "order-1", &lim, &dfd, &st, &err) == 0);
+    expect_killed(dfd, "v2");
+    close(dfd);
+    error_free(err);
+}
+
 static void
 case_cold(const ExtractConfig *cfg)
 {
@@ -434,13 +468,14 @@ static void *
 launch_main(void *p)
 {
     Launch *l = p;
-    const char *disks[] = {path_in("slot0.img"), path_in("slot1.img")};
-    char d0[4096], d1[4096];
-    snprintf(d0, sizeof(d0), "%s", disks[0]); /* path_in's buffers rotate: copy */
-    snprintf(d1, sizeof(d1), "%s", disks[1]);
-    const char *copy[] = {d0, d1};
+    char paths[N_SLOTS][4096];
+    const char *disks[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++) {
+        snprintf(paths[i], sizeof(paths[i]), "%s/slot%d.img", scratch, i);
+        disks[i] = paths[i];
+    }
     uint64_t t0 = now_usec();
-    if (extract_appliance_start(copy, 2, l->cfg, &l->a, &l->err) < 0)
+    if (extract_appliance_start(disks, N_SLOTS, l->cfg, &l->a, &l->err) < 0)
         l->a = NULL;
     l->usec = now_usec() - t0;
     return NULL;
@@ -468,6 +503,9 @@ build_images(void)
     many_src[0] = '\0';
     if (r != 0)
         return -1;
+    if (sh("mkdir -p %s/marker && echo slot2 > %s/marker/slot", scratch, scratch) != 0 ||
+        mkfs("marker.img", path_in("marker")) != 0 || reset_slot(2, "marker.img") != 0)
+        return -1;
     if (build_killed("v1", true, "killed-v1.img") != 0 ||
         build_killed("v2", false, "killed-v2.img") != 0)
         return -1;
@@ -487,7 +525,8 @@ main(void)
     pthread_t t;
     bool launched = false;
 
-    if (sh("truncate -s " SLOT_SIZE " %s/slot0.img %s/slot1.img", scratch, scratch) == 0 &&
+    if (sh("truncate -s " SLOT_SIZE " %s/slot0.img %s/slot1.img %s/slot2.img", scratch, scratch,
+           scratch) == 0 &&
         pthread_create(&t, NULL, launch_main, &l) == 0)
         launched = true;
     EXPECT(launched);
@@ -504,6 +543,7 @@ main(void)
         case_hostile(l.a);
         case_many_then_garbage(l.a);
         case_killed(l.a);
+        case_disk_order(l.a);
         EXPECT(extract_appliance_alive(l.a));
     }
     extract_appliance_free(l.a);
