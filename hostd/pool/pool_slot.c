@@ -427,6 +427,10 @@ slot_destroy(Guest *g, bool failed)
     g->pid_gone = g->qemu_pid <= 0;
     g->destroy_requested_usec = g->gone_usec = now_usec();
     p->stats.destroys++;
+    /* Without the guest's help and without waiting for libvirt (whose destroy takes 1-2 s on
+     * hosts whose PID 1 reaps late): QEMU dies now; the destroy job tidies libvirt's state. */
+    if (!g->pid_gone)
+        (void) virt_kill_qemu(g->qemu_pid, g->name);
     if (!g->pid_gone)
         g->gone_timer = loop_add_timer(p->loop, now_usec(), slot_on_gone_poll, g);
     job_destroy(g, slot_on_destroyed);

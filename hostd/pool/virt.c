@@ -196,6 +196,27 @@ virt_qemu_pid(const char *name)
     return pid > 1 ? (pid_t) pid : -1;
 }
 
+int
+virt_kill_qemu(pid_t pid, const char *name)
+{
+    char path[64], want[128];
+    _cleanup_free_ char *cmdline = NULL;
+    size_t len;
+
+    if (pid <= 1)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+    snprintf(want, sizeof(want), "guest=%s,", name);
+    if (read_file_bounded(path, 64 * 1024, &cmdline, &len) < 0)
+        return -1;
+    for (size_t i = 0; i < len; i++) /* arguments are NUL-separated */
+        if (cmdline[i] == '\0')
+            cmdline[i] = '\n';
+    if (!strstr(cmdline, want))
+        return -1;
+    return kill(pid, SIGKILL);
+}
+
 bool
 virt_pid_gone(pid_t pid)
 {

@@ -34,6 +34,10 @@ int virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Er
 
 /* The QEMU process of a running domain, from libvirt's pid file; -1 if unknown. */
 pid_t virt_qemu_pid(const char *name);
+/* SIGKILLs the QEMU process of domain `name` if pid is still that process (its command line
+ * carries libvirt's "-name guest=<name>,"), so a recycled pid is never hit. Returns 0 when the
+ * signal was sent, -1 when pid is not (or no longer) that domain's QEMU. Does not block. */
+int virt_kill_qemu(pid_t pid, const char *name);
 /* True once pid is gone or a zombie (its memory is released; reaping is PID 1's business). */
 bool virt_pid_gone(pid_t pid);
 void virt_strv_free(char **v);

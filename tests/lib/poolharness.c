@@ -140,8 +140,13 @@ void
 harness_stop(Harness *h)
 {
     pool_stop(h->pool, harness_on_stopped, h);
-    if (!harness_run_until(h, cond_stopped, h, 120 * USEC_PER_SEC))
-        fprintf(stderr, "harness: pool did not stop in 120 s\n");
+    if (!harness_run_until(h, cond_stopped, h, 120 * USEC_PER_SEC)) {
+        PoolStatus st;
+        pool_status(h->pool, &st);
+        fprintf(stderr, "harness: pool did not stop in 120 s (idle %u busy %u starting %u "
+                "draining %u)\n", st.shapes[0].idle, st.shapes[0].busy, st.shapes[0].starting,
+                st.shapes[0].draining);
+    }
     harness_free(h);
 }
 
@@ -212,11 +217,14 @@ ts_on_message(Guest *g, const GuestMsg *m, void *userdata)
     (void) g;
     switch (m->body_case) {
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ACK:
-        if (m->req_id == s->hello_req)
+        if (m->req_id == s->hello_req) {
             s->acked = true;
+            s->acked_usec = now_usec();
+        }
         break;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED:
         s->started = true;
+        s->started_usec = now_usec();
         break;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT:
         if (s->first_byte_usec == 0)
@@ -261,6 +269,7 @@ ts_take(Harness *h, TestSession *s, const char *session_id)
 
     memset(s, 0, sizeof(*s));
     s->h = h;
+    s->taken_usec = now_usec();
     s->g = pool_take(h->pool, h->shape.name, &ts_ops, s, &err);
     if (!s->g) {
         error_free(err);

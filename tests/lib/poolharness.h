@@ -63,6 +63,7 @@ typedef struct TestSession {
     char err[4096];
     size_t err_len;
     uint64_t first_byte_usec; /* monotonic time of the first output byte of the current exec */
+    uint64_t taken_usec, acked_usec, started_usec; /* hand-out phases (monotonic) */
     char error_message[ERROR_MESSAGE_MAX + 64];
 } TestSession;
 

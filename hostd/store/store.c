@@ -1,0 +1,208 @@
+/* Connections, pragmas, schema migrations, transactions. See store.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+/* Each entry migrates from user_version i to i + 1. Never edit a released entry: append. */
+static const char *const migrations[] = {
+    /* 1: sessions and events */
+    "CREATE TABLE sessions ("
+    "  id TEXT PRIMARY KEY,"
+    "  tenant_id TEXT NOT NULL,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('session','task')),"
+    "  pool TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  end_reason TEXT NOT NULL DEFAULT '',"
+    "  guest TEXT NOT NULL DEFAULT '',"
+    "  created_usec INTEGER NOT NULL,"
+    "  started_usec INTEGER NOT NULL DEFAULT 0,"
+    "  ended_usec INTEGER NOT NULL DEFAULT 0,"
+    "  timeout_usec INTEGER NOT NULL,"
+    "  exit_code INTEGER,"
+    "  output_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  artifact_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  artifact_files INTEGER NOT NULL DEFAULT 0,"
+    "  artifacts_truncated INTEGER NOT NULL DEFAULT 0,"
+    "  last_seq INTEGER NOT NULL DEFAULT 0,"
+    "  spec TEXT"
+    ");"
+    "CREATE INDEX sessions_by_tenant ON sessions(tenant_id, created_usec);"
+    "CREATE INDEX sessions_by_state ON sessions(state);"
+    "CREATE TABLE events ("
+    "  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  ts_usec INTEGER NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  exec_id INTEGER NOT NULL DEFAULT 0,"
+    "  data BLOB,"
+    "  attrs TEXT,"
+    "  PRIMARY KEY (session_id, seq)"
+    ") WITHOUT ROWID;",
+};
+
+static const char *const stmt_sql[_STMT_MAX] = {
+    [STMT_SESSION_INSERT] =
+        "INSERT INTO sessions (id, tenant_id, kind, pool, state, end_reason, guest, created_usec,"
+        " started_usec, ended_usec, timeout_usec, exit_code, output_bytes, artifact_bytes,"
+        " artifact_files, artifacts_truncated, last_seq, spec)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)",
+    [STMT_SESSION_UPDATE] =
+        "UPDATE sessions SET state=?5, end_reason=?6, guest=?7, started_usec=?9, ended_usec=?10,"
+        " exit_code=?12, output_bytes=?13, artifact_bytes=?14, artifact_files=?15,"
+        " artifacts_truncated=?16, last_seq=?17 WHERE id=?1",
+    [STMT_SESSION_GET] =
+        "SELECT id, tenant_id, kind, pool, state, end_reason, guest, created_usec, started_usec,"
+        " ended_usec, timeout_usec, exit_code, output_bytes, artifact_bytes, artifact_files,"
+        " artifacts_truncated, last_seq, spec FROM sessions WHERE id=?1",
+    [STMT_SESSION_DELETE] = "DELETE FROM sessions WHERE id=?1",
+    [STMT_EVENT_APPEND] = "INSERT INTO events (session_id, seq, ts_usec, type, exec_id, data,"
+                          " attrs) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+    [STMT_EVENTS_READ] = "SELECT seq, ts_usec, type, exec_id, data, attrs FROM events"
+                         " WHERE session_id=?1 AND seq>?2 ORDER BY seq LIMIT ?3",
+};
+
+int
+store_fail(Store *s, Error **errp, const char *what)
+{
+    int code = s && s->db ? sqlite3_extended_errcode(s->db) : SQLITE_ERROR;
+    ErrorCategory cat = (code & 0xff) == SQLITE_FULL ? E_IO
+                        : (code & 0xff) == SQLITE_BUSY ? E_UNAVAILABLE
+                                                        : E_INTERNAL;
+    return error_set(errp, cat, 0, "store: %s: %s", what,
+                     s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(code));
+}
+
+int
+store_exec(Store *s, const char *sql, Error **errp)
+{
+    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return store_fail(s, errp, "exec");
+    return 0;
+}
+
+sqlite3_stmt *
+store_stmt(Store *s, StmtId id, Error **errp)
+{
+    if (!s->stmts[id] &&
+        sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->stmts[id],
+                           NULL) != SQLITE_OK) {
+        store_fail(s, errp, "prepare");
+        return NULL;
+    }
+    sqlite3_reset(s->stmts[id]);
+    sqlite3_clear_bindings(s->stmts[id]);
+    return s->stmts[id];
+}
+
+static int
+store_user_version(Store *s, int *ret)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int r = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
+    *ret = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int
+store_migrate(Store *s, Error **errp)
+{
+    int v;
+    if (store_user_version(s, &v) < 0)
+        return store_fail(s, errp, "read schema version");
+    if (v > (int) ELEMENTSOF(migrations))
+        return error_set(errp, E_INTERNAL, 0, "store: schema version %d is newer than this "
+                         "stockaded (knows %zu); refusing to touch it", v, ELEMENTSOF(migrations));
+    for (; v < (int) ELEMENTSOF(migrations); v++) {
+        char bump[64];
+        snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", v + 1);
+        if (store_exec(s, "BEGIN IMMEDIATE", errp) < 0)
+            return -1;
+        if (store_exec(s, migrations[v], errp) < 0 || store_exec(s, bump, errp) < 0) {
+            (void) store_exec(s, "ROLLBACK", NULL);
+            return error_prefix(errp, "migrate schema to version %d", v + 1);
+        }
+        if (store_exec(s, "COMMIT", errp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int
+store_open_conn(const char *path, bool readonly, Store **ret, Error **errp)
+{
+    Store *s = calloc(1, sizeof(*s));
+    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+
+    if (!s)
+        return error_set(errp, E_INTERNAL, ENOMEM, "store");
+    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        store_fail(s, errp, path);
+        store_close(s);
+        return -1;
+    }
+    sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+    const char *pragmas = readonly ? "PRAGMA foreign_keys=ON"
+                                   : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                                     " PRAGMA foreign_keys=ON";
+    if (store_exec(s, pragmas, errp) < 0 || (!readonly && store_migrate(s, errp) < 0)) {
+        store_close(s);
+        return -1;
+    }
+    *ret = s;
+    return 0;
+}
+
+int
+store_open(const char *path, Store **ret, Error **errp)
+{
+    return store_open_conn(path, false, ret, errp);
+}
+
+void
+store_close(Store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < _STMT_MAX; i++)
+        sqlite3_finalize(s->stmts[i]);
+    if (s->in_txn)
+        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close_v2(s->db);
+    free(s);
+}
+
+int
+store_begin(Store *s, Error **errp)
+{
+    if (s->in_txn)
+        return 0;
+    if (store_exec(s, "BEGIN IMMEDIATE", errp) < 0)
+        return -1;
+    s->in_txn = true;
+    return 0;
+}
+
+int
+store_commit(Store *s, Error **errp)
+{
+    if (!s->in_txn)
+        return 0;
+    s->in_txn = false; /* a failed COMMIT rolls back in WAL mode: the transaction is over */
+    if (store_exec(s, "COMMIT", errp) < 0) {
+        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+bool
+store_in_transaction(const Store *s)
+{
+    return s->in_txn;
+}

@@ -1,0 +1,96 @@
+/* Durable records in one SQLite file (WAL mode): sessions and their events.
+ *
+ * One Store is one SQLite connection and must stay on one thread: the loop thread owns the
+ * writer; HTTP threads borrow readers from a StoreReaders pool (WAL lets them read while the
+ * writer writes). synchronous=NORMAL: a committed transaction survives a crash or kill -9 of
+ * the daemon (it is in the OS's page cache); a host power loss may lose the last ones.
+ * Events are appended in batches: store_begin() opens a transaction if none is open,
+ * store_commit() ends it; readers only ever see committed events. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define STORE_ID_MAX_BYTES 40
+#define STORE_TYPE_MAX_BYTES 32
+#define STORE_POOL_MAX_BYTES 33
+#define STORE_REASON_MAX_BYTES 32
+#define STORE_GUEST_MAX_BYTES 65
+
+typedef struct Store Store;
+
+typedef struct SessionRecord {
+    char id[STORE_ID_MAX_BYTES];
+    char tenant_id[STORE_ID_MAX_BYTES];
+    char kind[8];                          /* "session" or "task" */
+    char pool[STORE_POOL_MAX_BYTES];
+    char state[16];                        /* pending starting running stopping extracting ended */
+    char end_reason[STORE_REASON_MAX_BYTES]; /* "" until ended */
+    char guest[STORE_GUEST_MAX_BYTES];     /* domain name while it has one ("" otherwise) */
+    int64_t created_usec, started_usec, ended_usec; /* wall clock; 0 = not yet */
+    uint64_t timeout_usec;
+    bool has_exit_code;
+    int exit_code;                         /* tasks: the command's exit code */
+    uint64_t output_bytes;
+    uint64_t artifact_bytes;
+    uint32_t artifact_files;
+    bool artifacts_truncated;
+    uint64_t last_seq;
+    char *spec;                            /* JSON text of the request; owned; may be NULL */
+} SessionRecord;
+
+typedef struct EventRecord {
+    uint64_t seq;
+    int64_t ts_usec;
+    char type[STORE_TYPE_MAX_BYTES];
+    uint32_t exec_id;                      /* 0 = none */
+    uint8_t *data;                         /* raw bytes (output chunks, file content); owned */
+    size_t data_len;
+    char *attrs;                           /* JSON object text of the other fields; owned */
+} EventRecord;
+
+int store_open(const char *path, Store **ret, Error **errp);
+void store_close(Store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Store, store_close)
+
+int store_begin(Store *s, Error **errp);  /* no-op when a transaction is open */
+int store_commit(Store *s, Error **errp); /* no-op when none is */
+bool store_in_transaction(const Store *s);
+
+int store_session_insert(Store *s, const SessionRecord *r, Error **errp);
+/* Updates every mutable field (state, reason, guest, times, counters) of r->id. */
+int store_session_update(Store *s, const SessionRecord *r, Error **errp);
+/* E_NOT_FOUND if absent. ret->spec is malloc'd (free with session_record_clear). */
+int store_session_get(Store *s, const char *id, SessionRecord *ret, Error **errp);
+/* Newest first. tenant_id NULL = every tenant; state NULL = any; before_created_usec 0 = from
+ * the newest. *ret is an array of n records (each cleared with session_record_clear). */
+int store_session_list(Store *s, const char *tenant_id, const char *state, size_t limit,
+                       int64_t before_created_usec, SessionRecord **ret, size_t *ret_n,
+                       Error **errp);
+/* Every session whose state is not "ended" (for restart reconciliation). */
+int store_session_unfinished(Store *s, SessionRecord **ret, size_t *ret_n, Error **errp);
+/* Deletes a session and its events (retention). */
+int store_session_delete(Store *s, const char *id, Error **errp);
+void session_record_clear(SessionRecord *r);
+void session_records_free(SessionRecord *v, size_t n);
+
+int store_event_append(Store *s, const char *session_id, const EventRecord *e, Error **errp);
+/* Events with seq > after_seq, in order, at most max. */
+int store_events_read(Store *s, const char *session_id, uint64_t after_seq, size_t max,
+                      EventRecord **ret, size_t *ret_n, Error **errp);
+void event_records_free(EventRecord *v, size_t n);
+
+/* Count of sessions by state (for metrics): fills counts[i] for states[i]. */
+int store_count_by_state(Store *s, const char *const *states, size_t n, uint64_t *counts,
+                         Error **errp);
+
+/* A small pool of read-only connections for other threads. */
+typedef struct StoreReaders StoreReaders;
+int store_readers_new(const char *path, unsigned n, StoreReaders **ret, Error **errp);
+void store_readers_free(StoreReaders *r);
+/* Blocks until a reader is free. Thread-safe. */
+Store *store_reader_acquire(StoreReaders *r);
+void store_reader_release(StoreReaders *r, Store *s);
