@@ -1,0 +1,368 @@
+/* The HTTP server: two libmicrohttpd daemons (TCP and unix socket) in thread-per-connection
+ * mode sharing one handler, and the request flow through MHD's callbacks:
+ *   URI log   the request line is in: make the HttpRequest (raw, undecoded target);
+ *   access #1 the head is in: method, target and size checks; an error is answered at once
+ *             ("early": MHD then reads no body and closes after the answer);
+ *   access #n body chunks, appended within the cap;
+ *   access    the last call: deadline off, the handler runs, and this connection thread
+ *             sleeps on the request's condition variable until the handler answers (from
+ *             any thread). MHD's manual prescribes exactly this for thread-per-connection
+ *             mode ("applications can simply deal with this by performing their logic
+ *             within the thread"); suspend/resume is not available in that mode.
+ *   completed the answer is sent (or the connection died): drop the connection's reference
+ *             and re-arm the deadline for the next request on a kept-alive connection.
+ * Why thread-per-connection rather than one polling thread with suspend/resume: a streaming
+ * producer may then block in poll() on its own fd, and a handler's late answer needs no
+ * resume plumbing; the price, a thread per connection, is bounded by max_connections.
+ * Limits and deadlines: see http.h and README.md. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "http_internal.h"
+
+/* What MHD says when a daemon fails to start; kept for the start error only. */
+#define HTTP_START_LOG_BYTES 256
+static _Thread_local char start_log[HTTP_START_LOG_BYTES];
+
+void
+http_config_defaults(HttpConfig *c)
+{
+    *c = (HttpConfig){
+        .tcp_address = HTTP_DEFAULT_TCP_ADDRESS,
+        .tcp_port = HTTP_DEFAULT_TCP_PORT,
+        .unix_path = NULL,
+        .unix_mode = HTTP_DEFAULT_UNIX_MODE,
+        .max_body_bytes = HTTP_DEFAULT_MAX_BODY_BYTES,
+        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
+        .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
+        .request_timeout_s = HTTP_DEFAULT_REQUEST_TIMEOUT_S,
+        .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
+        .max_per_ip = HTTP_DEFAULT_MAX_PER_IP,
+    };
+}
+
+static int
+config_check(const HttpConfig *c, Error **errp)
+{
+    if (!c->tcp_address && !c->unix_path)
+        return error_set(errp, E_INVALID, 0, "http: neither a TCP address nor a unix path");
+    if (c->max_body_bytes > HTTP_MAX_BODY_BYTES_CEILING)
+        return error_set(errp, E_INVALID, 0, "http: max body over %zu bytes",
+                         HTTP_MAX_BODY_BYTES_CEILING);
+    if (c->max_header_bytes < HTTP_MAX_HEADER_BYTES_FLOOR ||
+        c->max_header_bytes > HTTP_MAX_HEADER_BYTES_CEILING)
+        return error_set(errp, E_INVALID, 0, "http: max header bytes out of [%zu, %zu]",
+                         HTTP_MAX_HEADER_BYTES_FLOOR, HTTP_MAX_HEADER_BYTES_CEILING);
+    if (c->idle_timeout_s == 0 || c->idle_timeout_s > HTTP_TIMEOUT_S_CEILING ||
+        c->request_timeout_s == 0 || c->request_timeout_s > HTTP_TIMEOUT_S_CEILING)
+        return error_set(errp, E_INVALID, 0, "http: timeouts must be in [1, %u] s",
+                         HTTP_TIMEOUT_S_CEILING);
+    if (c->max_connections == 0 || c->max_connections > HTTP_MAX_CONNECTIONS_CEILING ||
+        c->max_per_ip == 0)
+        return error_set(errp, E_INVALID, 0, "http: connection limits out of range");
+    if (c->unix_mode & ~(mode_t) 0777)
+        return error_set(errp, E_INVALID, 0, "http: unix mode %o is not a permission mode",
+                         (unsigned) c->unix_mode);
+    return 0;
+}
+
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+    HttpListener *l = cls;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    HttpConn *c = info ? info->socket_context : NULL;
+
+    /* NULL (no tracked connection, or OOM) makes the access handler refuse the request. */
+    return c && uri ? http_request_new(l->srv, c, uri) : NULL;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+    HttpRequest *r = *con_cls;
+
+    (void) cls;
+    (void) mc;
+    (void) toe;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    /* A kept-alive connection's next request gets a fresh absolute deadline. */
+    http_conn_set_deadline(r->conn, true);
+    http_request_unref(r);
+}
+
+static void
+waiting_link(HttpServer *s, HttpRequest *r, bool on)
+{
+    pthread_mutex_lock(&s->lock);
+    if (on) {
+        r->wait_prev = NULL;
+        r->wait_next = s->waiting;
+        if (s->waiting)
+            s->waiting->wait_prev = r;
+        s->waiting = r;
+    } else {
+        if (r->wait_prev)
+            r->wait_prev->wait_next = r->wait_next;
+        else
+            s->waiting = r->wait_next;
+        if (r->wait_next)
+            r->wait_next->wait_prev = r->wait_prev;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Sleeps until the handler answered; once the server stops, for HTTP_STOP_GRACE_USEC more
+ * at most. Returns whether it answered (if not, the reply stays the handler's). */
+static bool
+request_wait(HttpRequest *r)
+{
+    uint64_t grace_end = 0;
+    bool answered;
+
+    pthread_mutex_lock(&r->lock);
+    while (!r->answered) {
+        if (!atomic_load(&r->srv->stopping)) {
+            pthread_cond_wait(&r->cond, &r->lock);
+            continue;
+        }
+        if (grace_end == 0)
+            grace_end = now_usec() + HTTP_STOP_GRACE_USEC;
+        if (now_usec() >= grace_end)
+            break;
+        struct timespec ts = {.tv_sec = (time_t) (grace_end / USEC_PER_SEC),
+                              .tv_nsec = (long) (grace_end % USEC_PER_SEC * NSEC_PER_USEC)};
+        (void) pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+    }
+    answered = r->answered;
+    pthread_mutex_unlock(&r->lock);
+    return answered;
+}
+
+/* The whole request is in: run the handler and queue its answer. */
+static enum MHD_Result
+request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
+{
+    HttpServer *s = r->srv;
+    HttpReply stop_reply = {.fd = -1};
+    enum MHD_Result ret;
+
+    http_conn_set_deadline(r->conn, false);
+    r->phase = PHASE_HANDLING;
+    /* MHD would count the handler's time as idleness and close on return; 0 turns that off
+     * and setting it back restarts the idle clock (MHD_set_connection_option()). */
+    (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    pthread_mutex_lock(&r->lock);
+    r->refs++; /* the handler's, dropped by its http_respond_*() */
+    pthread_mutex_unlock(&r->lock);
+    waiting_link(s, r, true);
+    s->handler(r, s->userdata);
+    bool answered = request_wait(r);
+    waiting_link(s, r, false);
+    (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
+    r->phase = PHASE_DONE;
+    if (answered)
+        return http_reply_queue(s, &r->reply, mc);
+
+    Error e = {.category = E_UNAVAILABLE};
+    snprintf(e.message, sizeof(e.message), "the server is shutting down");
+    http_reply_set_error(&stop_reply, MHD_HTTP_SERVICE_UNAVAILABLE, &e);
+    ret = http_reply_queue(s, &stop_reply, mc);
+    http_reply_clear(&stop_reply);
+    return ret;
+}
+
+static enum MHD_Result
+request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
+{
+    _cleanup_error_ Error *e = NULL;
+    unsigned status = MHD_HTTP_BAD_REQUEST;
+
+    if (http_request_check_head(r, mc, method, &status, &e) == 0) {
+        r->phase = PHASE_BODY;
+        return MHD_YES;
+    }
+    http_conn_set_deadline(r->conn, false);
+    r->phase = PHASE_DONE;
+    http_reply_set_error(&r->reply, status, e);
+    return http_reply_queue(r->srv, &r->reply, mc);
+}
+
+static enum MHD_Result
+on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+          const char *version, const char *upload_data, size_t *upload_data_size,
+          void **con_cls)
+{
+    HttpRequest *r = *con_cls;
+
+    (void) cls;
+    (void) url; /* MHD's decoded copy: we parse the raw target ourselves */
+    (void) version;
+    if (!r)
+        return MHD_NO;
+    switch (r->phase) {
+    case PHASE_HEAD:
+        return request_head(r, mc, method);
+    case PHASE_BODY:
+        if (*upload_data_size == 0)
+            return request_dispatch(r, mc);
+        /* Over the cap mid-body: MHD cannot queue an answer now (only before the body or
+         * after all of it), so the connection is closed instead of reading on. */
+        if (http_request_append_body(r, upload_data, *upload_data_size) < 0)
+            return MHD_NO;
+        *upload_data_size = 0;
+        return MHD_YES;
+    default:
+        return MHD_NO;
+    }
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void) cls;
+    /* Only the starting thread's messages are kept (thread-local); runtime ones are dropped:
+     * modules do not log, and the connection's outcome reaches the client. */
+    vsnprintf(start_log, sizeof(start_log), fmt, ap);
+}
+
+static int
+listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
+{
+    const HttpConfig *c = &s->cfg;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+
+    l->srv = s;
+    l->is_unix = is_unix;
+    start_log[0] = '\0';
+    l->mhd = MHD_start_daemon(
+        flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER,
+        on_mhd_log, l, MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_CONNECTION_LIMIT,
+        c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        2 * c->max_header_bytes + HTTP_POOL_SLACK_BYTES, MHD_OPTION_THREAD_STACK_SIZE,
+        HTTP_THREAD_STACK_BYTES, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
+        http_conn_notify, l, MHD_OPTION_END);
+    if (!l->mhd)
+        return error_set(errp, E_IO, 0, "start the HTTP %s daemon%s%s",
+                         is_unix ? "unix" : "TCP", start_log[0] ? ": " : "", start_log);
+    l->fd = -1; /* MHD's now; MHD_stop_daemon() closes it */
+    return 0;
+}
+
+static HttpServer *
+server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
+{
+    HttpServer *s = calloc(1, sizeof(*s));
+    pthread_condattr_t attr;
+
+    if (!s)
+        return NULL;
+    s->cfg = *cfg;
+    s->handler = handler;
+    s->userdata = userdata;
+    s->tcp.fd = s->unx.fd = -1;
+    s->stop_fd = -1;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->watchdog_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    s->tcp_address = cfg->tcp_address ? strdup(cfg->tcp_address) : NULL;
+    s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
+    s->cfg.tcp_address = s->tcp_address;
+    s->cfg.unix_path = s->unix_path;
+    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path)) {
+        http_server_stop(s);
+        return NULL;
+    }
+    return s;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(HttpServer, http_server_stop)
+
+int
+http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata,
+                  HttpServer **ret, Error **errp)
+{
+    _cleanup_(http_server_stopp) HttpServer *s = NULL;
+
+    if (config_check(cfg, errp) < 0)
+        return -1;
+    if (!(s = server_new(cfg, handler, userdata)))
+        return error_set(errp, E_INTERNAL, ENOMEM, "http server");
+    if ((s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        return error_set(errp, E_INTERNAL, errno, "eventfd");
+    if (http_watchdog_start(s, errp) < 0)
+        return -1;
+    if (s->tcp_address &&
+        (http_listen_tcp(s->tcp_address, cfg->tcp_port, &s->tcp.fd, &s->tcp_port, errp) < 0 ||
+         listener_start(s, &s->tcp, false, errp) < 0))
+        return -1;
+    if (s->unix_path) {
+        if (http_listen_unix(s->unix_path, cfg->unix_mode, &s->unx.fd, &s->unix_dev,
+                             &s->unix_ino, errp) < 0)
+            return -1;
+        if (listener_start(s, &s->unx, true, errp) < 0)
+            return -1; /* stop closes the socket and removes its file */
+    }
+    *ret = TAKE_PTR(s);
+    return 0;
+}
+
+uint16_t
+http_server_tcp_port(const HttpServer *s)
+{
+    return s->tcp.mhd ? s->tcp_port : 0;
+}
+
+/* Stop begins: producers see the eventfd, handler waits see the flag. */
+static void
+server_wake_all(HttpServer *s)
+{
+    atomic_store(&s->stopping, true);
+    if (s->stop_fd >= 0)
+        (void) eventfd_write(s->stop_fd, 1);
+    pthread_mutex_lock(&s->lock);
+    for (HttpRequest *r = s->waiting; r; r = r->wait_next) {
+        pthread_mutex_lock(&r->lock);
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void
+http_server_stop(HttpServer *s)
+{
+    if (!s)
+        return;
+    server_wake_all(s);
+    /* Joins every connection thread; waits end within the stop grace. */
+    if (s->tcp.mhd)
+        MHD_stop_daemon(s->tcp.mhd);
+    if (s->unx.mhd) {
+        MHD_stop_daemon(s->unx.mhd);
+        http_unlink_unix(s->unix_path, s->unix_dev, s->unix_ino);
+    }
+    safe_close(s->tcp.fd); /* listeners that never reached MHD */
+    if (s->unx.fd >= 0) {
+        safe_close(s->unx.fd);
+        http_unlink_unix(s->unix_path, s->unix_dev, s->unix_ino);
+    }
+    http_watchdog_stop(s);
+    safe_close(s->stop_fd);
+    pthread_cond_destroy(&s->watchdog_cond);
+    pthread_mutex_destroy(&s->lock);
+    free(s->tcp_address);
+    free(s->unix_path);
+    free(s);
+}

@@ -1,0 +1,153 @@
+/* The HTTP server layer of the daemon's API: listeners, limits, deadlines, request parsing
+ * and response plumbing on libmicrohttpd (thread per connection). No routes live here: one
+ * HttpHandler receives every request that passed the layer's checks.
+ *
+ * Threading: each connection has its own thread (capped by max_connections). The handler
+ * runs on it once the whole request is in, and may answer at once or later from any
+ * thread (e.g. the daemon's loop thread); the connection thread sleeps on a condition
+ * variable meanwhile. A streaming producer runs on the connection thread too and blocks in
+ * http_stream_wait() until it has data. Nothing polls or spins.
+ *
+ * Limits and deadlines (HttpConfig; README.md has the full table): request head size and
+ * header count (431), body (413 from Content-Length before any body byte is read; a chunked
+ * body that outgrows the cap has its connection closed), path and query (400/414),
+ * methods (405), connections in total and per IP (refused at accept), an idle timeout and
+ * an absolute deadline from accept (or from the previous response) until the request head
+ * and body are in, enforced by a watchdog thread (slow-loris).
+ *
+ * Every response carries Cache-Control: no-store and X-Content-Type-Options: nosniff.
+ * Errors raised by the layer itself use the same JSON shape as http_respond_error().
+ * Nothing here logs. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define HTTP_DEFAULT_TCP_ADDRESS "127.0.0.1"
+#define HTTP_DEFAULT_TCP_PORT 8787
+#define HTTP_DEFAULT_UNIX_MODE 0660
+#define HTTP_DEFAULT_MAX_BODY_BYTES ((size_t) 64 << 20)
+#define HTTP_DEFAULT_MAX_HEADER_BYTES ((size_t) 32 << 10)
+#define HTTP_DEFAULT_IDLE_TIMEOUT_S 30
+#define HTTP_DEFAULT_REQUEST_TIMEOUT_S 60
+#define HTTP_DEFAULT_MAX_CONNECTIONS 512
+#define HTTP_DEFAULT_MAX_PER_IP 64
+
+/* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
+#define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
+#define HTTP_MAX_HEADER_BYTES_FLOOR ((size_t) 1 << 10)
+#define HTTP_MAX_HEADER_BYTES_CEILING ((size_t) 1 << 20)
+#define HTTP_MAX_CONNECTIONS_CEILING 4096u
+#define HTTP_TIMEOUT_S_CEILING 86400u
+
+/* Caps on untrusted input that are not configurable. */
+#define HTTP_MAX_REQUEST_HEADERS 64  /* header lines in one request: more is 431 */
+#define HTTP_MAX_RESPONSE_HEADERS 16 /* http_response_header() calls per response */
+
+typedef struct HttpConfig {
+    const char *tcp_address;    /* numeric IPv4/IPv6 address; NULL = no TCP listener */
+    uint16_t tcp_port;          /* 0 = any (tests; see http_server_tcp_port()) */
+    const char *unix_path;      /* NULL = none; a stale socket there is replaced */
+    mode_t unix_mode;           /* of the socket file */
+    size_t max_body_bytes;      /* over it: 413 (or close, for chunked bodies) */
+    size_t max_header_bytes;    /* request line + header lines */
+    unsigned idle_timeout_s;    /* no byte in either direction for this long: close */
+    unsigned request_timeout_s; /* absolute, from accept (or the previous response) until
+                                 * the request head and body are in */
+    unsigned max_connections;   /* both listeners together */
+    unsigned max_per_ip;        /* TCP only */
+} HttpConfig;
+
+/* The defaults above; unix_path NULL. */
+void http_config_defaults(HttpConfig *c);
+
+typedef struct HttpServer HttpServer;
+/* One request. Valid from the handler call until the handler's http_respond_*() call;
+ * neither the handler nor anyone it hands req to may touch it after that. Its accessors
+ * may be called from any thread, one at a time. */
+typedef struct HttpRequest HttpRequest;
+
+/* Called on the connection's thread once the whole request (head + body, within the caps)
+ * is in. It must answer with exactly one http_respond_*() call, now or later, from any
+ * thread. During http_server_stop() an unanswered request gets HTTP_STOP_GRACE_USEC, then a
+ * 503; the late answer is then dropped (still required: it frees the request). */
+typedef void (*HttpHandler)(HttpRequest *req, void *userdata);
+
+/* Opens the listeners and starts serving. cfg's strings are copied. E_INVALID for a bad
+ * config, E_CONFLICT when the unix path is held by a live server or is not a socket, E_IO
+ * when a socket cannot be bound. */
+int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata,
+                      HttpServer **ret, Error **errp);
+/* Closes the listeners, ends streams (producers see closed), answers handlers that do not
+ * answer within HTTP_STOP_GRACE_USEC with 503, waits for every connection thread and
+ * removes the unix socket. NULL is fine. */
+void http_server_stop(HttpServer *s);
+/* The bound TCP port (useful with tcp_port 0); 0 without a TCP listener. */
+uint16_t http_server_tcp_port(const HttpServer *s);
+
+const char *http_method(const HttpRequest *r); /* GET, HEAD, POST, PUT or DELETE */
+/* Raw path without the query, already checked: starts with '/', only RFC 3986 path bytes,
+ * no empty, ".", ".." (raw or encoded) or encoded-'/' segment, <= HTTP_PATH_MAX_BYTES. */
+const char *http_path(const HttpRequest *r);
+/* The decoded value of the first query parameter named key; "" for "?key"; NULL if absent. */
+const char *http_query(const HttpRequest *r, const char *key);
+/* Case-insensitive; the first header of that name; NULL if absent. */
+const char *http_header(const HttpRequest *r, const char *name);
+/* The body (NULL and 0 when there was none). Owned by the request. */
+const uint8_t *http_body(const HttpRequest *r, size_t *ret_len);
+bool http_peer_is_unix(const HttpRequest *r);
+/* SO_PEERCRED uid of a unix-socket peer; -1 for TCP peers. */
+int http_peer_cred(const HttpRequest *r, uid_t *ret_uid);
+/* The path's percent-decoded segments: a new NULL-terminated array of *ret_n strings
+ * (free with http_strv_free(), http_url.h). "/" has none. */
+int http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n,
+                       Error **errp);
+
+/* Adds a response header; before the http_respond_*() call. Refused (-1, not added):
+ * a name that is not an HTTP token, a value with CR, LF or NUL, more than
+ * HTTP_MAX_RESPONSE_HEADERS, or a header the layer sets itself. */
+int http_response_header(HttpRequest *r, const char *name, const char *value);
+
+/* Each http_respond_*() ends the handler's hold on r (see HttpRequest). They never fail
+ * towards the caller: if building the response fails the client gets a 500 or a closed
+ * connection. */
+
+/* Serialises body (stolen; NULL means an empty object) as application/json. */
+void http_respond_json(HttpRequest *r, unsigned status, json_t *body);
+/* Status from e's category (E_INVALID 400, E_UNAUTHORIZED 401, E_FORBIDDEN 403,
+ * E_NOT_FOUND 404, E_CONFLICT 409, E_TOO_LARGE 413, E_QUOTA 429, E_UNAVAILABLE 503,
+ * E_TIMEOUT 504, E_GUEST 502, E_INTERNAL/E_IO 500; NULL e: 500) and the body
+ * {"error":{"code":"<error_category_name>","message":"...",<extra's fields>}}.
+ * extra (stolen, may be NULL) must be an object; "code" and "message" in it are ignored.
+ * An integer "retry_after" in extra also becomes a Retry-After header. */
+void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
+/* data[0..len) is copied. */
+void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type,
+                        const void *data, size_t len);
+/* Sends size bytes of fd from its current offset 0 (sendfile); fd is stolen. */
+void http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd,
+                       uint64_t size);
+
+/* Streaming (chunked) responses. The producer runs on the connection's thread, one call at a
+ * time; it writes up to cap bytes into buf and returns how many (> 0), 0 when the stream is
+ * finished, or -1 to abort it (the client sees a truncated chunked body). Each returned
+ * block is sent (flushed) before the next call. A producer that has nothing to send waits
+ * in http_stream_wait(); it must not block anywhere the layer cannot wake it. The stream
+ * ends too when the client goes away or the server stops: http_stream_wait() then returns
+ * -1 and http_stream_closed() is true, and the producer should return -1.
+ * free_userdata(userdata) runs exactly once, when the stream ends for any reason, or at
+ * once if the stream never starts (the client left during the handler). */
+typedef struct HttpStream HttpStream;
+typedef ssize_t (*HttpProducer)(HttpStream *st, void *userdata, uint8_t *buf, size_t cap);
+void http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
+                         HttpProducer producer, void *userdata,
+                         void (*free_userdata)(void *));
+/* Waits until fd is readable (fd < 0: no fd), the stream is closed, or the monotonic
+ * deadline_usec passes (0: no deadline). Returns 1 (readable), 0 (deadline) or -1 (closed). */
+int http_stream_wait(HttpStream *st, int fd, uint64_t deadline_usec);
+/* True once the client hung up or the server is stopping. */
+bool http_stream_closed(HttpStream *st);

@@ -1,0 +1,158 @@
+/* Internals shared by the files of the HTTP server layer (http*.c); nothing outside
+ * hostd/api includes this. Who owns what and which lock guards it is written next to each
+ * field; the lock order is HttpServer.lock before HttpRequest.lock. */
+#pragma once
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "http.h"
+#include "http_url.h"
+#include "timeutil.h"
+
+/* How long http_server_stop() lets a handler that has not answered yet do so before the
+ * layer answers 503 itself. */
+#define HTTP_STOP_GRACE_USEC (2 * USEC_PER_SEC)
+/* Buffer MHD offers a producer per call (it may offer less when its pool is tight). */
+#define HTTP_STREAM_BLOCK_BYTES ((size_t) 16 << 10)
+/* Stack of each connection thread: handlers and producers run on it. */
+#define HTTP_THREAD_STACK_BYTES ((size_t) 512 << 10)
+#define HTTP_LISTEN_BACKLOG 128
+/* MHD's per-connection pool must hold the head plus parsed header entries and the reply
+ * head: we give it twice the head cap plus this, and check the head cap ourselves so the
+ * client gets our JSON 431 rather than MHD's own page in all but extreme cases. */
+#define HTTP_POOL_SLACK_BYTES ((size_t) 16 << 10)
+
+typedef struct HttpConn HttpConn;
+
+/* One MHD daemon: TCP or unix. */
+typedef struct HttpListener {
+    HttpServer *srv;
+    bool is_unix;
+    int fd; /* listening socket; MHD owns it once the daemon started */
+    struct MHD_Daemon *mhd;
+} HttpListener;
+
+struct HttpServer {
+    HttpConfig cfg; /* strings point at the copies below */
+    char *tcp_address;
+    char *unix_path;
+    dev_t unix_dev; /* identity of the socket file we bound, so stop removes only ours */
+    ino_t unix_ino;
+    uint16_t tcp_port;
+    HttpHandler handler;
+    void *userdata;
+    HttpListener tcp;
+    HttpListener unx;
+    int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
+    atomic_bool stopping;
+
+    pthread_mutex_t lock;
+    pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC; under lock */
+    pthread_t watchdog;
+    bool watchdog_running;
+    bool watchdog_quit;          /* under lock */
+    uint64_t watchdog_wake_usec; /* under lock: when it looks next; UINT64_MAX: asleep */
+    HttpConn *conns;             /* under lock */
+    unsigned n_conns;            /* under lock */
+    HttpRequest *waiting;        /* under lock: requests whose handler has not answered */
+};
+
+/* One accepted socket, from MHD's STARTED to its CLOSED notification. */
+struct HttpConn {
+    HttpServer *srv;
+    HttpConn *prev, *next; /* srv->conns, under srv->lock */
+    int fd;                /* our dup of the socket: the watchdog's shutdown() target; a dup
+                            * cannot be closed and reused behind our back */
+    bool is_unix;
+    bool has_uid;
+    uid_t uid;
+    uint64_t deadline_usec; /* under srv->lock; 0: none (request in, or streaming) */
+    bool cut;               /* under srv->lock: the watchdog shut it down */
+};
+
+typedef enum { REPLY_NONE, REPLY_BUFFER, REPLY_FILE, REPLY_STREAM } HttpReplyKind;
+
+/* What a handler answered; built into an MHD response on the connection thread. */
+typedef struct HttpReply {
+    HttpReplyKind kind;
+    unsigned status;
+    char *content_type;
+    uint8_t *data; /* BUFFER */
+    size_t len;
+    int fd; /* FILE */
+    uint64_t size;
+    HttpProducer producer; /* STREAM */
+    void *userdata;
+    void (*free_userdata)(void *);
+    char *hdr_names[HTTP_MAX_RESPONSE_HEADERS];
+    char *hdr_values[HTTP_MAX_RESPONSE_HEADERS];
+    size_t n_headers;
+} HttpReply;
+
+typedef enum { PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_DONE } HttpRequestPhase;
+
+struct HttpRequest {
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* signalled when answered */
+    unsigned refs;       /* under lock: the connection's, and the handler's until it answers */
+    bool answered;       /* under lock */
+    HttpRequest *wait_prev, *wait_next; /* srv->waiting, under srv->lock */
+
+    /* Connection thread only (the handler never sees these). */
+    HttpServer *srv;
+    HttpConn *conn;
+    HttpRequestPhase phase;
+    size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
+    size_t body_alloc; /* bytes allocated at body */
+
+    /* Filled on the connection thread before the handler runs; read-only afterwards. */
+    char *raw_target;
+    char method[8];
+    HttpTarget target;
+    char **hdr_names; /* copies, so the request outlives MHD's connection if it must */
+    char **hdr_values;
+    size_t n_headers;
+    uint8_t *body;
+    size_t body_len;
+    bool is_unix;
+    bool has_uid;
+    uid_t uid;
+
+    HttpReply reply; /* the handler's until it answers, then the connection thread's */
+};
+
+/* http_conn.c: connection tracking and the deadline watchdog. */
+void http_conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                      enum MHD_ConnectionNotificationCode code);
+enum MHD_Result http_conn_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
+void http_conn_set_deadline(HttpConn *c, bool armed);
+int http_watchdog_start(HttpServer *s, Error **errp);
+void http_watchdog_stop(HttpServer *s);
+
+/* http_request.c: the request object and the checks on its head and body. */
+HttpRequest *http_request_new(HttpServer *s, HttpConn *c, const char *raw_target);
+void http_request_unref(HttpRequest *r);
+/* Returns 0 to go on reading the body, or -1 with the status and error to answer with. */
+int http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *method,
+                            unsigned *ret_status, Error **errp);
+/* Appends a body chunk; -1 when it would exceed the cap (the connection is then closed). */
+int http_request_append_body(HttpRequest *r, const char *data, size_t len);
+
+/* http_reply.c: answers and their MHD responses. */
+void http_reply_clear(HttpReply *rp);
+/* Sets r->reply to a JSON error answer (layer-made); for the connection thread. */
+void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
+/* Builds rp into an MHD response (moving its body out) and queues it on mc, falling back
+ * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
+enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
+unsigned http_status_for_category(ErrorCategory c);
+
+/* http_listen.c: listening sockets. */
+int http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,
+                    Error **errp);
+int http_listen_unix(const char *path, mode_t mode, int *ret_fd, dev_t *ret_dev,
+                     ino_t *ret_ino, Error **errp);
+/* Removes path if it is still the socket file (dev, ino) we bound. */
+void http_unlink_unix(const char *path, dev_t dev, ino_t ino);

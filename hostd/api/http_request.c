@@ -1,0 +1,276 @@
+/* The request object and the checks on its head and body.
+ *
+ * A request is made when MHD has read the request line (its URI-log callback), checked
+ * once the head is in (method, target, header count and size, Content-Length) and fed
+ * its body in chunks, never beyond max_body_bytes: the buffer grows geometrically up to
+ * the declared Content-Length (or the cap for a chunked body), so a client that declares
+ * a large body but sends little costs little. Headers are copied out of MHD so the request
+ * stays valid for a handler that answers after MHD has let go of the connection (server
+ * stop). Two references: the connection's (dropped when MHD completes the request) and the
+ * handler's (dropped by its http_respond_*() call). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_internal.h"
+
+static const char *const allowed_methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE"};
+
+HttpRequest *
+http_request_new(HttpServer *s, HttpConn *c, const char *raw_target)
+{
+    HttpRequest *r = calloc(1, sizeof(*r));
+
+    if (!r)
+        return NULL;
+    if (!(r->raw_target = strdup(raw_target))) {
+        free(r);
+        return NULL;
+    }
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* the stop grace is monotonic */
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    r->refs = 1;
+    r->srv = s;
+    r->conn = c;
+    r->is_unix = c->is_unix;
+    r->has_uid = c->has_uid;
+    r->uid = c->uid;
+    r->reply.fd = -1;
+    return r;
+}
+
+static void
+request_free(HttpRequest *r)
+{
+    free(r->raw_target);
+    http_target_clear(&r->target);
+    for (size_t i = 0; i < r->n_headers; i++) {
+        free(r->hdr_names[i]);
+        free(r->hdr_values[i]);
+    }
+    free(r->hdr_names);
+    free(r->hdr_values);
+    free(r->body);
+    http_reply_clear(&r->reply);
+    pthread_cond_destroy(&r->cond);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+void
+http_request_unref(HttpRequest *r)
+{
+    unsigned left;
+
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    left = --r->refs;
+    pthread_mutex_unlock(&r->lock);
+    if (left == 0)
+        request_free(r);
+}
+
+static bool
+method_allowed(const char *method)
+{
+    for (size_t i = 0; i < ELEMENTSOF(allowed_methods); i++)
+        if (strcmp(method, allowed_methods[i]) == 0)
+            return true;
+    return false;
+}
+
+typedef struct {
+    HttpRequest *r;
+    bool oom;
+} HeaderCopy;
+
+static enum MHD_Result
+header_copy_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    HeaderCopy *hc = cls;
+    HttpRequest *r = hc->r;
+
+    (void) kind;
+    if (r->n_headers >= HTTP_MAX_REQUEST_HEADERS)
+        return MHD_NO;
+    char *k = strdup(key), *v = strdup(value ? value : "");
+    if (!k || !v) {
+        free(k);
+        free(v);
+        hc->oom = true;
+        return MHD_NO;
+    }
+    r->hdr_names[r->n_headers] = k;
+    r->hdr_values[r->n_headers++] = v;
+    return MHD_YES;
+}
+
+static int
+headers_copy(HttpRequest *r, struct MHD_Connection *mc, Error **errp)
+{
+    HeaderCopy hc = {.r = r};
+
+    r->hdr_names = calloc(HTTP_MAX_REQUEST_HEADERS, sizeof(char *));
+    r->hdr_values = calloc(HTTP_MAX_REQUEST_HEADERS, sizeof(char *));
+    if (!r->hdr_names || !r->hdr_values)
+        return error_set(errp, E_INTERNAL, ENOMEM, "copy headers");
+    (void) MHD_get_connection_values(mc, MHD_HEADER_KIND, header_copy_one, &hc);
+    return hc.oom ? error_set(errp, E_INTERNAL, ENOMEM, "copy headers") : 0;
+}
+
+/* Content-Length, already validated by MHD; a missing one (chunked or no body) is 0. */
+static int
+content_length_check(HttpRequest *r, struct MHD_Connection *mc, unsigned *ret_status,
+                     Error **errp)
+{
+    const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    size_t max = r->srv->cfg.max_body_bytes;
+    uint64_t v = 0;
+
+    r->body_cap = max; /* chunked: grows up to the cap */
+    if (!cl)
+        return 0;
+    for (const char *p = cl; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10) {
+            *ret_status = MHD_HTTP_BAD_REQUEST;
+            return error_set(errp, E_INVALID, 0, "malformed Content-Length");
+        }
+        v = v * 10 + (uint64_t) (*p - '0');
+    }
+    if (v > max) {
+        *ret_status = MHD_HTTP_CONTENT_TOO_LARGE;
+        return error_set(errp, E_TOO_LARGE, 0, "request body is larger than %zu bytes", max);
+    }
+    r->body_cap = (size_t) v;
+    return 0;
+}
+
+static int
+head_size_check(HttpRequest *r, struct MHD_Connection *mc, unsigned *ret_status, Error **errp)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    unsigned n = (unsigned) MHD_get_connection_values(mc, MHD_HEADER_KIND, NULL, NULL);
+
+    *ret_status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE;
+    if (n > HTTP_MAX_REQUEST_HEADERS)
+        return error_set(errp, E_TOO_LARGE, 0, "request has more than %d header lines",
+                         HTTP_MAX_REQUEST_HEADERS);
+    if (info && info->header_size > r->srv->cfg.max_header_bytes)
+        return error_set(errp, E_TOO_LARGE, 0, "request head is larger than %zu bytes",
+                         r->srv->cfg.max_header_bytes);
+    return 0;
+}
+
+int
+http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *method,
+                        unsigned *ret_status, Error **errp)
+{
+    if (!method_allowed(method)) {
+        *ret_status = MHD_HTTP_METHOD_NOT_ALLOWED;
+        return error_set(errp, E_INVALID, 0, "method not allowed");
+    }
+    strcpy(r->method, method); /* one of allowed_methods: fits */
+    if (http_target_parse(r->raw_target, strlen(r->raw_target), &r->target, errp) < 0) {
+        bool too_long = *errp && (*errp)->category == E_TOO_LARGE;
+        *ret_status = too_long ? MHD_HTTP_URI_TOO_LONG : MHD_HTTP_BAD_REQUEST;
+        return -1;
+    }
+    if (head_size_check(r, mc, ret_status, errp) < 0)
+        return -1;
+    if (content_length_check(r, mc, ret_status, errp) < 0)
+        return -1;
+    if (headers_copy(r, mc, errp) < 0) {
+        *ret_status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        return -1;
+    }
+    return 0;
+}
+
+int
+http_request_append_body(HttpRequest *r, const char *data, size_t len)
+{
+    if (len > r->body_cap - r->body_len)
+        return -1;
+    if (r->body_len + len > r->body_alloc) {
+        size_t want = MAX(r->body_len + len, MIN(r->body_cap, MAX(r->body_alloc * 2, 4096)));
+        uint8_t *b = realloc(r->body, want);
+        if (!b)
+            return -1;
+        r->body = b;
+        r->body_alloc = want;
+    }
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+    return 0;
+}
+
+const char *
+http_method(const HttpRequest *r)
+{
+    return r->method;
+}
+
+const char *
+http_path(const HttpRequest *r)
+{
+    return r->target.path;
+}
+
+const char *
+http_query(const HttpRequest *r, const char *key)
+{
+    for (size_t i = 0; i < r->target.n_query; i++)
+        if (strcmp(r->target.query_keys[i], key) == 0)
+            return r->target.query_values[i];
+    return NULL;
+}
+
+const char *
+http_header(const HttpRequest *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (strcasecmp(r->hdr_names[i], name) == 0)
+            return r->hdr_values[i];
+    return NULL;
+}
+
+const uint8_t *
+http_body(const HttpRequest *r, size_t *ret_len)
+{
+    *ret_len = r->body_len;
+    return r->body_len ? r->body : NULL;
+}
+
+bool
+http_peer_is_unix(const HttpRequest *r)
+{
+    return r->is_unix;
+}
+
+int
+http_peer_cred(const HttpRequest *r, uid_t *ret_uid)
+{
+    if (!r->is_unix || !r->has_uid)
+        return -1;
+    *ret_uid = r->uid;
+    return 0;
+}
+
+int
+http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n, Error **errp)
+{
+    char **copy = http_strv_copy(r->target.segments, r->target.n_segments);
+
+    if (!copy)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path segments");
+    *ret_segments = copy;
+    *ret_n = r->target.n_segments;
+    return 0;
+}
