@@ -159,16 +159,19 @@ untar_file(Untar *u, Error **errp)
     }
     if (fd < 0)
         return untar_host_failed(u, "create", -fd, errp);
+    uint64_t bytes_before = u->stats->bytes;
     int r = untar_copy_data(u, fd, errp);
-    if (r != 0) {
+    if (r != 0) { /* cut short: remove it, and its bytes from the count */
         safe_close(fd);
         dest_unlink(u->dest_fd, u->path);
+        u->stats->bytes = bytes_before;
         u->stats->skipped++;
         return r;
     }
     r = dest_file_finish(fd, e->mode & UNTAR_FILE_MODE_MASK, e->mtime_sec);
     if (r < 0) {
         dest_unlink(u->dest_fd, u->path);
+        u->stats->bytes = bytes_before;
         return untar_host_failed(u, "finish", -r, errp);
     }
     u->stats->files++;

@@ -39,7 +39,7 @@ build(void)
 {
     return sh("cd %s && mkdir -p empty 21MB-8files/d 2000x4KiB && "
               "head -c 20000000 /dev/urandom > 21MB-8files/big.bin && "
-              "for i in 1 2 3 4 5; do head -c 150000 /dev/urandom > 21MB-8files/f$i; done && "
+              "for i in 1 2 3 4 5 6; do head -c 125000 /dev/urandom > 21MB-8files/f$i; done && "
               "head -c 100000 /dev/urandom > 21MB-8files/d/leaf && "
               "for i in $(seq 1 2000); do head -c 4096 /dev/urandom > 2000x4KiB/f$i; done && "
               "for s in empty 21MB-8files 2000x4KiB; do "

@@ -531,6 +531,8 @@ test_early_eof_removes_partial_file(void **state)
     assert_true(f->st.truncated);
     assert_true(exists(f->dest_fd, "whole"));
     assert_false(exists(f->dest_fd, "cut"));
+    assert_int_equal(f->st.bytes, 1); /* the removed file's bytes are not counted */
+    assert_int_equal(f->st.files, 1);
 }
 
 static void
