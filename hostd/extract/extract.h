@@ -118,6 +118,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ExtractAppliance, extract_appliance_free)
 #define _cleanup_extract_appliance_ _cleanup_(extract_appliance_freep)
 
 /* Slow fallback when no warm appliance covers the disk: launches one with just this disk,
- * salvages it and shuts it down (~25 s under TCG). Same contract as extract_salvage(). */
+ * salvages it and shuts it down (~20-30 s under TCG). Same contract as extract_salvage();
+ * lim->max_usec bounds the salvage, not the launch. */
 int extract_salvage_cold(const char *disk_path, const ExtractConfig *cfg, int dest_dirfd,
                          const ExtractLimits *lim, ExtractStats *stats, Error **errp);
