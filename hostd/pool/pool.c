@@ -488,3 +488,40 @@ guest_disk_index(const Guest *g)
 {
     return g->disk_index;
 }
+
+void
+pool_set_on_idle(Pool *p, void (*fn)(void *userdata), void *userdata)
+{
+    p->on_idle = fn;
+    p->on_idle_userdata = userdata;
+}
+
+static Guest *
+pool_slot_by_disk(Pool *p, size_t disk_index)
+{
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++)
+            if (p->shapes[i].slots[k].disk_index == disk_index)
+                return &p->shapes[i].slots[k];
+    return NULL;
+}
+
+ssize_t
+pool_hold_disk(Pool *p, const char *domain_name)
+{
+    Guest *g = (Guest *) pool_find_slot(p, domain_name, strlen(domain_name));
+    if (!g || p->started)
+        return -1;
+    g->state = SLOT_HELD; /* as if destroyed with its disk kept for extraction */
+    g->destroy_done = g->pid_gone = true;
+    g->awaiting_recycle = true;
+    return (ssize_t) g->disk_index;
+}
+
+void
+pool_unhold_disk(Pool *p, size_t disk_index)
+{
+    Guest *g = pool_slot_by_disk(p, disk_index);
+    if (g && g->state == SLOT_HELD)
+        pool_recycle(p, g);
+}

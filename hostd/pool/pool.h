@@ -138,6 +138,16 @@ typedef void (*GuestGoneFn)(Guest *g, uint64_t destroy_requested_usec, uint64_t 
 void pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata);
 void pool_recycle(Pool *p, Guest *g);
 
+/* fn(userdata) runs on the loop thread whenever a guest becomes idle (pending sessions
+ * waiting for one take it then). */
+void pool_set_on_idle(Pool *p, void (*fn)(void *userdata), void *userdata);
+
+/* Before pool_start(): keep the disk of slot `domain_name` untouched (a session of an earlier
+ * run used it and its files must be salvaged first) until pool_unhold_disk(). Returns the
+ * disk index, or -1 when no slot has that name (the pool's shape changed). */
+ssize_t pool_hold_disk(Pool *p, const char *domain_name);
+void pool_unhold_disk(Pool *p, size_t disk_index);
+
 /* Absolute paths of every slot's workspace disk (for the extraction appliance), in a fixed
  * order; valid for the pool's lifetime. */
 size_t pool_workspace_disks(Pool *p, const char *const **ret_paths);

@@ -86,6 +86,8 @@ struct Pool {
     char accel_reason[256];
     Guest *probe;
     void (*on_accel_decided)(Pool *p);
+    void (*on_idle)(void *userdata);
+    void *on_idle_userdata;
     bool started, stopping;
     unsigned inflight;   /* boots + saves + restores running now */
     unsigned jobs;       /* every job not yet completed */

@@ -112,6 +112,24 @@ job_destroy_work(Job *j)
     virt_destroy(j->pool->virt, j->g->name, &j->err);
 }
 
+/* Every slot's disk must exist before the extraction appliance attaches them all. Existing
+ * disks are left alone: they may hold an earlier run's files waiting to be salvaged. */
+static int
+pool_create_missing_disks(Pool *p, Error **errp)
+{
+    for (size_t i = 0; i < p->n_shapes; i++)
+        for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
+            const Guest *g = &p->shapes[i].slots[k];
+            if (access(g->workspace_path, F_OK) == 0)
+                continue;
+            if (mkdir_p(g->dir, 0711) < 0)
+                return error_set(errp, E_IO, errno, "create %s", g->dir);
+            if (diskfile_reset_in_place(g->workspace_path, p->template_path, errp) < 0)
+                return -1;
+        }
+    return 0;
+}
+
 static void
 job_reconcile_work(Job *j)
 {
@@ -139,6 +157,8 @@ job_reconcile_work(Job *j)
     if (!j->err)
         diskfile_ensure_template(p->template_path, p->cfg.workspace_mib, p->cfg.exec_uid,
                                  p->cfg.exec_gid, &j->err);
+    if (!j->err)
+        pool_create_missing_disks(p, &j->err);
 }
 
 static void

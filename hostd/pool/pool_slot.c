@@ -172,6 +172,8 @@ slot_on_ready(Channel *c, const Stockade__Runner__Ready *r, void *userdata)
         g->restore_failures = 0;
         slot_schedule_ping(g);
         pool_fill(g->pool);
+        if (g->pool->on_idle)
+            g->pool->on_idle(g->pool->on_idle_userdata);
     }
 }
 

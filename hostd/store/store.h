@@ -72,6 +72,13 @@ int store_session_list(Store *s, const char *tenant_id, const char *state, size_
                        Error **errp);
 /* Every session whose state is not "ended" (for restart reconciliation). */
 int store_session_unfinished(Store *s, SessionRecord **ret, size_t *ret_n, Error **errp);
+/* Ended sessions, oldest end first (retention). */
+int store_session_oldest_ended(Store *s, size_t limit, SessionRecord **ret, size_t *ret_n,
+                               Error **errp);
+/* Sum of artifact_bytes over ended sessions. */
+int store_artifact_bytes_total(Store *s, uint64_t *ret, Error **errp);
+/* Highest event seq of a session (0 if none): the truth after a crash, whatever last_seq says. */
+int store_event_max_seq(Store *s, const char *session_id, uint64_t *ret, Error **errp);
 /* Deletes a session and its events (retention). */
 int store_session_delete(Store *s, const char *id, Error **errp);
 void session_record_clear(SessionRecord *r);

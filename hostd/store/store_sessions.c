@@ -236,3 +236,47 @@ store_count_by_state(Store *s, const char *const *states, size_t n, uint64_t *co
     sqlite3_finalize(st);
     return 0;
 }
+
+int
+store_session_oldest_ended(Store *s, size_t limit, SessionRecord **ret, size_t *ret_n,
+                           Error **errp)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT " SESSION_COLUMNS " FROM sessions WHERE state = 'ended'"
+                      " ORDER BY ended_usec LIMIT ?1";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return store_fail(s, errp, "list ended sessions");
+    sqlite3_bind_int64(st, 1, (sqlite3_int64) limit);
+    int r = collect_sessions(s, st, limit, ret, ret_n, errp);
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* One integer from a one-row query with an optional text parameter. */
+static int
+store_scalar(Store *s, const char *sql, const char *param, uint64_t *ret, Error **errp)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return store_fail(s, errp, "query");
+    if (param)
+        sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *ret = rc == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_fail(s, errp, "query");
+}
+
+int
+store_artifact_bytes_total(Store *s, uint64_t *ret, Error **errp)
+{
+    return store_scalar(s, "SELECT coalesce(sum(artifact_bytes), 0) FROM sessions"
+                           " WHERE state = 'ended'", NULL, ret, errp);
+}
+
+int
+store_event_max_seq(Store *s, const char *session_id, uint64_t *ret, Error **errp)
+{
+    return store_scalar(s, "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?1",
+                        session_id, ret, errp);
+}

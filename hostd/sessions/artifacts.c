@@ -1,0 +1,231 @@
+/* Artifact folders: <state>/artifacts/<id>/files holds what a session left (the live mirror,
+ * then merged with the salvage); .mirror/ and .salvage/ are work areas removed at the end.
+ *
+ * Merge rule, per file: the salvaged copy (from the disk, after the kill) replaces the
+ * mirrored one only when its mtime is newer. A file closed just before the kill may be on
+ * the disk with its metadata but not yet its data (ext4 delayed allocation): same mtime, so
+ * the mirror's complete copy wins; a file appended after its last close is newer on disk.
+ * Everything here was written by the daemon itself (extract_untar and the mirror only make
+ * regular files and directories), and lookups still never follow symlinks.
+ * Retention: ended sessions older than artifact_max_age, then the oldest until the total is
+ * under artifact_max_total_bytes, lose their folder and their records. */
+#include <dirent.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dest.h"
+#include "log.h"
+#include "session_internal.h"
+#include "timeutil.h"
+
+#define RETENTION_INTERVAL_USEC (10ull * 60 * 1000000)
+#define RETENTION_BATCH 64
+
+int
+sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp)
+{
+    if (!sessions_id_is_valid(id))
+        return error_set(errp, E_INVALID, 0, "not a session id");
+    if (asprintf(ret_path, "%s/artifacts/%s/files", state_dir, id) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    return 0;
+}
+
+int
+artifacts_prepare(Sessions *m, const char *id, Error **errp)
+{
+    const char *subs[] = {"", "/files", "/.mirror"};
+    for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s%s", m->artifacts_dir, id, subs[i]);
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+            return error_set(errp, E_IO, errno, "create %s", path);
+    }
+    return 0;
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) st;
+    (void) type;
+    (void) ftw;
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void
+rm_rf(const char *path)
+{
+    (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* State of one merge walk (nftw has no user pointer). One merge at a time per process. */
+static struct {
+    int files_fd;
+    size_t prefix_len;
+    int err;
+} merge;
+
+static int
+merge_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) ftw;
+    if (strlen(path) <= merge.prefix_len)
+        return 0; /* the .salvage root itself */
+    const char *rel = path + merge.prefix_len + 1;
+    uint32_t created = 0;
+    if (type == FTW_D) {
+        int r = dest_mkdir(merge.files_fd, rel, st->st_mode & 0755, &created);
+        if (r < 0 && !dest_errno_is_conflict(-r))
+            merge.err = -r;
+        return 0;
+    }
+    if (type != FTW_F || !S_ISREG(st->st_mode))
+        return 0;
+    struct stat cur;
+    if (fstatat(merge.files_fd, rel, &cur, AT_SYMLINK_NOFOLLOW) == 0) {
+        bool disk_newer = st->st_mtim.tv_sec > cur.st_mtim.tv_sec ||
+                          (st->st_mtim.tv_sec == cur.st_mtim.tv_sec &&
+                           st->st_mtim.tv_nsec > cur.st_mtim.tv_nsec);
+        if (!S_ISREG(cur.st_mode) || !disk_newer)
+            return 0; /* the mirror's copy stays */
+    }
+    if (renameat(AT_FDCWD, path, merge.files_fd, rel) < 0 && !dest_errno_is_conflict(errno) &&
+        errno != ENOENT)
+        merge.err = errno;
+    return 0;
+}
+
+static struct {
+    uint64_t bytes;
+    uint32_t files;
+} tally;
+
+static int
+count_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) path;
+    (void) ftw;
+    if (type == FTW_F && S_ISREG(st->st_mode)) {
+        tally.bytes += (uint64_t) st->st_size;
+        tally.files++;
+    }
+    return 0;
+}
+
+int
+artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
+                uint32_t *ret_files, Error **errp)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    char salvage[1024], files[1024], mirror[1024];
+    int r = 0;
+
+    snprintf(salvage, sizeof(salvage), "%s/%s/.salvage", artifacts_dir, id);
+    snprintf(files, sizeof(files), "%s/%s/files", artifacts_dir, id);
+    snprintf(mirror, sizeof(mirror), "%s/%s/.mirror", artifacts_dir, id);
+    pthread_mutex_lock(&lock);
+    merge.files_fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    merge.prefix_len = strlen(salvage);
+    merge.err = 0;
+    if (merge.files_fd < 0)
+        r = error_set(errp, E_IO, errno, "open %s", files);
+    else if (access(salvage, F_OK) == 0)
+        (void) nftw(salvage, merge_entry, 16, FTW_PHYS | FTW_MOUNT);
+    if (!r && merge.err)
+        r = error_set(errp, E_IO, merge.err, "merge salvaged files into %s", files);
+    safe_close(merge.files_fd);
+    tally.bytes = 0;
+    tally.files = 0;
+    (void) nftw(files, count_entry, 16, FTW_PHYS | FTW_MOUNT);
+    *ret_bytes = tally.bytes;
+    *ret_files = tally.files;
+    pthread_mutex_unlock(&lock);
+    rm_rf(salvage);
+    rm_rf(mirror);
+    return r;
+}
+
+/* ------------------------------------------------------------------ retention */
+
+typedef struct {
+    Sessions *m;
+    char id[SESSION_ID_BYTES];
+} RemoveJob;
+
+static void
+remove_work(void *userdata)
+{
+    RemoveJob *j = userdata;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", j->m->artifacts_dir, j->id);
+    rm_rf(path);
+}
+
+static void
+remove_done(void *userdata)
+{
+    RemoveJob *j = userdata;
+    _cleanup_error_ Error *err = NULL;
+    if (store_session_delete(j->m->store, j->id, &err) < 0)
+        log_warn("retention: %s", err->message);
+    free(j);
+}
+
+static bool
+artifacts_expire(Sessions *m, const SessionRecord *r, uint64_t *total)
+{
+    bool too_old = (uint64_t) r->ended_usec + m->cfg.artifact_max_age_usec < wall_usec();
+    bool too_big = *total > m->cfg.artifact_max_total_bytes;
+    if (!too_old && !too_big)
+        return false;
+    if (sessions_find(m, NULL, r->id))
+        return true; /* still in memory (should not happen for an ended one): keep */
+    RemoveJob *j = calloc(1, sizeof(*j));
+    if (!j)
+        return false;
+    j->m = m;
+    snprintf(j->id, sizeof(j->id), "%s", r->id);
+    *total -= MIN(*total, r->artifact_bytes);
+    if (workq_submit(m->q, remove_work, remove_done, j) < 0)
+        free(j);
+    return true;
+}
+
+static void
+retention_on_timer(Loop *l, void *userdata)
+{
+    Sessions *m = userdata;
+    (void) l;
+    m->retention_timer = 0;
+    artifacts_retention_tick(m);
+}
+
+void
+artifacts_retention_tick(Sessions *m)
+{
+    SessionRecord *v = NULL;
+    size_t n = 0;
+    uint64_t total = 0;
+    _cleanup_error_ Error *err = NULL;
+
+    if (m->stopping)
+        return;
+    sessions_commit_now(m);
+    if (store_artifact_bytes_total(m->store, &total, &err) < 0 ||
+        store_session_oldest_ended(m->store, RETENTION_BATCH, &v, &n, &err) < 0) {
+        log_warn("retention: %s", err->message);
+    } else {
+        for (size_t i = 0; i < n && artifacts_expire(m, &v[i], &total); i++)
+            ;
+    }
+    session_records_free(v, n);
+    m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_INTERVAL_USEC,
+                                        retention_on_timer, m);
+}

@@ -1,0 +1,181 @@
+/* Live mirror: FileChanged records from the runner become files in
+ * <state>/artifacts/<id>/files as they are closed in the guest, so most results are out
+ * before any kill. A file arrives as chunks in order (offset = bytes so far); it is written
+ * to a temp file under .mirror/ and renamed into place when its last chunk is in, so the
+ * folder never shows half a file. Paths were checked by proto/ (relative, no "..", bounded);
+ * every lookup here is openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) anyway, no symlink is ever
+ * created, and a path whose target is a directory is skipped. Host budget: the session's
+ * mirror_budget_bytes, counted here too (the runner's own count is not trusted).
+ * Loop thread; files are small and land in the page cache. */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dest.h"
+#include "fdutil.h"
+#include "log.h"
+#include "session_internal.h"
+
+static int
+open_beneath(int dirfd, const char *path, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static int
+mirror_open_dir(Session *s, const char *sub)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s/%s", s->mgr->artifacts_dir, s->rec.id, sub);
+    return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+void
+mirror_abort(Session *s)
+{
+    MirrorFile *f = &s->mirror;
+    f->fd = safe_close(f->fd);
+    if (f->tmp_name[0]) {
+        int tmpdir = mirror_open_dir(s, ".mirror");
+        if (tmpdir >= 0)
+            (void) unlinkat(tmpdir, f->tmp_name, 0);
+        safe_close(tmpdir);
+    }
+    free(f->path);
+    memset(f, 0, sizeof(*f));
+    f->fd = -1;
+}
+
+static void
+mirror_event(Session *s, const Stockade__Runner__FileChanged *c, const char *outcome)
+{
+    session_event(s, "file.changed", 0, NULL, 0,
+                  json_pack("{s:s,s:I,s:i,s:I,s:s}", "path", c->path, "size",
+                            (json_int_t) c->size, "mode", (int) c->mode, "mtime_ms",
+                            (json_int_t) (c->mtime_ns / 1000000), "mirror", outcome));
+}
+
+static void
+mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
+{
+    _cleanup_close_ int files = mirror_open_dir(s, "files");
+    if (files >= 0) {
+        _cleanup_close_ int fd = open_beneath(files, c->path, O_RDONLY | O_PATH);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            (void) unlinkat(files, c->path, 0); /* beneath: checked by the open above */
+    }
+    mirror_event(s, c, "removed");
+}
+
+/* Moves the finished temp file to files/<path>, making parent directories. */
+static int
+mirror_install(Session *s, const char *path)
+{
+    _cleanup_close_ int files = mirror_open_dir(s, "files");
+    _cleanup_close_ int tmpdir = mirror_open_dir(s, ".mirror");
+    _cleanup_free_ char *parent = strdup(path);
+    const char *base = path;
+    uint32_t created = 0;
+
+    if (files < 0 || tmpdir < 0 || !parent)
+        return -1;
+    char *slash = strrchr(parent, '/');
+    _cleanup_close_ int pfd = -1;
+    if (slash) {
+        *slash = '\0';
+        base = path + (slash - parent) + 1;
+        if (dest_mkdir(files, parent, 0755, &created) < 0)
+            return -1;
+        pfd = open_beneath(files, parent, O_RDONLY | O_DIRECTORY);
+    } else {
+        pfd = dup(files);
+    }
+    if (pfd < 0)
+        return -1;
+    struct stat st;
+    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        return -1; /* never replace a directory (or anything but a file) */
+    return renameat(tmpdir, s->mirror.tmp_name, pfd, base);
+}
+
+static void
+mirror_finish(Session *s, const Stockade__Runner__FileChanged *c)
+{
+    MirrorFile *f = &s->mirror;
+    struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
+                                {.tv_sec = (time_t) (c->mtime_ns / 1000000000ull),
+                                 .tv_nsec = (long) (c->mtime_ns % 1000000000ull)}};
+    bool ok = fchmod(f->fd, (c->mode & 0744) | 0600) == 0 && futimens(f->fd, times) == 0;
+    f->fd = safe_close(f->fd);
+    if (!ok || mirror_install(s, c->path) < 0) {
+        mirror_abort(s);
+        mirror_event(s, c, "failed");
+        return;
+    }
+    mirror_event(s, c, "stored");
+    free(f->path);
+    memset(f, 0, sizeof(*f));
+    f->fd = -1;
+}
+
+static int
+mirror_begin(Session *s, const Stockade__Runner__FileChanged *c)
+{
+    static unsigned counter;
+    MirrorFile *f = &s->mirror;
+    _cleanup_close_ int tmpdir = mirror_open_dir(s, ".mirror");
+
+    mirror_abort(s); /* a new file starts: drop an unfinished one */
+    if (tmpdir < 0 || !(f->path = strdup(c->path)))
+        return -1;
+    snprintf(f->tmp_name, sizeof(f->tmp_name), "m%u", ++counter);
+    f->fd = openat(tmpdir, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                   0600);
+    f->size = c->size;
+    return f->fd < 0 ? -1 : 0;
+}
+
+void
+mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
+{
+    MirrorFile *f = &s->mirror;
+    Sessions *m = s->mgr;
+
+    if (c->removed) {
+        mirror_remove(s, c);
+        return;
+    }
+    if (c->over_budget || s->mirror_bytes + c->data.len > m->cfg.mirror_budget_bytes ||
+        c->size > m->cfg.mirror_max_file_bytes) {
+        if (c->offset == 0) /* one event per file, not per chunk */
+            mirror_event(s, c, "over_budget");
+        return;
+    }
+    if (c->offset == 0 && mirror_begin(s, c) < 0) {
+        mirror_abort(s);
+        mirror_event(s, c, "failed");
+        return;
+    }
+    if (f->fd < 0 || !f->path || strcmp(f->path, c->path) != 0 || c->offset != f->received ||
+        c->size != f->size)
+        return; /* out of sequence: the salvage will bring the file */
+    if (write_all(f->fd, c->data.data, c->data.len) < 0) {
+        log_warn("session %s: mirror write: %s", s->rec.id, strerror(errno));
+        mirror_abort(s);
+        return;
+    }
+    f->received += c->data.len;
+    s->mirror_bytes += c->data.len;
+    if (c->last)
+        mirror_finish(s, c);
+}

@@ -1,0 +1,126 @@
+/* Events: every change of a session is an event with the next seq, appended to the store in
+ * an open batch; a short timer commits the batch and then tells the hub, so followers only
+ * ever see committed events. State changes commit at once. Loop thread only; the store is the
+ * loop's own connection. A store failure is logged once per batch and the session goes on:
+ * its events are then missing from the record (issue 8 covers a full disk). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session_internal.h"
+#include "timeutil.h"
+
+static const char *const state_names[] = {
+    [ST_PENDING] = "pending",   [ST_STARTING] = "starting",     [ST_RUNNING] = "running",
+    [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended",
+};
+
+const char *
+session_state_name(SessionState st)
+{
+    return state_names[st];
+}
+
+static void
+sessions_on_commit_timer(Loop *l, void *userdata)
+{
+    Sessions *m = userdata;
+    (void) l;
+    m->commit_timer = 0;
+    sessions_commit_now(m);
+}
+
+void
+sessions_commit_now(Sessions *m)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    loop_cancel_timer(m->loop, m->commit_timer);
+    m->commit_timer = 0;
+    if (store_commit(m->store, &err) < 0)
+        log_error("events could not be committed: %s", err->message);
+    while (m->touched) {
+        Session *s = m->touched;
+        m->touched = s->next_touched;
+        s->touched = false;
+        s->next_touched = NULL;
+        eventhub_publish(m->hub, s->rec.id, s->rec.last_seq, s->state == ST_ENDED);
+    }
+}
+
+static void
+session_touch(Session *s)
+{
+    Sessions *m = s->mgr;
+    if (!s->touched) {
+        s->touched = true;
+        s->next_touched = m->touched;
+        m->touched = s;
+    }
+    if (!m->commit_timer)
+        m->commit_timer = loop_add_timer(m->loop, now_usec() + SESSION_COMMIT_DELAY_USEC,
+                                         sessions_on_commit_timer, m);
+}
+
+static void
+session_store_begin(Session *s)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (store_begin(s->mgr->store, &err) < 0)
+        log_error("session %s: %s", s->rec.id, err->message);
+}
+
+void
+session_event(Session *s, const char *type, uint32_t exec_id, const void *data, size_t len,
+              json_t *attrs)
+{
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_free_ char *text = attrs ? json_dumps(attrs, JSON_COMPACT) : NULL;
+    EventRecord e = {
+        .seq = ++s->rec.last_seq,
+        .ts_usec = (int64_t) wall_usec(),
+        .exec_id = exec_id,
+        .data = (uint8_t *) data,
+        .data_len = len,
+        .attrs = text,
+    };
+
+    json_decref(attrs);
+    snprintf(e.type, sizeof(e.type), "%s", type);
+    session_store_begin(s);
+    if (store_event_append(s->mgr->store, s->rec.id, &e, &err) < 0)
+        log_error("session %s: event %s lost: %s", s->rec.id, type, err->message);
+    session_touch(s);
+}
+
+void
+session_persist(Session *s)
+{
+    _cleanup_error_ Error *err = NULL;
+    session_store_begin(s);
+    if (store_session_update(s->mgr->store, &s->rec, &err) < 0)
+        log_error("session %s: record not updated: %s", s->rec.id, err->message);
+    session_touch(s);
+}
+
+void
+session_set_state(Session *s, SessionState st, const char *reason)
+{
+    json_t *attrs = json_pack("{s:s}", "state", state_names[st]);
+
+    s->state = st;
+    snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
+    if (reason) {
+        snprintf(s->rec.end_reason, sizeof(s->rec.end_reason), "%s", reason);
+        json_object_set_new(attrs, "reason", json_string(reason));
+    }
+    if (st == ST_RUNNING && s->rec.started_usec == 0)
+        s->rec.started_usec = (int64_t) wall_usec();
+    if (st == ST_ENDED)
+        s->rec.ended_usec = (int64_t) wall_usec();
+    if (st == ST_ENDED && s->rec.has_exit_code)
+        json_object_set_new(attrs, "exit_code", json_integer(s->rec.exit_code));
+    session_event(s, "session.state", 0, NULL, 0, attrs);
+    session_persist(s);
+    sessions_commit_now(s->mgr); /* state changes are durable before anything acts on them */
+}

@@ -1,0 +1,164 @@
+/* Internal to hostd/sessions: the structures shared by its files.
+ *   sessions.c        module life cycle, create, lookup, pending queue, API entry points
+ *   session_end.c     every way a session ends: stop, destroy, extraction, ended
+ *   session_guest.c   guest messages: hello, execs, output, errors, timers
+ *   session_events.c  event emission, batching commits, publishing to the hub
+ *   session_ops.c     file put/get round trips with a running guest, the task flow
+ *   mirror.c          live mirror writes into the artifact folder
+ *   artifacts.c       artifact folders, merge of salvage and mirror, retention
+ *   render.c          JSON renderings of records (pure, any thread) */
+#pragma once
+
+#include <jansson.h>
+
+#include "histogram.h"
+#include "sessions.h"
+
+#define SESSION_COMMIT_DELAY_USEC (5 * 1000)       /* events are batched this long at most */
+#define SESSION_EXEC_KILL_GRACE_USEC (5 * 1000000) /* a killed exec must report its exit */
+#define SESSION_OP_TIMEOUT_USEC (30 * 1000000)     /* a file chunk round trip */
+#define SESSION_HELLO_TIMEOUT_USEC (10 * 1000000)
+#define SESSION_EXECS_MAX 64                        /* EXEC_MAX_CONCURRENT in the runner */
+#define SESSION_OUTPUT_PAUSE_BYTES (1u << 20)       /* pending events before back-pressure */
+
+typedef enum {
+    ST_PENDING,
+    ST_STARTING,
+    ST_RUNNING,
+    ST_STOPPING,
+    ST_EXTRACTING,
+    ST_ENDED,
+} SessionState;
+
+typedef struct Session Session;
+
+typedef struct Exec {
+    uint32_t id;
+    uint32_t req_id;
+    bool running, done;
+    const char *end_reason; /* NULL = it exited by itself; "timed_out", "killed" */
+    TimerId timer;
+    Session *session;
+    struct Exec *next;
+} Exec;
+
+typedef enum { OP_FILE_PUT, OP_FILE_GET } OpKind;
+
+typedef struct Op {
+    OpKind kind;
+    uint32_t req_id;
+    Session *session;
+    char *path;
+    uint8_t *data; /* put: the whole file; get: what arrived */
+    size_t len, off, cap;
+    uint32_t mode;
+    SessionsDoneFn put_done;
+    SessionsDataFn get_done;
+    void *userdata;
+    TimerId timer;
+    bool task; /* part of a task's upload: its completion moves the task on */
+    struct Op *next;
+} Op;
+
+typedef struct MirrorFile {
+    char *path;
+    int fd;           /* temp file being filled, -1 when none */
+    char tmp_name[64];
+    uint64_t size, received, mtime_ns;
+    uint32_t mode;
+} MirrorFile;
+
+struct Session {
+    Sessions *mgr;
+    SessionRecord rec; /* what the store holds; rec.id is the session id */
+    SessionState state;
+    SessionSpec spec;  /* deep copy */
+    Guest *guest;
+    uint32_t hello_req;
+    uint32_t sync_req; /* the Shutdown of a graceful stop */
+    bool accepting;    /* false from the first stop event on: guest messages are dropped */
+    bool graceful;     /* a finished task: the runner may sync before the destroy */
+    uint64_t created_mono_usec;
+    TimerId timeout_timer, pending_timer, hello_timer, sync_timer;
+    Exec *execs;
+    uint32_t next_exec_id;
+    Op *ops;
+    size_t task_next_file;
+    uint32_t task_exec_id;
+    MirrorFile mirror;
+    uint64_t mirror_bytes;
+    bool touched; /* has uncommitted events */
+    ExtractStats xstats;
+    Error *xerr;
+    uint64_t extract_started_usec;
+    size_t disk_index;
+    bool held_disk; /* an earlier run's disk, held in the pool until salvaged */
+    Session *next, *next_pending, *next_touched;
+};
+
+struct Sessions {
+    Loop *loop;
+    WorkQueue *q;
+    Pool *pool;
+    Store *store;
+    EventHub *hub;
+    SessionsConfig cfg;
+    char *artifacts_dir;
+    Session *all;
+    Session *pending_head, **pending_tail;
+    Session *touched;
+    TimerId commit_timer, appliance_timer, retention_timer, stop_timer;
+    ExtractAppliance *appliance;
+    enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
+    Session *extract_waiting; /* sessions whose extraction waits for the appliance */
+    bool stopping;
+    void (*stop_done)(void *userdata);
+    void *stop_userdata;
+    SessionsStats stats;
+};
+
+/* sessions.c */
+Session *sessions_find(Sessions *m, const char *tenant, const char *id);
+void sessions_dispatch_pending(Sessions *m);
+void session_free(Session *s);
+void sessions_check_stopped(Sessions *m);
+
+/* session_events.c */
+void session_event(Session *s, const char *type, uint32_t exec_id, const void *data, size_t len,
+                   json_t *attrs /* stolen, may be NULL */);
+void session_set_state(Session *s, SessionState st, const char *reason);
+void session_persist(Session *s); /* store_session_update in the open batch */
+void sessions_commit_now(Sessions *m);
+const char *session_state_name(SessionState st);
+
+/* session_guest.c */
+extern const GuestOps session_guest_ops;
+void session_bind_guest(Session *s, Guest *g);
+void session_exec_free_all(Session *s);
+int session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, Error **errp);
+
+/* session_end.c */
+void session_end(Session *s, const char *reason);
+void session_sync_acked(Session *s);
+void session_extract(Session *s);
+void sessions_extract_appliance_tick(Sessions *m);
+
+/* session_ops.c */
+void session_ops_fail_all(Session *s, const char *why);
+bool session_ops_on_reply(Session *s, const GuestMsg *m);
+void session_task_advance(Session *s);
+int session_start_put(Session *s, const char *path, const uint8_t *data, size_t len, uint32_t mode,
+                      SessionsDoneFn done, void *userdata, bool task, Error **errp);
+int session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
+                      void *userdata, Error **errp);
+
+/* mirror.c */
+void mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c);
+void mirror_abort(Session *s);
+
+/* artifacts.c */
+int artifacts_prepare(Sessions *m, const char *id, Error **errp);
+/* Worker thread: moves salvaged files over mirrored ones where the disk is newer. */
+int artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
+                    uint32_t *ret_files, Error **errp);
+void artifacts_retention_tick(Sessions *m);

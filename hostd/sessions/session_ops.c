@@ -1,0 +1,248 @@
+/* Round trips with a running guest: putting and getting whole files in FILE_CHUNK_MAX_BYTES
+ * chunks (one chunk in flight per operation, each with SESSION_OP_TIMEOUT_USEC), and the
+ * task flow built on them: upload the task's files, start its command. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "runner_limits.h"
+#include "session_internal.h"
+#include "timeutil.h"
+
+static void op_send(Op *op);
+
+static void
+op_unlink(Op *op)
+{
+    Session *s = op->session;
+    for (Op **pp = &s->ops; *pp; pp = &(*pp)->next)
+        if (*pp == op) {
+            *pp = op->next;
+            break;
+        }
+    loop_cancel_timer(s->mgr->loop, op->timer);
+}
+
+/* Finishes op (err NULL = success), calls its owner, frees it. */
+static void
+op_finish(Op *op, const Error *err)
+{
+    Session *s = op->session;
+    op_unlink(op);
+    if (op->kind == OP_FILE_PUT && op->put_done)
+        op->put_done(op->userdata, err);
+    if (op->kind == OP_FILE_GET && op->get_done) {
+        uint8_t *data = err ? NULL : op->data;
+        op->get_done(op->userdata, err, data, err ? 0 : op->off);
+        if (!err)
+            op->data = NULL; /* handed over */
+    }
+    bool task = op->task;
+    free(op->path);
+    free(op->data);
+    free(op);
+    if (task && !err && s->state == ST_RUNNING)
+        session_task_advance(s);
+    else if (task && err && s->state == ST_RUNNING)
+        session_end(s, "failed");
+}
+
+static void op_fail(Op *op, ErrorCategory cat, const char *fmt, ...) _printf_(3, 4);
+
+static void
+op_fail(Op *op, ErrorCategory cat, const char *fmt, ...)
+{
+    _cleanup_error_ Error *err = NULL;
+    char msg[ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    error_set(&err, cat, 0, "%s", msg);
+    op_finish(op, err);
+}
+
+void
+session_ops_fail_all(Session *s, const char *why)
+{
+    while (s->ops)
+        op_fail(s->ops, E_CONFLICT, "session is stopping (%s)", why);
+}
+
+static void
+op_on_timeout(Loop *l, void *userdata)
+{
+    Op *op = userdata;
+    (void) l;
+    op->timer = 0;
+    op_fail(op, E_TIMEOUT, "%s: the guest did not answer in time", op->path);
+}
+
+static void
+op_send(Op *op)
+{
+    Session *s = op->session;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__FilePut put = STOCKADE__RUNNER__FILE_PUT__INIT;
+    Stockade__Runner__FileGet get = STOCKADE__RUNNER__FILE_GET__INIT;
+    _cleanup_error_ Error *err = NULL;
+
+    if (op->kind == OP_FILE_PUT) {
+        size_t n = MIN(op->len - op->off, (size_t) FILE_CHUNK_MAX_BYTES);
+        put.path = op->path;
+        put.offset = op->off;
+        put.data.data = op->data + op->off;
+        put.data.len = n;
+        put.truncate = op->off == 0;
+        put.mode = op->mode;
+        m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_PUT;
+        m.file_put = &put;
+    } else {
+        get.path = op->path;
+        get.offset = op->off;
+        get.max_bytes = FILE_CHUNK_MAX_BYTES;
+        m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_GET;
+        m.file_get = &get;
+    }
+    if (guest_send(s->guest, &m, &op->req_id, &err) < 0) {
+        op_finish(op, err);
+        return;
+    }
+    loop_cancel_timer(s->mgr->loop, op->timer);
+    op->timer = loop_add_timer(s->mgr->loop, now_usec() + SESSION_OP_TIMEOUT_USEC,
+                               op_on_timeout, op);
+}
+
+static void
+op_on_file_data(Op *op, const Stockade__Runner__FileData *d)
+{
+    if (d->offset != op->off || op->off + d->data.len > op->cap) {
+        op_fail(op, d->offset != op->off ? E_GUEST : E_TOO_LARGE, "%s: file larger than "
+                "allowed, or out-of-sequence data", op->path);
+        return;
+    }
+    if (op->off + d->data.len > op->len) { /* grow geometrically up to cap */
+        size_t want = MAX(op->off + d->data.len, MIN(op->cap, MAX(op->len * 2, (size_t) 65536)));
+        uint8_t *nd = realloc(op->data, want);
+        if (!nd) {
+            op_fail(op, E_INTERNAL, "%s: out of memory", op->path);
+            return;
+        }
+        op->data = nd;
+        op->len = want;
+    }
+    memcpy(op->data + op->off, d->data.data, d->data.len);
+    op->off += d->data.len;
+    if (d->eof) {
+        op_finish(op, NULL);
+        return;
+    }
+    if (d->data.len == 0) {
+        op_fail(op, E_GUEST, "%s: empty chunk before end of file", op->path);
+        return;
+    }
+    op_send(op);
+}
+
+bool
+session_ops_on_reply(Session *s, const GuestMsg *m)
+{
+    Op *op = NULL;
+    for (Op *o = s->ops; o; o = o->next)
+        if (o->req_id == m->req_id && m->req_id != 0)
+            op = o;
+    if (!op)
+        return false;
+    if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR) {
+        ErrorCategory cat = m->error->code == STOCKADE__RUNNER__ERROR__CODE__NOT_FOUND ? E_NOT_FOUND
+                            : m->error->code == STOCKADE__RUNNER__ERROR__CODE__INVALID_PATH
+                                ? E_INVALID
+                                : E_GUEST;
+        op_fail(op, cat, "%s", m->error->message);
+    } else if (op->kind == OP_FILE_PUT && m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK) {
+        op->off += MIN(op->len - op->off, (size_t) FILE_CHUNK_MAX_BYTES);
+        if (op->off >= op->len)
+            op_finish(op, NULL);
+        else
+            op_send(op);
+    } else if (op->kind == OP_FILE_GET &&
+               m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_DATA) {
+        op_on_file_data(op, m->file_data);
+    } else {
+        op_fail(op, E_GUEST, "%s: unexpected reply from the guest", op->path);
+    }
+    return true;
+}
+
+static Op *
+op_new(Session *s, OpKind kind, const char *path)
+{
+    Op *op = calloc(1, sizeof(*op));
+    if (!op || !(op->path = strdup(path))) {
+        free(op);
+        return NULL;
+    }
+    op->kind = kind;
+    op->session = s;
+    op->next = s->ops;
+    s->ops = op;
+    return op;
+}
+
+int
+session_start_put(Session *s, const char *path, const uint8_t *data, size_t len, uint32_t mode,
+                  SessionsDoneFn done, void *userdata, bool task, Error **errp)
+{
+    Op *op = op_new(s, OP_FILE_PUT, path);
+    if (!op || (len && !(op->data = malloc(len)))) {
+        if (op)
+            op_unlink(op), free(op->path), free(op);
+        return error_set(errp, E_INTERNAL, ENOMEM, "file put");
+    }
+    if (len)
+        memcpy(op->data, data, len);
+    op->len = len;
+    op->mode = mode;
+    op->put_done = done;
+    op->userdata = userdata;
+    op->task = task;
+    op_send(op);
+    return 0;
+}
+
+int
+session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
+                  void *userdata, Error **errp)
+{
+    Op *op = op_new(s, OP_FILE_GET, path);
+    if (!op)
+        return error_set(errp, E_INTERNAL, ENOMEM, "file get");
+    op->cap = max_bytes;
+    op->get_done = done;
+    op->userdata = userdata;
+    op_send(op);
+    return 0;
+}
+
+void
+session_task_advance(Session *s)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    if (s->task_next_file < s->spec.n_files) {
+        TaskFile *f = &s->spec.files[s->task_next_file++];
+        if (session_start_put(s, f->path, f->data, f->len, f->mode, NULL, NULL, true, &err) < 0)
+            session_end(s, "failed");
+        return;
+    }
+    if (s->task_exec_id != 0)
+        return;
+    ExecSpec e = {.argv = s->spec.argv, .argc = s->spec.argc, .env = NULL, .n_env = 0,
+                  .cwd = s->spec.cwd, .timeout_usec = s->rec.timeout_usec};
+    if (session_send_exec(s, &e, &s->task_exec_id, &err) < 0) {
+        log_warn("session %s: task command not started: %s", s->rec.id, err->message);
+        session_end(s, "failed");
+    }
+}

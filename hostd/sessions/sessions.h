@@ -1,0 +1,141 @@
+/* Sessions and tasks: the state machine between the API and the pool.
+ *
+ *   pending -> starting -> running -> stopping -> extracting -> ended
+ *
+ * A session is created at once (pending) and bound to a warm guest as soon as one is idle.
+ * It ends by close, cancel, its timeout, its task's command finishing, the output limit, the
+ * guest breaking, or the daemon stopping; every path destroys the guest without its help
+ * (a finished task first asks the runner to sync, briefly), pulls the workspace disk out with
+ * the warm extraction appliance into <state>/artifacts/<id>/files, merges it with the live
+ * mirror, and ends with a reason. Nothing from the guest is accepted after a cancel event.
+ *
+ * Every change is an event with a strictly increasing seq, stored (SQLite) in batches;
+ * readers on other threads follow committed events through the EventHub.
+ * All functions run on the loop thread unless noted. Errors: E_NOT_FOUND for an unknown
+ * session or one of another tenant, E_CONFLICT for the wrong state, E_INVALID for bad input. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "eventhub.h"
+#include "extract.h"
+#include "loop.h"
+#include "pool.h"
+#include "store.h"
+#include "workq.h"
+
+#define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
+#define SESSION_ARGV_MAX 256
+#define SESSION_ENV_MAX 128
+#define SESSION_FILES_MAX 1024   /* files uploaded with a task */
+
+typedef struct Sessions Sessions;
+
+typedef struct SessionsConfig {
+    const char *state_dir;            /* artifacts in <state_dir>/artifacts/<id>/ */
+    const char *db_path;              /* for the EventHub readers */
+    uint64_t default_timeout_usec;    /* a session's lifetime when not asked */
+    uint64_t max_timeout_usec;
+    uint64_t exec_default_timeout_usec;
+    uint64_t pending_timeout_usec;    /* waiting for a warm guest, then fail(no_capacity) */
+    uint64_t output_limit_bytes;      /* stdout + stderr of a session, then end(output_limit) */
+    uint64_t mirror_budget_bytes;     /* live mirror content per session */
+    uint64_t mirror_max_file_bytes;
+    uint64_t sync_grace_usec;         /* a finished task's runner may sync this long */
+    uint64_t artifact_max_age_usec;   /* retention: artifacts and records of ended sessions */
+    uint64_t artifact_max_total_bytes;
+    uint32_t exec_uid, exec_gid;
+    ExtractLimits extract;
+} SessionsConfig;
+
+void sessions_config_defaults(SessionsConfig *c);
+
+typedef struct EnvPair {
+    char *name, *value;
+} EnvPair;
+
+typedef struct TaskFile {
+    char *path;    /* workspace-relative, checked */
+    uint8_t *data;
+    size_t len;
+    uint32_t mode; /* 0 = 0644 */
+} TaskFile;
+
+typedef struct SessionSpec {
+    const char *tenant_id;
+    const char *pool;          /* the image pool, e.g. "python" */
+    uint64_t timeout_usec;     /* 0 = default */
+    bool mirror;               /* live mirror on (default true) */
+    EnvPair *env;              /* session-wide environment */
+    size_t n_env;
+    /* task only */
+    bool is_task;
+    char **argv;
+    size_t argc;
+    char *cwd;                 /* NULL = /workspace */
+    TaskFile *files;
+    size_t n_files;
+} SessionSpec;
+
+typedef struct ExecSpec {
+    char **argv;
+    size_t argc;
+    EnvPair *env;
+    size_t n_env;
+    char *cwd;
+    uint64_t timeout_usec;     /* 0 = default */
+    bool stdin_open;
+} ExecSpec;
+
+int sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
+                 const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* Ends sessions that were live when an earlier daemon stopped (reason host_restart,
+ * salvaging their disks first), launches the extraction appliance, starts retention. */
+void sessions_start(Sessions *s);
+/* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
+void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
+void sessions_free(Sessions *s);
+
+/* Checks the spec, records the session (state pending) and queues it for a guest. The spec
+ * is copied. *ret_id gets the new id. */
+int sessions_create(Sessions *s, const SessionSpec *spec, char ret_id[SESSION_ID_BYTES],
+                    Error **errp);
+/* Starts an exec in a running session; *ret_exec_id at once (E_CONFLICT if not running). */
+int sessions_exec(Sessions *s, const char *tenant, const char *id, const ExecSpec *spec,
+                  uint32_t *ret_exec_id, Error **errp);
+int sessions_close(Sessions *s, const char *tenant, const char *id, Error **errp);
+int sessions_cancel(Sessions *s, const char *tenant, const char *id, Error **errp);
+int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t exec_id, int signo,
+                    Error **errp);
+int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
+                   const uint8_t *data, size_t len, bool eof, Error **errp);
+
+/* File transfer with a running guest. done runs once on the loop thread. */
+typedef void (*SessionsDoneFn)(void *userdata, const Error *err);
+typedef void (*SessionsDataFn)(void *userdata, const Error *err, uint8_t *data /* owned */,
+                               size_t len);
+int sessions_file_put(Sessions *s, const char *tenant, const char *id, const char *path,
+                      const uint8_t *data, size_t len, uint32_t mode, SessionsDoneFn done,
+                      void *userdata, Error **errp);
+/* Reads a whole file of at most max_bytes from a running guest. */
+int sessions_file_get(Sessions *s, const char *tenant, const char *id, const char *path,
+                      size_t max_bytes, SessionsDataFn done, void *userdata, Error **errp);
+
+/* True if the session exists for this tenant and is live (not ended). */
+bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
+
+typedef struct SessionsStats {
+    uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
+    uint64_t pending, live;
+    Histogram handout;   /* created (or queued) -> guest acked Hello */
+    Histogram extraction;
+} SessionsStats;
+void sessions_stats(Sessions *s, SessionsStats *ret);
+
+/* <state>/artifacts/<id>/files (any thread; pure string work). */
+int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);
+/* Checks an id's shape ("ses_" + base32) before it reaches a path or a query. Any thread. */
+bool sessions_id_is_valid(const char *id);

@@ -1,0 +1,148 @@
+/* Start and stop of the sessions module. On start, sessions an earlier daemon left live end
+ * with reason host_restart: their guests are gone (the pool destroys leftovers), but their
+ * disks still hold the files, so the pool keeps those disks aside until they are salvaged.
+ * On stop, every live session is cancelled (reason host_shutdown) and extracted, for at most
+ * SESSIONS_STOP_GRACE_USEC; what is left then is reconciled by the next start. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session_internal.h"
+#include "timeutil.h"
+
+#define SESSIONS_STOP_GRACE_USEC (90ull * 1000000)
+#define RETENTION_FIRST_RUN_USEC (60ull * 1000000)
+
+static void
+sessions_on_retention_start(Loop *l, void *userdata)
+{
+    Sessions *m = userdata;
+    (void) l;
+    m->retention_timer = 0;
+    artifacts_retention_tick(m);
+}
+
+/* Takes over a record an earlier run left unfinished. */
+static void
+sessions_adopt(Sessions *m, SessionRecord *r)
+{
+    _cleanup_error_ Error *err = NULL;
+    Session *s = calloc(1, sizeof(*s));
+    if (!s || !(s->spec.pool = strdup(r->pool)) || !(s->spec.tenant_id = strdup(r->tenant_id))) {
+        free(s);
+        log_error("session %s: out of memory during restart reconciliation", r->id);
+        return;
+    }
+    s->mgr = m;
+    s->rec = *r;
+    r->spec = NULL; /* moved */
+    s->mirror.fd = -1;
+    s->state = ST_RUNNING; /* so that the end path runs; nothing is accepted from anyone */
+    uint64_t seq;
+    if (store_event_max_seq(m->store, s->rec.id, &seq, &err) == 0 && seq > s->rec.last_seq)
+        s->rec.last_seq = seq; /* events written after the record's last update */
+    s->next = m->all;
+    m->all = s;
+    ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
+    session_set_state(s, ST_STOPPING, "host_restart");
+    if (disk < 0) {
+        session_set_state(s, ST_ENDED, NULL);
+        m->stats.ended++;
+        session_free(s);
+        return;
+    }
+    s->held_disk = true;
+    s->disk_index = (size_t) disk;
+    s->extract_started_usec = now_usec();
+    session_set_state(s, ST_EXTRACTING, NULL);
+    session_extract(s); /* waits for the appliance */
+}
+
+void
+sessions_start(Sessions *m)
+{
+    SessionRecord *v = NULL;
+    size_t n = 0;
+    _cleanup_error_ Error *err = NULL;
+
+    if (store_session_unfinished(m->store, &v, &n, &err) < 0)
+        log_error("restart reconciliation: %s", err->message);
+    if (n)
+        log_info("%zu session(s) were live when the daemon last stopped: ending them "
+                 "(host_restart) and salvaging their files", n);
+    for (size_t i = 0; i < n; i++)
+        sessions_adopt(m, &v[i]);
+    session_records_free(v, n);
+    sessions_extract_appliance_tick(m);
+    m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_FIRST_RUN_USEC,
+                                        sessions_on_retention_start, m);
+}
+
+static void
+sessions_on_appliance_freed(void *userdata)
+{
+    Sessions *m = userdata;
+    void (*done)(void *) = m->stop_done;
+    m->stop_done = NULL;
+    loop_cancel_timer(m->loop, m->stop_timer);
+    m->stop_timer = 0;
+    if (done)
+        done(m->stop_userdata);
+}
+
+/* Sessions still extracting stay in memory (their jobs hold them) and in the store as
+ * "extracting": the next start ends them as host_restart and salvages their disks. */
+static void
+sessions_on_stop_deadline(Loop *l, void *userdata)
+{
+    Sessions *m = userdata;
+    (void) l;
+    m->stop_timer = 0;
+    log_warn("stop: extraction still running after %llu s; the next start finishes it",
+             (unsigned long long) (SESSIONS_STOP_GRACE_USEC / 1000000));
+    sessions_commit_now(m);
+    sessions_on_appliance_freed(m);
+}
+
+static void
+appliance_free_work(void *userdata)
+{
+    extract_appliance_free(userdata);
+}
+
+void
+sessions_check_stopped(Sessions *m)
+{
+    if (!m->stopping || m->all || !m->stop_done)
+        return;
+    loop_cancel_timer(m->loop, m->retention_timer);
+    m->retention_timer = 0;
+    sessions_commit_now(m);
+    ExtractAppliance *a = m->appliance;
+    m->appliance = NULL;
+    if (m->appliance_state == APPLIANCE_STARTING)
+        return; /* launch_done frees it and calls back */
+    if (!a || workq_submit(m->q, appliance_free_work, sessions_on_appliance_freed, a) < 0)
+        sessions_on_appliance_freed(m);
+}
+
+void
+sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
+{
+    m->stopping = true;
+    m->stop_done = done;
+    m->stop_userdata = userdata;
+    loop_cancel_timer(m->loop, m->retention_timer);
+    loop_cancel_timer(m->loop, m->appliance_timer);
+    m->appliance_timer = 0;
+    m->retention_timer = 0;
+    m->stop_timer = loop_add_timer(m->loop, now_usec() + SESSIONS_STOP_GRACE_USEC,
+                                   sessions_on_stop_deadline, m);
+    Session *next;
+    for (Session *s = m->all; s; s = next) {
+        next = s->next; /* session_end may free s */
+        if (s->state < ST_STOPPING)
+            session_end(s, "host_shutdown");
+    }
+    sessions_check_stopped(m);
+}

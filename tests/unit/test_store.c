@@ -1,0 +1,221 @@
+/* Tests of hostd/store on a real SQLite file, of event rendering, and of the event hub. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "eventhub.h"
+#include "render.h"
+#include "store.h"
+#include "testlib.h"
+#include "timeutil.h"
+
+static char *dir, db[512];
+
+static int
+setup(void **state)
+{
+    (void) state;
+    dir = test_mkdtemp("stockade-store");
+    snprintf(db, sizeof(db), "%s/stockade.db", dir);
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    (void) state;
+    test_rm_rf(dir);
+    free(dir);
+    return 0;
+}
+
+static SessionRecord
+record(const char *id, const char *tenant, int64_t created)
+{
+    SessionRecord r = {0};
+    snprintf(r.id, sizeof(r.id), "%s", id);
+    snprintf(r.tenant_id, sizeof(r.tenant_id), "%s", tenant);
+    snprintf(r.kind, sizeof(r.kind), "session");
+    snprintf(r.pool, sizeof(r.pool), "python");
+    snprintf(r.state, sizeof(r.state), "pending");
+    r.created_usec = created;
+    r.timeout_usec = 60000000;
+    return r;
+}
+
+static void
+test_sessions_roundtrip_and_reopen(void **state)
+{
+    (void) state;
+    Store *s;
+    Error *e = NULL;
+    assert_int_equal(store_open(db, &s, &e), 0);
+    SessionRecord a = record("ses_a", "t1", 100), b = record("ses_b", "t2", 200);
+    a.spec = "{\"pool\":\"python\"}";
+    assert_int_equal(store_session_insert(s, &a, NULL), 0);
+    assert_int_equal(store_session_insert(s, &b, NULL), 0);
+    assert_int_equal(store_session_insert(s, &a, &e), -1); /* duplicate id */
+    error_free(e);
+    snprintf(a.state, sizeof(a.state), "ended");
+    snprintf(a.end_reason, sizeof(a.end_reason), "cancelled");
+    a.has_exit_code = true;
+    a.exit_code = 3;
+    a.artifact_bytes = 1234;
+    assert_int_equal(store_session_update(s, &a, NULL), 0);
+    store_close(s);
+
+    assert_int_equal(store_open(db, &s, NULL), 0); /* migrations are a no-op the second time */
+    SessionRecord got;
+    assert_int_equal(store_session_get(s, "ses_a", &got, NULL), 0);
+    assert_string_equal(got.state, "ended");
+    assert_string_equal(got.end_reason, "cancelled");
+    assert_true(got.has_exit_code);
+    assert_int_equal(got.exit_code, 3);
+    assert_string_equal(got.spec, "{\"pool\":\"python\"}");
+    session_record_clear(&got);
+    e = NULL;
+    assert_int_equal(store_session_get(s, "nope", &got, &e), -1);
+    assert_int_equal(e->category, E_NOT_FOUND);
+    error_free(e);
+
+    SessionRecord *v;
+    size_t n;
+    assert_int_equal(store_session_list(s, "t1", NULL, 10, 0, &v, &n, NULL), 0);
+    assert_int_equal(n, 1); /* tenants never see each other's sessions */
+    assert_string_equal(v[0].id, "ses_a");
+    session_records_free(v, n);
+    assert_int_equal(store_session_unfinished(s, &v, &n, NULL), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].id, "ses_b");
+    session_records_free(v, n);
+    uint64_t total;
+    assert_int_equal(store_artifact_bytes_total(s, &total, NULL), 0);
+    assert_int_equal(total, 1234);
+    store_close(s);
+}
+
+static void
+test_events_batches_and_readers(void **state)
+{
+    (void) state;
+    Store *w;
+    StoreReaders *readers;
+    assert_int_equal(store_open(db, &w, NULL), 0);
+    SessionRecord r = record("ses_e", "t1", 1);
+    assert_int_equal(store_session_insert(w, &r, NULL), 0);
+    assert_int_equal(store_readers_new(db, 2, &readers, NULL), 0);
+    assert_int_equal(store_begin(w, NULL), 0);
+    for (uint64_t i = 1; i <= 100; i++) {
+        EventRecord e = {.seq = i, .ts_usec = (int64_t) i, .exec_id = 1,
+                         .data = (uint8_t *) "abc", .data_len = 3, .attrs = "{\"k\":1}"};
+        snprintf(e.type, sizeof(e.type), "exec.stdout");
+        assert_int_equal(store_event_append(w, "ses_e", &e, NULL), 0);
+    }
+    Store *rd = store_reader_acquire(readers);
+    EventRecord *v;
+    size_t n;
+    assert_int_equal(store_events_read(rd, "ses_e", 0, 1000, &v, &n, NULL), 0);
+    assert_int_equal(n, 0); /* uncommitted events are invisible to readers */
+    event_records_free(v, n);
+    assert_int_equal(store_commit(w, NULL), 0);
+    assert_int_equal(store_events_read(rd, "ses_e", 40, 1000, &v, &n, NULL), 0);
+    assert_int_equal(n, 60);
+    assert_int_equal(v[0].seq, 41);
+    assert_int_equal(v[59].seq, 100);
+    assert_int_equal(v[0].data_len, 3);
+    assert_memory_equal(v[0].data, "abc", 3);
+    event_records_free(v, n);
+    uint64_t max;
+    assert_int_equal(store_event_max_seq(w, "ses_e", &max, NULL), 0);
+    assert_int_equal(max, 100);
+    store_reader_release(readers, rd);
+    assert_int_equal(store_session_delete(w, "ses_e", NULL), 0);
+    assert_int_equal(store_event_max_seq(w, "ses_e", &max, NULL), 0);
+    assert_int_equal(max, 0); /* events go with their session */
+    store_readers_free(readers);
+    store_close(w);
+}
+
+static void
+test_render(void **state)
+{
+    (void) state;
+    EventRecord e = {.seq = 7, .ts_usec = 1764454200123456, .exec_id = 2,
+                     .data = (uint8_t *) "hi\n", .data_len = 3, .attrs = "{\"pid\":5}"};
+    snprintf(e.type, sizeof(e.type), "exec.stdout");
+    json_t *o = render_event(&e);
+    char *text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(text, "{\"data\":\"hi\\n\",\"exec_id\":2,\"pid\":5,\"seq\":7,"
+                              "\"ts\":\"2025-11-29T22:10:00.123Z\",\"type\":\"exec.stdout\"}");
+    free(text);
+    json_decref(o);
+    uint8_t bin[] = {0xff, 0x00, 0x41};
+    e.data = bin;
+    e.data_len = sizeof(bin);
+    e.attrs = "not json";
+    o = render_event(&e);
+    assert_string_equal(json_string_value(json_object_get(o, "data_b64")), "/wBB");
+    assert_null(json_object_get(o, "data"));
+    json_decref(o);
+}
+
+typedef struct {
+    EventHub *hub;
+    uint64_t seq;
+    bool ended, known;
+} Waiter;
+
+static void *
+waiter_main(void *arg)
+{
+    Waiter *w = arg;
+    w->known = eventhub_wait(w->hub, "ses_x", 5, now_usec() + 5 * USEC_PER_SEC, &w->seq,
+                             &w->ended);
+    return NULL;
+}
+
+static void
+test_eventhub(void **state)
+{
+    (void) state;
+    EventHub *h;
+    uint64_t seq;
+    bool ended;
+    assert_int_equal(eventhub_new(&h, NULL), 0);
+    assert_false(eventhub_wait(h, "ses_x", 0, now_usec(), &seq, &ended)); /* unknown */
+    eventhub_publish(h, "ses_x", 5, false);
+    uint64_t t0 = now_usec();
+    assert_true(eventhub_wait(h, "ses_x", 5, t0 + 100000, &seq, &ended)); /* times out */
+    assert_true(now_usec() - t0 >= 90000);
+    assert_int_equal(seq, 5);
+    Waiter w = {.hub = h};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, waiter_main, &w), 0);
+    usleep(50000);
+    eventhub_publish(h, "ses_x", 9, true);
+    pthread_join(t, NULL);
+    assert_true(w.known);
+    assert_int_equal(w.seq, 9);
+    assert_true(w.ended);
+    eventhub_free(h);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_sessions_roundtrip_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_batches_and_readers, setup, teardown),
+        cmocka_unit_test(test_render),
+        cmocka_unit_test(test_eventhub),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
