@@ -94,6 +94,13 @@ on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     *con_cls = NULL;
     /* A kept-alive connection's next request gets a fresh absolute deadline. */
     http_conn_set_deadline(r->conn, true);
+    if (r->active) {
+        HttpServer *s = r->srv;
+        pthread_mutex_lock(&s->lock);
+        if (--s->n_active == 0)
+            pthread_cond_broadcast(&s->drain_cond);
+        pthread_mutex_unlock(&s->lock);
+    }
     http_request_unref(r);
 }
 
@@ -101,6 +108,8 @@ static void
 waiting_link(HttpServer *s, HttpRequest *r, bool on)
 {
     pthread_mutex_lock(&s->lock);
+    if (on && r->active)
+        s->n_active++;
     if (on) {
         r->wait_prev = NULL;
         r->wait_next = s->waiting;
@@ -161,6 +170,7 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     pthread_mutex_lock(&r->lock);
     r->refs++; /* the handler's, dropped by its http_respond_*() */
     pthread_mutex_unlock(&r->lock);
+    r->active = true;
     waiting_link(s, r, true);
     s->handler(r, s->userdata);
     bool answered = request_wait(r);
@@ -184,7 +194,10 @@ request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
     _cleanup_error_ Error *e = NULL;
     unsigned status = MHD_HTTP_BAD_REQUEST;
 
-    if (http_request_check_head(r, mc, method, &status, &e) == 0) {
+    if (atomic_load(&r->srv->stopping)) {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        (void) error_set(&e, E_UNAVAILABLE, 0, "the server is shutting down");
+    } else if (http_request_check_head(r, mc, method, &status, &e) == 0) {
         r->phase = PHASE_BODY;
         return MHD_YES;
     }
@@ -196,8 +209,7 @@ request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
 
 static enum MHD_Result
 on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
-          const char *version, const char *upload_data, size_t *upload_data_size,
-          void **con_cls)
+          const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
     HttpRequest *r = *con_cls;
 
@@ -243,17 +255,17 @@ listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
     l->is_unix = is_unix;
     start_log[0] = '\0';
     l->mhd = MHD_start_daemon(
-        flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER,
-        on_mhd_log, l, MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_CONNECTION_LIMIT,
-        c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
+        flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
+        l, MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         2 * c->max_header_bytes + HTTP_POOL_SLACK_BYTES, MHD_OPTION_THREAD_STACK_SIZE,
         HTTP_THREAD_STACK_BYTES, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_URI_LOG_CALLBACK,
         on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
         http_conn_notify, l, MHD_OPTION_END);
     if (!l->mhd)
-        return error_set(errp, E_IO, 0, "start the HTTP %s daemon%s%s",
-                         is_unix ? "unix" : "TCP", start_log[0] ? ": " : "", start_log);
+        return error_set(errp, E_IO, 0, "start the HTTP %s daemon%s%s", is_unix ? "unix" : "TCP",
+                         start_log[0] ? ": " : "", start_log);
     l->fd = -1; /* MHD's now; MHD_stop_daemon() closes it */
     return 0;
 }
@@ -275,6 +287,7 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->watchdog_cond, &attr);
+    pthread_cond_init(&s->drain_cond, &attr);
     pthread_condattr_destroy(&attr);
     s->tcp_address = cfg->tcp_address ? strdup(cfg->tcp_address) : NULL;
     s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
@@ -290,8 +303,8 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
 DEFINE_TRIVIAL_CLEANUP_FUNC(HttpServer, http_server_stop)
 
 int
-http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata,
-                  HttpServer **ret, Error **errp)
+http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, HttpServer **ret,
+                  Error **errp)
 {
     _cleanup_(http_server_stopp) HttpServer *s = NULL;
 
@@ -308,8 +321,8 @@ http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata,
          listener_start(s, &s->tcp, false, errp) < 0))
         return -1;
     if (s->unix_path) {
-        if (http_listen_unix(s->unix_path, cfg->unix_mode, &s->unx.fd, &s->unix_dev,
-                             &s->unix_ino, errp) < 0)
+        if (http_listen_unix(s->unix_path, cfg->unix_mode, &s->unx.fd, &s->unix_dev, &s->unix_ino,
+                             errp) < 0)
             return -1;
         if (listener_start(s, &s->unx, true, errp) < 0)
             return -1; /* stop closes the socket and removes its file */
@@ -340,27 +353,55 @@ server_wake_all(HttpServer *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* No new connections: MHD hands the listening socket back and we close it. */
+static void
+listener_quiesce(HttpListener *l)
+{
+    if (l->mhd) {
+        MHD_socket fd = MHD_quiesce_daemon(l->mhd);
+        if (fd != MHD_INVALID_SOCKET)
+            safe_close(fd);
+    }
+    l->fd = safe_close(l->fd); /* a listener that never reached MHD */
+}
+
+/* Waits until every dispatched request completed (answered and sent, stream ended) or
+ * the grace and drain time passed. MHD_stop_daemon() would otherwise cut answers that are
+ * queued but not yet written: MHD drops whatever is queued once it is shutting down. */
+static void
+server_drain(HttpServer *s)
+{
+    uint64_t end = now_usec() + HTTP_STOP_GRACE_USEC + HTTP_STOP_DRAIN_USEC;
+    struct timespec ts = {.tv_sec = (time_t) (end / USEC_PER_SEC),
+                          .tv_nsec = (long) (end % USEC_PER_SEC * NSEC_PER_USEC)};
+
+    pthread_mutex_lock(&s->lock);
+    while (s->n_active > 0 && pthread_cond_timedwait(&s->drain_cond, &s->lock, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void
 http_server_stop(HttpServer *s)
 {
     if (!s)
         return;
     server_wake_all(s);
-    /* Joins every connection thread; waits end within the stop grace. */
+    listener_quiesce(&s->tcp);
+    listener_quiesce(&s->unx);
+    if (s->unix_path && s->unix_ino)
+        http_unlink_unix(s->unix_path, s->unix_dev, s->unix_ino);
+    server_drain(s);
+    /* Closes what is left (idle kept-alive connections, half-read requests) and joins every
+     * connection thread. */
     if (s->tcp.mhd)
         MHD_stop_daemon(s->tcp.mhd);
-    if (s->unx.mhd) {
+    if (s->unx.mhd)
         MHD_stop_daemon(s->unx.mhd);
-        http_unlink_unix(s->unix_path, s->unix_dev, s->unix_ino);
-    }
-    safe_close(s->tcp.fd); /* listeners that never reached MHD */
-    if (s->unx.fd >= 0) {
-        safe_close(s->unx.fd);
-        http_unlink_unix(s->unix_path, s->unix_dev, s->unix_ino);
-    }
     http_watchdog_stop(s);
     safe_close(s->stop_fd);
     pthread_cond_destroy(&s->watchdog_cond);
+    pthread_cond_destroy(&s->drain_cond);
     pthread_mutex_destroy(&s->lock);
     free(s->tcp_address);
     free(s->unix_path);

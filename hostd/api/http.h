@@ -80,8 +80,8 @@ typedef void (*HttpHandler)(HttpRequest *req, void *userdata);
 /* Opens the listeners and starts serving. cfg's strings are copied. E_INVALID for a bad
  * config, E_CONFLICT when the unix path is held by a live server or is not a socket, E_IO
  * when a socket cannot be bound. */
-int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata,
-                      HttpServer **ret, Error **errp);
+int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, HttpServer **ret,
+                      Error **errp);
 /* Closes the listeners, ends streams (producers see closed), answers handlers that do not
  * answer within HTTP_STOP_GRACE_USEC with 503, waits for every connection thread and
  * removes the unix socket. NULL is fine. */
@@ -104,8 +104,7 @@ bool http_peer_is_unix(const HttpRequest *r);
 int http_peer_cred(const HttpRequest *r, uid_t *ret_uid);
 /* The path's percent-decoded segments: a new NULL-terminated array of *ret_n strings
  * (free with http_strv_free(), http_url.h). "/" has none. */
-int http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n,
-                       Error **errp);
+int http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n, Error **errp);
 
 /* Adds a response header; before the http_respond_*() call. Refused (-1, not added):
  * a name that is not an HTTP token, a value with CR, LF or NUL, more than
@@ -126,8 +125,8 @@ void http_respond_json(HttpRequest *r, unsigned status, json_t *body);
  * An integer "retry_after" in extra also becomes a Retry-After header. */
 void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
 /* data[0..len) is copied. */
-void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type,
-                        const void *data, size_t len);
+void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, const void *data,
+                        size_t len);
 /* Sends size bytes of fd from its current offset 0 (sendfile); fd is stolen. */
 void http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd,
                        uint64_t size);
@@ -144,8 +143,7 @@ void http_respond_file(HttpRequest *r, unsigned status, const char *content_type
 typedef struct HttpStream HttpStream;
 typedef ssize_t (*HttpProducer)(HttpStream *st, void *userdata, uint8_t *buf, size_t cap);
 void http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
-                         HttpProducer producer, void *userdata,
-                         void (*free_userdata)(void *));
+                         HttpProducer producer, void *userdata, void (*free_userdata)(void *));
 /* Waits until fd is readable (fd < 0: no fd), the stream is closed, or the monotonic
  * deadline_usec passes (0: no deadline). Returns 1 (readable), 0 (deadline) or -1 (closed). */
 int http_stream_wait(HttpStream *st, int fd, uint64_t deadline_usec);

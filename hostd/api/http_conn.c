@@ -18,7 +18,8 @@
 static HttpConn *
 conn_new(HttpListener *l, struct MHD_Connection *mc)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
     _cleanup_free_ HttpConn *c = calloc(1, sizeof(*c));
 
     if (!info || !c)

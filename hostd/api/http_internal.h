@@ -14,6 +14,9 @@
 /* How long http_server_stop() lets a handler that has not answered yet do so before the
  * layer answers 503 itself. */
 #define HTTP_STOP_GRACE_USEC (2 * USEC_PER_SEC)
+/* And how much longer it lets answers already queued reach their clients before MHD closes
+ * every socket. */
+#define HTTP_STOP_DRAIN_USEC (500 * USEC_PER_MSEC)
 /* Buffer MHD offers a producer per call (it may offer less when its pool is tight). */
 #define HTTP_STREAM_BLOCK_BYTES ((size_t) 16 << 10)
 /* Stack of each connection thread: handlers and producers run on it. */
@@ -57,6 +60,8 @@ struct HttpServer {
     HttpConn *conns;             /* under lock */
     unsigned n_conns;            /* under lock */
     HttpRequest *waiting;        /* under lock: requests whose handler has not answered */
+    unsigned n_active;           /* under lock: dispatched requests not completed yet */
+    pthread_cond_t drain_cond;   /* CLOCK_MONOTONIC; under lock: n_active reached 0 */
 };
 
 /* One accepted socket, from MHD's STARTED to its CLOSED notification. */
@@ -104,6 +109,7 @@ struct HttpRequest {
     HttpServer *srv;
     HttpConn *conn;
     HttpRequestPhase phase;
+    bool active;       /* counted in srv->n_active */
     size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
     size_t body_alloc; /* bytes allocated at body */
 
@@ -152,7 +158,7 @@ unsigned http_status_for_category(ErrorCategory c);
 /* http_listen.c: listening sockets. */
 int http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,
                     Error **errp);
-int http_listen_unix(const char *path, mode_t mode, int *ret_fd, dev_t *ret_dev,
-                     ino_t *ret_ino, Error **errp);
+int http_listen_unix(const char *path, mode_t mode, int *ret_fd, dev_t *ret_dev, ino_t *ret_ino,
+                     Error **errp);
 /* Removes path if it is still the socket file (dev, ino) we bound. */
 void http_unlink_unix(const char *path, dev_t dev, ino_t ino);

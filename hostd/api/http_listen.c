@@ -36,8 +36,7 @@ tcp_sockaddr(const char *address, uint16_t port, struct sockaddr_storage *ss, so
 }
 
 int
-http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,
-                Error **errp)
+http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port, Error **errp)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -50,7 +49,8 @@ http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_p
         return error_set(errp, E_IO, errno, "tcp socket");
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
         return error_set(errp, E_IO, errno, "SO_REUSEADDR");
-    if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
+    if (ss.ss_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
         return error_set(errp, E_IO, errno, "IPV6_V6ONLY");
     if (bind(fd, (struct sockaddr *) &ss, len) < 0)
         return error_set(errp, E_IO, errno, "bind %s port %u", address, port);
@@ -60,7 +60,7 @@ http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_p
     if (getsockname(fd, (struct sockaddr *) &ss, &len) < 0)
         return error_set(errp, E_IO, errno, "getsockname");
     *ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *) &ss)->sin_port
-                                               : ((struct sockaddr_in6 *) &ss)->sin6_port);
+                                              : ((struct sockaddr_in6 *) &ss)->sin6_port);
     *ret_fd = TAKE_FD(fd);
     return 0;
 }

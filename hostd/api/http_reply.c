@@ -17,17 +17,17 @@
 
 /* Headers the layer owns; a handler may not set them. */
 static const char *const reserved_headers[] = {
-    "Content-Type", "Content-Length", "Transfer-Encoding", "Connection",
-    "Cache-Control", "X-Content-Type-Options", "Date", "Keep-Alive",
+    "Content-Type",           "Content-Length", "Transfer-Encoding", "Connection", "Cache-Control",
+    "X-Content-Type-Options", "Date",           "Keep-Alive",
 };
 
 unsigned
 http_status_for_category(ErrorCategory c)
 {
     static const unsigned status[_E_CATEGORY_MAX] = {
-        [E_INTERNAL] = 500, [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
-        [E_NOT_FOUND] = 404, [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
-        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504, [E_GUEST] = 502,       [E_IO] = 500,
+        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
+        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
+        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
     };
     return (unsigned) c < _E_CATEGORY_MAX ? status[c] : 500;
 }
@@ -80,8 +80,7 @@ reply_add_header(HttpReply *rp, const char *name, const char *value)
 int
 http_response_header(HttpRequest *r, const char *name, const char *value)
 {
-    if (!is_token(name) || strpbrk(value, "\r\n") ||
-        strlen(value) > HTTP_RESPONSE_HEADER_MAX_BYTES)
+    if (!is_token(name) || strpbrk(value, "\r\n") || strlen(value) > HTTP_RESPONSE_HEADER_MAX_BYTES)
         return -1;
     for (size_t i = 0; i < ELEMENTSOF(reserved_headers); i++)
         if (strcasecmp(name, reserved_headers[i]) == 0)
@@ -184,9 +183,9 @@ reply_set_error_extra(HttpReply *rp, unsigned status, const Error *e, json_t *ex
         snprintf(value, sizeof(value), "%" JSON_INTEGER_FORMAT, json_integer_value(retry));
         (void) reply_add_header(rp, MHD_HTTP_HEADER_RETRY_AFTER, value);
     }
-    reply_set_json(rp, status,
-                   error_json(e ? e->category : E_INTERNAL, e ? e->message : "internal error",
-                              extra));
+    reply_set_json(
+        rp, status,
+        error_json(e ? e->category : E_INTERNAL, e ? e->message : "internal error", extra));
 }
 
 void
@@ -255,8 +254,7 @@ http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, co
 }
 
 void
-http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd,
-                  uint64_t size)
+http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd, uint64_t size)
 {
     HttpReply *rp = &r->reply;
 
@@ -300,9 +298,8 @@ reply_build_body(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc)
 
     switch (rp->kind) {
     case REPLY_BUFFER:
-        resp = MHD_create_response_from_buffer(rp->len, rp->data,
-                                               rp->data ? MHD_RESPMEM_MUST_FREE
-                                                        : MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(
+            rp->len, rp->data, rp->data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
         if (resp)
             rp->data = NULL;
         break;
@@ -332,9 +329,8 @@ reply_build(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc)
     if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") != MHD_YES ||
         MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff") !=
             MHD_YES ||
-        (rp->content_type &&
-         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rp->content_type) !=
-             MHD_YES)) {
+        (rp->content_type && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                                     rp->content_type) != MHD_YES)) {
         MHD_destroy_response(resp);
         return NULL;
     }

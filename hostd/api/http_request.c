@@ -125,11 +125,10 @@ headers_copy(HttpRequest *r, struct MHD_Connection *mc, Error **errp)
 
 /* Content-Length, already validated by MHD; a missing one (chunked or no body) is 0. */
 static int
-content_length_check(HttpRequest *r, struct MHD_Connection *mc, unsigned *ret_status,
-                     Error **errp)
+content_length_check(HttpRequest *r, struct MHD_Connection *mc, unsigned *ret_status, Error **errp)
 {
-    const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl =
+        MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     size_t max = r->srv->cfg.max_body_bytes;
     uint64_t v = 0;
 

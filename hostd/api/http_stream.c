@@ -76,8 +76,8 @@ http_stream_response(HttpServer *s, struct MHD_Connection *mc, HttpProducer prod
                        .producer = producer,
                        .userdata = userdata,
                        .free_userdata = free_userdata};
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK_BYTES,
-                                             stream_read, st, stream_free);
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK_BYTES, stream_read,
+                                             st, stream_free);
     if (!resp)
         stream_free(st);
     return resp;
@@ -92,8 +92,7 @@ poll_timeout_ms(uint64_t deadline_usec)
         return -1;
     if (deadline_usec <= now)
         return 0;
-    return (int) MIN((deadline_usec - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC,
-                     (uint64_t) INT_MAX);
+    return (int) MIN((deadline_usec - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (uint64_t) INT_MAX);
 }
 
 int

@@ -59,8 +59,8 @@ hex_value(unsigned char c)
 }
 
 int
-http_percent_decode(const char *src, size_t len, bool plus_is_space, char **ret,
-                    size_t *ret_len, Error **errp)
+http_percent_decode(const char *src, size_t len, bool plus_is_space, char **ret, size_t *ret_len,
+                    Error **errp)
 {
     _cleanup_free_ char *out = malloc(len + 1);
     size_t n = 0;
@@ -125,8 +125,7 @@ segment_decode(const char *s, size_t len, char **ret, Error **errp)
 }
 
 int
-http_path_split(const char *path, size_t len, char ***ret_segments, size_t *ret_n,
-                Error **errp)
+http_path_split(const char *path, size_t len, char ***ret_segments, size_t *ret_n, Error **errp)
 {
     if (len == 0 || path[0] != '/')
         return error_set(errp, E_INVALID, 0, "request path must start with '/'");
@@ -142,7 +141,7 @@ http_path_split(const char *path, size_t len, char ***ret_segments, size_t *ret_
     if (len == 1)
         n = 0; /* the root has no segment */
     if (n > HTTP_PATH_MAX_SEGMENTS)
-        return error_set(errp, E_TOO_LARGE, 0, "request path has more than %d segments",
+        return error_set(errp, E_INVALID, 0, "request path has more than %d segments",
                          HTTP_PATH_MAX_SEGMENTS);
 
     _cleanup_strv_ char **segs = calloc(n + 1, sizeof(char *));
@@ -203,7 +202,7 @@ query_parse(const char *q, size_t len, HttpTarget *t, Error **errp)
         const char *piece_end = amp ? amp : end;
         if (piece_end > p) {
             if (t->n_query == HTTP_QUERY_MAX_PARAMS)
-                return error_set(errp, E_TOO_LARGE, 0, "query has more than %d parameters",
+                return error_set(errp, E_INVALID, 0, "query has more than %d parameters",
                                  HTTP_QUERY_MAX_PARAMS);
             if (query_param_decode(p, (size_t) (piece_end - p), &t->query_keys[t->n_query],
                                    &t->query_values[t->n_query], errp) < 0)

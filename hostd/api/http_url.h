@@ -3,7 +3,7 @@
  *
  * A raw request-target ("/v1/sessions/s1/files/a%20b?after=3") is split into a validated raw
  * path, its percent-decoded segments and the decoded query parameters. What is refused
- * (E_INVALID, or E_TOO_LARGE for the length caps), never repaired:
+ * (E_INVALID; E_TOO_LARGE for the two byte-length caps), never repaired:
  *  - a path that does not start with '/', or holds a byte outside RFC 3986 pchar / "/";
  *  - an empty segment ("//", a trailing '/'; the root "/" alone is allowed and has none);
  *  - a segment that decodes to ".", ".." or to anything holding '/' or NUL ("%2F", "%00");

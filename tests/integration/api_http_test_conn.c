@@ -1,0 +1,492 @@
+/* Connection-level scenarios of the HTTP layer's integration test (see api_http_test.c):
+ *   slowloris   head and body trickled 1 byte / 500 ms are cut at the absolute deadline,
+ *               also on a kept-alive connection; a slow handler is not
+ *   idle        a silent connection is closed at the idle timeout; a stream whose producer
+ *               waits longer than that is not
+ *   load        1000 sequential requests (kept alive and fresh), 100 concurrent
+ *   limits      per-IP and total connection caps
+ *   stream      NDJSON lines produced every 200 ms arrive ~200 ms apart (TCP and unix)
+ *   disconnect  the client leaves mid-stream: the producer sees it, nothing leaks
+ *   stop        http_server_stop() with an open stream returns at once; with an unanswered
+ *               handler it answers 503 after the grace
+ *   cpu         an idle follower, an idle keep-alive connection and a pending handler cost
+ *               no CPU */
+#include <curl/curl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api_http_test.h"
+#include "timeutil.h"
+
+#define TRICKLE_INTERVAL_MS 500
+#define GIVE_UP_MS 15000
+
+static double
+secs_since(uint64_t t0)
+{
+    return (double) (now_usec() - t0) / 1e6;
+}
+
+/* Sends prefix, then one byte every TRICKLE_INTERVAL_MS until the server cuts the
+ * connection; returns the seconds from t0 to the cut (-1: never cut, or answered). */
+static double
+trickle_until_cut(int fd, const char *prefix, uint64_t t0)
+{
+    if (cli_send(fd, prefix, strlen(prefix)) < 0)
+        return secs_since(t0);
+    while (secs_since(t0) * 1000 < GIVE_UP_MS) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, TRICKLE_INTERVAL_MS) > 0) {
+            char buf[256];
+            ssize_t n = recv(fd, buf, sizeof(buf), 0);
+            if (n <= 0)
+                return secs_since(t0);
+            return -1; /* the server answered instead */
+        }
+        if (send(fd, "a", 1, MSG_NOSIGNAL) != 1)
+            return secs_since(t0);
+    }
+    return -1;
+}
+
+static void
+slowloris_keepalive(unsigned limit_s)
+{
+    static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    int fd = cli_connect_tcp(port);
+    CliResponse r;
+
+    EXPECT(cli_send(fd, req, sizeof(req) - 1) == 0 && cli_read_response(fd, 5000, &r) == 200);
+    cli_response_clear(&r);
+    uint64_t t_resp = now_usec();
+    usleep(1000 * 1000); /* idle, but less than the idle timeout */
+    double cut = trickle_until_cut(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nX-Slow: ", t_resp);
+    fprintf(stderr, "  kept-alive head trickle cut %.2f s after the previous response\n", cut);
+    EXPECT(cut >= limit_s - 0.2 && cut <= limit_s + 1.2);
+    close(fd);
+}
+
+void
+scenario_slowloris(void)
+{
+    HttpConfig c;
+    const unsigned limit_s = 2;
+
+    fixture_config(&c);
+    c.request_timeout_s = limit_s;
+    c.idle_timeout_s = 10; /* a trickle never trips this: only the deadline can cut it */
+    server_up(&c);
+
+    uint64_t t0 = now_usec();
+    int fd = cli_connect_tcp(port);
+    double cut = trickle_until_cut(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nX-Slow: ", t0);
+    fprintf(stderr, "  head trickle (1 B / %d ms) cut after %.2f s (deadline %u s)\n",
+            TRICKLE_INTERVAL_MS, cut, limit_s);
+    EXPECT(cut >= limit_s - 0.2 && cut <= limit_s + 1.2);
+    close(fd);
+
+    t0 = now_usec();
+    fd = cli_connect_tcp(port);
+    cut =
+        trickle_until_cut(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", t0);
+    fprintf(stderr, "  body trickle cut after %.2f s\n", cut);
+    EXPECT(cut >= limit_s - 0.2 && cut <= limit_s + 1.2);
+    close(fd);
+
+    slowloris_keepalive(limit_s);
+
+    /* The deadline covers receiving the request, not the handler's time. */
+    CurlResult res;
+    char url[128];
+    snprintf(url, sizeof(url), "%s/slow", url_base);
+    t0 = now_usec();
+    EXPECT(curl_request("GET", url, NULL, NULL, 0, &res) == 0 && res.status == 200);
+    fprintf(stderr, "  handler taking %.2f s answered normally\n", secs_since(t0));
+    curl_result_clear(&res);
+    server_down();
+}
+
+void
+scenario_idle(void)
+{
+    HttpConfig c;
+    const unsigned idle_s = 2;
+    CliResponse r;
+
+    fixture_config(&c);
+    c.idle_timeout_s = idle_s;
+    c.request_timeout_s = 30;
+    server_up(&c);
+
+    int fd = cli_connect_tcp(port);
+    int64_t waited = cli_wait_closed(fd, GIVE_UP_MS);
+    fprintf(stderr, "  silent connection closed after %.2f s (idle timeout %u s)\n",
+            (double) waited / 1e6, idle_s);
+    EXPECT(waited >= (int64_t) (idle_s * 1000000 - 200000) &&
+           waited <= (int64_t) (idle_s * 1000000 + 1500000));
+    close(fd);
+
+    static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    fd = cli_connect_tcp(port);
+    EXPECT(cli_send(fd, req, sizeof(req) - 1) == 0 && cli_read_response(fd, 5000, &r) == 200);
+    cli_response_clear(&r);
+    waited = cli_wait_closed(fd, GIVE_UP_MS);
+    fprintf(stderr, "  kept-alive connection closed %.2f s after its response\n",
+            (double) waited / 1e6);
+    EXPECT(waited >= (int64_t) (idle_s * 1000000 - 200000) &&
+           waited <= (int64_t) (idle_s * 1000000 + 1500000));
+    close(fd);
+
+    /* A producer that waits longer than the idle timeout between lines is not cut. */
+    CurlResult res;
+    char url[128];
+    snprintf(url, sizeof(url), "%s/stream/timer?n=2&ms=3000", url_base);
+    EXPECT(curl_request("GET", url, NULL, NULL, 0, &res) == 0 && res.status == 200);
+    EXPECT(strcmp(res.body, "{\"seq\":0}\n{\"seq\":1}\n") == 0);
+    curl_result_clear(&res);
+    server_down();
+}
+
+static void *
+concurrent_one(void *arg)
+{
+    const char *url = arg;
+    CurlResult res;
+    long ok = curl_request("GET", url, NULL, NULL, 0, &res) == 0 && res.status == 200;
+    curl_result_clear(&res);
+    return (void *) ok;
+}
+
+static size_t
+discard(char *d, size_t s, size_t n, void *ud)
+{
+    (void) d;
+    (void) ud;
+    return s * n;
+}
+
+static unsigned
+sequential(const char *url, unsigned n, bool reuse)
+{
+    CURL *c = curl_easy_init();
+    unsigned ok = 0;
+
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, reuse ? 0L : 1L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    for (unsigned i = 0; i < n; i++) {
+        long status = 0;
+        if (curl_easy_perform(c) == CURLE_OK &&
+            curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200)
+            ok++;
+    }
+    curl_easy_cleanup(c);
+    return ok;
+}
+
+static unsigned threads_base;
+static bool
+threads_at_base(void)
+{
+    return proc_thread_count() <= threads_base;
+}
+
+void
+scenario_load(void)
+{
+    HttpConfig c;
+    char url[128];
+    enum { N_SEQ = 500, N_CONC = 100 };
+
+    fixture_config(&c);
+    c.max_per_ip = 256;
+    server_up(&c);
+    threads_base = proc_thread_count();
+    snprintf(url, sizeof(url), "%s/echo", url_base);
+    uint64_t t0 = now_usec();
+    unsigned ok = sequential(url, N_SEQ, true);
+    double kept = secs_since(t0);
+    t0 = now_usec();
+    ok += sequential(url, N_SEQ, false);
+    fprintf(stderr, "  %u/%d sequential: %d kept-alive in %.2f s, %d fresh in %.2f s\n", ok,
+            2 * N_SEQ, N_SEQ, kept, N_SEQ, secs_since(t0));
+    EXPECT(ok == 2 * N_SEQ);
+
+    snprintf(url, sizeof(url), "%s/late", url_base);
+    pthread_t th[N_CONC];
+    t0 = now_usec();
+    for (int i = 0; i < N_CONC; i++)
+        pthread_create(&th[i], NULL, concurrent_one, url);
+    unsigned conc_ok = 0;
+    for (int i = 0; i < N_CONC; i++) {
+        void *res;
+        pthread_join(th[i], &res);
+        conc_ok += res != NULL;
+    }
+    fprintf(stderr,
+            "  %u/%d concurrent (each answered 100 ms later from another thread) in "
+            "%.2f s; %d in flight at the peak\n",
+            conc_ok, N_CONC, secs_since(t0), atomic_load(&late_peak));
+    EXPECT(conc_ok == N_CONC);
+    EXPECT(atomic_load(&late_peak) >= N_CONC / 2);
+    EXPECT(wait_until(threads_at_base, 3000));
+    server_down();
+}
+
+static bool
+refused_promptly(int fd)
+{
+    int64_t waited = cli_wait_closed(fd, 2000);
+    return waited >= 0 && waited < 1000000;
+}
+
+void
+scenario_limits(void)
+{
+    HttpConfig c;
+    int tcp[4], unx[2];
+    CliResponse r;
+    static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+
+    fixture_config(&c);
+    c.max_per_ip = 4;
+    c.max_connections = 6;
+    server_up(&c);
+    for (int i = 0; i < 4; i++) {
+        tcp[i] = cli_connect_tcp(port);
+        usleep(50000);
+    }
+    int extra = cli_connect_tcp(port);
+    EXPECT(refused_promptly(extra)); /* fifth from one IP */
+    close(extra);
+    close(tcp[0]);
+    usleep(200000);
+    tcp[0] = cli_connect_tcp(port);
+    EXPECT(cli_send(tcp[0], req, sizeof(req) - 1) == 0 &&
+           cli_read_response(tcp[0], 5000, &r) == 200);
+    cli_response_clear(&r);
+    close(tcp[0]);
+    usleep(200000);
+    tcp[0] = cli_connect_tcp(port);
+    for (int i = 0; i < 2; i++) {
+        unx[i] = cli_connect_unix(sock_path);
+        usleep(50000);
+    }
+    extra = cli_connect_unix(sock_path);
+    EXPECT(refused_promptly(extra)); /* seventh in total, over both listeners */
+    close(extra);
+    for (int i = 0; i < 4; i++)
+        close(tcp[i]);
+    for (int i = 0; i < 2; i++)
+        close(unx[i]);
+    server_down();
+}
+
+typedef struct {
+    uint64_t t0;
+    uint64_t arrival_usec[64];
+    int n;
+} LineClock;
+
+static size_t
+line_clock_write(char *data, size_t size, size_t n, void *ud)
+{
+    LineClock *lc = ud;
+    for (size_t i = 0; i < size * n; i++)
+        if (data[i] == '\n' && lc->n < 64)
+            lc->arrival_usec[lc->n++] = now_usec() - lc->t0;
+    return size * n;
+}
+
+static void
+stream_timing(const char *base, const char *unix_path)
+{
+    char url[160], ctype[128] = "";
+    LineClock lc = {.t0 = now_usec()};
+    CURL *c = curl_easy_init();
+    char *ct = NULL;
+
+    snprintf(url, sizeof(url), "%s/stream/timer?n=10&ms=200", base);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (unix_path)
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, unix_path);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, line_clock_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &lc);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    EXPECT(curl_easy_perform(c) == CURLE_OK);
+    if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+        snprintf(ctype, sizeof(ctype), "%s", ct);
+    curl_easy_cleanup(c);
+    EXPECT(strcmp(ctype, "application/x-ndjson") == 0);
+    EXPECT(lc.n == 10);
+    fprintf(stderr, "  %s: line arrivals (ms):", unix_path ? "unix" : "tcp");
+    for (int i = 0; i < lc.n; i++)
+        fprintf(stderr, " %.0f", (double) lc.arrival_usec[i] / 1000);
+    fprintf(stderr, "\n");
+    EXPECT(lc.n > 0 && lc.arrival_usec[0] < 150000);
+    for (int i = 1; i < lc.n; i++) {
+        uint64_t gap = lc.arrival_usec[i] - lc.arrival_usec[i - 1];
+        EXPECT(gap >= 120000 && gap <= 400000);
+    }
+}
+
+void
+scenario_stream(void)
+{
+    HttpConfig c;
+
+    fixture_config(&c);
+    server_up(&c);
+    stream_timing(url_base, NULL);
+    stream_timing("http://localhost", sock_path);
+    EXPECT(atomic_load(&stream_freed) == 2);
+    EXPECT(atomic_load(&stream_closed_seen) == 0);
+    server_down();
+}
+
+/* Opens /stream/pipe on a raw connection and reads until the first line ("ping"). */
+static int
+open_follower(void)
+{
+    static const char req[] = "GET /stream/pipe HTTP/1.1\r\nHost: x\r\n\r\n";
+    int fd = cli_connect_tcp(port);
+    char buf[1024];
+    size_t len = 0;
+
+    EXPECT(cli_send(fd, req, sizeof(req) - 1) == 0);
+    EXPECT(write(stream_pipe_w, "ping\n", 5) == 5);
+    while (len < sizeof(buf) - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 3000) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t) n;
+        buf[len] = '\0';
+        if (strstr(buf, "ping"))
+            return fd;
+    }
+    EXPECT(!"follower saw its first line");
+    return fd;
+}
+
+static bool
+stream_gone(void)
+{
+    return atomic_load(&stream_closed_seen) == 1 && atomic_load(&stream_freed) == 1;
+}
+
+void
+scenario_disconnect(void)
+{
+    HttpConfig c;
+
+    fixture_config(&c);
+    server_up(&c);
+    threads_base = proc_thread_count();
+    int fd = open_follower();
+    EXPECT(proc_thread_count() > threads_base);
+    uint64_t t0 = now_usec();
+    close(fd);
+    EXPECT(wait_until(stream_gone, 3000));
+    fprintf(stderr, "  producer saw the disconnect after %.0f ms\n", secs_since(t0) * 1000);
+    EXPECT(wait_until(threads_at_base, 3000));
+    fprintf(stderr, "  threads back to %u\n", proc_thread_count());
+    server_down();
+}
+
+static bool
+pending_set(void)
+{
+    return atomic_load(&pending_req) != NULL;
+}
+
+void
+scenario_stop(void)
+{
+    HttpConfig c;
+    unsigned threads0 = proc_thread_count(), fds0 = proc_fd_count();
+    struct stat st;
+
+    fixture_config(&c);
+    server_up(&c);
+    int follower = open_follower();
+    int idle = cli_connect_tcp(port);
+    uint64_t t0 = now_usec();
+    server_down();
+    double dt = secs_since(t0);
+    fprintf(stderr, "  stop with an open stream and an idle connection took %.0f ms\n", dt * 1000);
+    EXPECT(dt < 0.5);
+    EXPECT(stream_gone());
+    EXPECT(cli_wait_closed(follower, 1000) >= 0);
+    EXPECT(stat(sock_path, &st) < 0 && errno == ENOENT);
+    close(follower);
+    close(idle);
+    EXPECT(proc_thread_count() == threads0);
+    EXPECT(proc_fd_count() == fds0);
+
+    /* A handler that does not answer: 503 after the grace, its late answer is dropped. */
+    server_up(&c);
+    static const char req[] = "GET /never HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int fd = cli_connect_tcp(port);
+    EXPECT(cli_send(fd, req, sizeof(req) - 1) == 0);
+    EXPECT(wait_until(pending_set, 3000));
+    t0 = now_usec();
+    server_down();
+    dt = secs_since(t0);
+    fprintf(stderr, "  stop with an unanswered handler took %.2f s\n", dt);
+    EXPECT(dt >= 1.8 && dt <= 3.5);
+    CliResponse r;
+    EXPECT(cli_read_response(fd, 1000, &r) == 503);
+    EXPECT(r.body && strstr(r.body, "\"code\":\"unavailable\""));
+    cli_response_clear(&r);
+    close(fd);
+    http_respond_json(atomic_exchange(&pending_req, NULL), 200, NULL);
+    EXPECT(proc_thread_count() == threads0);
+    EXPECT(proc_fd_count() == fds0);
+}
+
+void
+scenario_cpu(void)
+{
+    HttpConfig c;
+    static const char echo[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char never[] = "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+    CliResponse r;
+
+    fixture_config(&c);
+    server_up(&c);
+    int follower = open_follower();
+    int kept = cli_connect_tcp(port);
+    EXPECT(cli_send(kept, echo, sizeof(echo) - 1) == 0 && cli_read_response(kept, 5000, &r) == 200);
+    cli_response_clear(&r);
+    int waiting = cli_connect_unix(sock_path);
+    EXPECT(cli_send(waiting, never, sizeof(never) - 1) == 0);
+    EXPECT(wait_until(pending_set, 3000));
+    usleep(200000);
+
+    uint64_t cpu0 = process_cpu_usec(), t0 = now_usec();
+    usleep(1000000);
+    uint64_t cpu = process_cpu_usec() - cpu0;
+    fprintf(stderr,
+            "  CPU over %.2f s with an idle follower, a kept-alive connection and a "
+            "pending handler: %.3f ms (%u threads)\n",
+            secs_since(t0), (double) cpu / 1000, proc_thread_count());
+    EXPECT(cpu < 20000);
+
+    http_respond_json(atomic_exchange(&pending_req, NULL), 200, NULL);
+    EXPECT(cli_read_response(waiting, 5000, &r) == 200);
+    cli_response_clear(&r);
+    close(waiting);
+    close(kept);
+    close(follower);
+    server_down();
+}
