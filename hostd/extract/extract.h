@@ -34,8 +34,9 @@ typedef struct ExtractLimits {
 } ExtractLimits;
 
 /* Defaults: 256 MiB total, 64 MiB per file, 10 000 entries, depth 32, paths of 1024 bytes,
- * 60 s. Under TCG a salvage streams ~6-10 MB/s and ~3.3 ms per file, so the 5 s target holds
- * up to ~20 MB or ~1000 files; the caps bound the worst case, not the common one. */
+ * 60 s. Measured under TCG (README): a warm salvage costs ~1.8 s fixed, 21 MB in 8 files
+ * ~3 s, 2000 small files ~5.5 s, so the 5 s target holds up to ~25 MB or ~1500 files; the
+ * caps bound the worst case, not the common one. */
 void extract_limits_default(ExtractLimits *ret);
 
 typedef enum ExtractStop {
@@ -112,7 +113,7 @@ int extract_salvage(ExtractAppliance *a, size_t index, int dest_dirfd, const Ext
  * level, a deadline killed it, or cleanup after a salvage failed. */
 bool extract_appliance_alive(ExtractAppliance *a);
 
-/* Shuts the appliance down (blocking, ~1 s) and frees it. NULL is fine. */
+/* Shuts the appliance down (blocking; measured 0.05 s) and frees it. NULL is fine. */
 void extract_appliance_free(ExtractAppliance *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ExtractAppliance, extract_appliance_free)
 #define _cleanup_extract_appliance_ _cleanup_(extract_appliance_freep)
