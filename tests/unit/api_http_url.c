@@ -1,0 +1,231 @@
+/* Unit tests of the HTTP layer's request-target parsing (hostd/api/http_url.c): table-driven
+ * accepts and refusals, and every cap at and one past its limit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "http_url.h"
+
+typedef struct {
+    const char *target;
+    const char *path;
+    const char *segments[6]; /* NULL-terminated */
+    const char *query[11];   /* key, value, key, value, ..., NULL */
+} GoodCase;
+
+static const GoodCase good[] = {
+    {"/", "/", {NULL}, {NULL}},
+    {"/v1/sessions", "/v1/sessions", {"v1", "sessions", NULL}, {NULL}},
+    {"/v1/sessions/s1/events?after=12&follow=1",
+     "/v1/sessions/s1/events",
+     {"v1", "sessions", "s1", "events", NULL},
+     {"after", "12", "follow", "1", NULL}},
+    {"/f/a%20b/c%C3%A9", "/f/a%20b/c%C3%A9", {"f", "a b", "c\xc3\xa9", NULL}, {NULL}},
+    {"/f/a+b", "/f/a+b", {"f", "a+b", NULL}, {NULL}}, /* '+' is literal in a path */
+    {"/f/...", "/f/...", {"f", "...", NULL}, {NULL}}, /* only "." and ".." are special */
+    {"/f/.x/x./%2e%2e%2e", "/f/.x/x./%2e%2e%2e", {"f", ".x", "x.", "...", NULL}, {NULL}},
+    {"/q?a=1+2&b=%41&c&&d=x=y&e=",
+     "/q",
+     {"q", NULL},
+     {"a", "1 2", "b", "A", "c", "", "d", "x=y", "e", "", NULL}},
+    {"/q?%2B=%2b", "/q", {"q", NULL}, {"+", "+", NULL}},
+    {"/q?", "/q", {"q", NULL}, {NULL}},
+    {"/a:b@c;d=e!$&'()*,~_-", "/a:b@c;d=e!$&'()*,~_-", {"a:b@c;d=e!$&'()*,~_-", NULL}, {NULL}},
+    {"/q?path=/a/b?c", "/q", {"q", NULL}, {"path", "/a/b?c", NULL}},
+};
+
+static void
+test_good_targets(void **state)
+{
+    (void) state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const GoodCase *g = &good[i];
+        HttpTarget t;
+        Error *e = NULL;
+
+        if (http_target_parse(g->target, strlen(g->target), &t, &e) < 0)
+            fail_msg("%s: %s", g->target, e->message);
+        assert_string_equal(t.path, g->path);
+        size_t n = 0;
+        while (g->segments[n])
+            n++;
+        assert_int_equal(t.n_segments, n);
+        for (size_t k = 0; k < n; k++)
+            assert_string_equal(t.segments[k], g->segments[k]);
+        assert_null(t.segments[n]);
+        size_t q = 0;
+        for (; g->query[2 * q]; q++) {
+            assert_true(q < t.n_query);
+            assert_string_equal(t.query_keys[q], g->query[2 * q]);
+            assert_string_equal(t.query_values[q], g->query[2 * q + 1]);
+        }
+        assert_int_equal(t.n_query, q);
+        http_target_clear(&t);
+    }
+}
+
+typedef struct {
+    const char *target;
+    ErrorCategory category;
+} BadCase;
+
+static const BadCase bad[] = {
+    {"", E_INVALID},          {"a/b", E_INVALID},       {"*", E_INVALID},
+    {"http://x/", E_INVALID}, {"//", E_INVALID},        {"//a", E_INVALID},
+    {"/a//b", E_INVALID},     {"/a/", E_INVALID},       {"/.", E_INVALID},
+    {"/..", E_INVALID},       {"/a/./b", E_INVALID},    {"/a/../b", E_INVALID},
+    {"/%2e", E_INVALID},      {"/%2E%2e", E_INVALID},   {"/.%2e", E_INVALID},
+    {"/a%2fb", E_INVALID},    {"/a%2Fb", E_INVALID},    {"/a%00b", E_INVALID},
+    {"/%", E_INVALID},        {"/%4", E_INVALID},       {"/%zz", E_INVALID},
+    {"/%4g", E_INVALID},      {"/a b", E_INVALID},      {"/a\\b", E_INVALID},
+    {"/a#f", E_INVALID},      {"/a\"b", E_INVALID},     {"/a<b>", E_INVALID},
+    {"/\x7f", E_INVALID},     {"/\x80", E_INVALID},     {"/a\tb", E_INVALID},
+    {"/q?a=%zz", E_INVALID},  {"/q?a=%00", E_INVALID},  {"/q?%00=a", E_INVALID},
+    {"/q?=a", E_INVALID},     {"/q?a=b#c", E_INVALID},  {"/q?a b", E_INVALID},
+    {"/q?a=%", E_INVALID},    {"/q?a=\x01", E_INVALID}, {"/q?a=[", E_INVALID},
+};
+
+static void
+test_bad_targets(void **state)
+{
+    (void) state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        HttpTarget t = {.path = (char *) "untouched"};
+        Error *e = NULL;
+
+        if (http_target_parse(bad[i].target, strlen(bad[i].target), &t, &e) == 0)
+            fail_msg("accepted %s", bad[i].target);
+        assert_non_null(e);
+        assert_int_equal(e->category, bad[i].category);
+        assert_string_equal(t.path, "untouched"); /* ret untouched on failure */
+        error_free(e);
+    }
+    /* An embedded NUL, which a C string cannot show. */
+    HttpTarget t;
+    Error *e = NULL;
+    assert_int_equal(http_target_parse("/a\0b", 4, &t, &e), -1);
+    assert_int_equal(e->category, E_INVALID);
+    error_free(e);
+}
+
+static char *
+repeat(const char *head, const char *unit, size_t times, const char *tail)
+{
+    size_t len = strlen(head) + strlen(unit) * times + strlen(tail);
+    char *s = malloc(len + 1), *p = s;
+
+    p = stpcpy(p, head);
+    for (size_t i = 0; i < times; i++)
+        p = stpcpy(p, unit);
+    strcpy(p, tail);
+    return s;
+}
+
+static int
+parse_category(const char *target)
+{
+    HttpTarget t;
+    Error *e = NULL;
+
+    if (http_target_parse(target, strlen(target), &t, &e) == 0) {
+        http_target_clear(&t);
+        return -1;
+    }
+    int c = (int) e->category;
+    error_free(e);
+    return c;
+}
+
+static void
+test_caps(void **state)
+{
+    (void) state;
+    char *s;
+
+    s = repeat("/", "a", HTTP_PATH_MAX_BYTES - 1, ""); /* exactly the cap */
+    assert_int_equal(parse_category(s), -1);
+    free(s);
+    s = repeat("/", "a", HTTP_PATH_MAX_BYTES, "");
+    assert_int_equal(parse_category(s), E_TOO_LARGE);
+    free(s);
+
+    s = repeat("", "/a", HTTP_PATH_MAX_SEGMENTS, "");
+    assert_int_equal(parse_category(s), -1);
+    free(s);
+    s = repeat("", "/a", HTTP_PATH_MAX_SEGMENTS + 1, "");
+    assert_int_equal(parse_category(s), E_INVALID);
+    free(s);
+
+    s = repeat("/q?", "k=v&", HTTP_QUERY_MAX_PARAMS, "");
+    assert_int_equal(parse_category(s), -1);
+    free(s);
+    s = repeat("/q?", "k=v&", HTTP_QUERY_MAX_PARAMS, "k=v");
+    assert_int_equal(parse_category(s), E_INVALID);
+    free(s);
+    s = repeat("/q?", "&", HTTP_QUERY_MAX_BYTES, ""); /* empty pieces do not count */
+    assert_int_equal(parse_category(s), -1);
+    free(s);
+    s = repeat("/q?", "&", HTTP_QUERY_MAX_BYTES + 1, "");
+    assert_int_equal(parse_category(s), E_TOO_LARGE);
+    free(s);
+}
+
+static void
+test_percent_decode(void **state)
+{
+    (void) state;
+    char *out;
+    size_t len;
+    Error *e = NULL;
+
+    assert_int_equal(http_percent_decode("a%41%7e+", 8, true, &out, &len, NULL), 0);
+    assert_string_equal(out, "aA~ ");
+    assert_int_equal(len, 4);
+    free(out);
+    assert_int_equal(http_percent_decode("a+b", 3, false, &out, &len, NULL), 0);
+    assert_string_equal(out, "a+b");
+    free(out);
+    assert_int_equal(http_percent_decode("", 0, false, &out, &len, NULL), 0);
+    assert_string_equal(out, "");
+    free(out);
+    assert_int_equal(http_percent_decode("%ff%FF", 6, false, &out, &len, NULL), 0);
+    assert_memory_equal(out, "\xff\xff", 3);
+    free(out);
+    assert_int_equal(http_percent_decode("%0", 2, false, &out, &len, &e), -1);
+    assert_int_equal(e->category, E_INVALID);
+    error_free(e);
+}
+
+static void
+test_split_and_copy(void **state)
+{
+    (void) state;
+    char **segs, **copy;
+    size_t n;
+
+    assert_int_equal(http_path_split("/x/%2e%2ex", 10, &segs, &n, NULL), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(segs[1], "..x");
+    copy = http_strv_copy(segs, n);
+    assert_string_equal(copy[0], "x");
+    assert_null(copy[2]);
+    http_strv_free(segs);
+    http_strv_free(copy);
+    http_strv_free(NULL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_targets),   cmocka_unit_test(test_bad_targets),
+        cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
+        cmocka_unit_test(test_split_and_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
