@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 
 #include "http_internal.h"
 
@@ -43,6 +44,26 @@ http_config_defaults(HttpConfig *c)
     };
 }
 
+/* Each connection holds two descriptors (MHD's socket and the watchdog's dup). Running out
+ * would refuse connections under load, far from the cause: refuse the config up front. The
+ * daemon raises its soft RLIMIT_NOFILE to the hard limit at startup. */
+static int
+fd_budget_check(const HttpConfig *c, Error **errp)
+{
+    struct rlimit rl;
+    rlim_t need = (rlim_t) HTTP_FDS_PER_CONNECTION * c->max_connections + HTTP_FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return error_set(errp, E_INTERNAL, errno, "getrlimit");
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        return error_set(errp, E_INVALID, 0,
+                         "http: %u connections need %llu descriptors but RLIMIT_NOFILE is %llu: "
+                         "raise it or lower max_connections",
+                         c->max_connections, (unsigned long long) need,
+                         (unsigned long long) rl.rlim_cur);
+    return 0;
+}
+
 static int
 config_check(const HttpConfig *c, Error **errp)
 {
@@ -65,7 +86,7 @@ config_check(const HttpConfig *c, Error **errp)
     if (c->unix_mode & ~(mode_t) 0777)
         return error_set(errp, E_INVALID, 0, "http: unix mode %o is not a permission mode",
                          (unsigned) c->unix_mode);
-    return 0;
+    return fd_budget_check(c, errp);
 }
 
 static void *

@@ -22,6 +22,10 @@
 /* Stack of each connection thread: handlers and producers run on it. */
 #define HTTP_THREAD_STACK_BYTES ((size_t) 512 << 10)
 #define HTTP_LISTEN_BACKLOG 128
+/* Descriptors: two per connection, plus this many for listeners, the eventfd, and MHD's
+ * own inter-thread channels; checked against RLIMIT_NOFILE at start. */
+#define HTTP_FDS_PER_CONNECTION 2
+#define HTTP_FD_RESERVE 64
 /* MHD's per-connection pool must hold the head plus parsed header entries and the reply
  * head: we give it twice the head cap plus this, and check the head cap ourselves so the
  * client gets our JSON 431 rather than MHD's own page in all but extreme cases. */

@@ -123,25 +123,39 @@ headers_copy(HttpRequest *r, struct MHD_Connection *mc, Error **errp)
     return hc.oom ? error_set(errp, E_INTERNAL, ENOMEM, "copy headers") : 0;
 }
 
-/* Content-Length, already validated by MHD; a missing one (chunked or no body) is 0. */
+/* The body's framing, from our copy of the headers. MHD 0.9.75 takes the first of two
+ * Content-Length headers and waits for EOF on a Transfer-Encoding it does not know: both
+ * are refused here, as is a request with both framings (request smuggling). Sets the body
+ * cap: the Content-Length, or max_body_bytes for a chunked body. */
 static int
-content_length_check(HttpRequest *r, struct MHD_Connection *mc, unsigned *ret_status, Error **errp)
+framing_check(HttpRequest *r, unsigned *ret_status, Error **errp)
 {
-    const char *cl =
-        MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = NULL, *te = NULL;
+    unsigned n_cl = 0, n_te = 0;
     size_t max = r->srv->cfg.max_body_bytes;
     uint64_t v = 0;
 
-    r->body_cap = max; /* chunked: grows up to the cap */
+    for (size_t i = 0; i < r->n_headers; i++) {
+        if (strcasecmp(r->hdr_names[i], MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+            cl = r->hdr_values[i], n_cl++;
+        else if (strcasecmp(r->hdr_names[i], MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+            te = r->hdr_values[i], n_te++;
+    }
+    *ret_status = MHD_HTTP_BAD_REQUEST;
+    if (n_cl > 1 || n_te > 1 || (cl && te))
+        return error_set(errp, E_INVALID, 0, "ambiguous body framing");
+    if (te && strcasecmp(te, "chunked") != 0)
+        return error_set(errp, E_INVALID, 0, "unsupported Transfer-Encoding");
+    r->body_cap = max;
     if (!cl)
         return 0;
     for (const char *p = cl; *p; p++) {
-        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10) {
-            *ret_status = MHD_HTTP_BAD_REQUEST;
+        if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
             return error_set(errp, E_INVALID, 0, "malformed Content-Length");
-        }
         v = v * 10 + (uint64_t) (*p - '0');
     }
+    if (*cl == '\0')
+        return error_set(errp, E_INVALID, 0, "malformed Content-Length");
     if (v > max) {
         *ret_status = MHD_HTTP_CONTENT_TOO_LARGE;
         return error_set(errp, E_TOO_LARGE, 0, "request body is larger than %zu bytes", max);
@@ -183,13 +197,11 @@ http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *m
     }
     if (head_size_check(r, mc, ret_status, errp) < 0)
         return -1;
-    if (content_length_check(r, mc, ret_status, errp) < 0)
-        return -1;
     if (headers_copy(r, mc, errp) < 0) {
         *ret_status = MHD_HTTP_INTERNAL_SERVER_ERROR;
         return -1;
     }
-    return 0;
+    return framing_check(r, ret_status, errp);
 }
 
 int

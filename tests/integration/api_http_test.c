@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -491,6 +492,19 @@ static const RawCase path_cases[] = {
     {"PATCH /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
     {"BREW /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
     {"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
+    {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n"
+     "\r\n3\r\nabc\r\n0\r\n\r\n",
+     400, "invalid_argument"},
+    {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde", 400,
+     "invalid_argument"},
+    {"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nabc", 400,
+     "invalid_argument"},
+    {"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+     "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+     400, "invalid_argument"},
+    {"POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
+     "\r\n3\r\nabc\r\n0\r\n\r\n",
+     200, "\"body_len\":3"},
 };
 
 static char *
@@ -774,6 +788,22 @@ scenario_config(void)
     }
     struct stat st;
     EXPECT(stat(sock_path, &st) < 0);
+
+    /* Too few descriptors for max_connections: refused, not discovered under load. */
+    struct rlimit rl, low = {.rlim_cur = 256};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    low.rlim_max = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &low);
+    Error *fe = NULL;
+    EXPECT(http_server_start(&base, handler, NULL, &s, &fe) < 0 && fe &&
+           fe->category == E_INVALID && strstr(fe->message, "RLIMIT_NOFILE"));
+    error_free(fe);
+    c = base;
+    c.max_connections = 64;
+    EXPECT(http_server_start(&c, handler, NULL, &s, NULL) == 0);
+    http_server_stop(s);
+    setrlimit(RLIMIT_NOFILE, &rl);
+
     c = base;
     c.tcp_address = "::1"; /* IPv6 loopback works where the kernel has it */
     c.unix_path = NULL;
@@ -807,7 +837,14 @@ setup(void)
 {
     int p[2];
 
+    struct rlimit rl;
+
     signal(SIGPIPE, SIG_IGN);
+    /* What the daemon does at startup: the HTTP layer wants 2 fds per connection. */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (!(scratch = test_mkdtemp("stockade-http")))
         test_skip("cannot make a scratch directory");

@@ -351,12 +351,15 @@ scenario_stream(void)
     server_down();
 }
 
-/* Opens /stream/pipe on a raw connection and reads until the first line ("ping"). */
+/* Opens /stream/pipe on a raw connection and reads until the first line ("ping"), then
+ * gives the producer time to park in http_stream_wait() (a follower with nothing new). If
+ * the client left while the producer was not waiting, the producer would not be called
+ * again: the stream just ends and its userdata is freed. */
 static int
-open_follower(void)
+open_follower_on(bool over_unix)
 {
     static const char req[] = "GET /stream/pipe HTTP/1.1\r\nHost: x\r\n\r\n";
-    int fd = cli_connect_tcp(port);
+    int fd = over_unix ? cli_connect_unix(sock_path) : cli_connect_tcp(port);
     char buf[1024];
     size_t len = 0;
 
@@ -371,17 +374,27 @@ open_follower(void)
             break;
         len += (size_t) n;
         buf[len] = '\0';
-        if (strstr(buf, "ping"))
+        if (strstr(buf, "ping")) {
+            usleep(200000);
             return fd;
+        }
     }
     EXPECT(!"follower saw its first line");
     return fd;
 }
 
+static int
+open_follower(void)
+{
+    return open_follower_on(false);
+}
+
+static int streams_expected = 1;
 static bool
 stream_gone(void)
 {
-    return atomic_load(&stream_closed_seen) == 1 && atomic_load(&stream_freed) == 1;
+    return atomic_load(&stream_closed_seen) == streams_expected &&
+           atomic_load(&stream_freed) == streams_expected;
 }
 
 void
@@ -392,14 +405,18 @@ scenario_disconnect(void)
     fixture_config(&c);
     server_up(&c);
     threads_base = proc_thread_count();
-    int fd = open_follower();
-    EXPECT(proc_thread_count() > threads_base);
-    uint64_t t0 = now_usec();
-    close(fd);
-    EXPECT(wait_until(stream_gone, 3000));
-    fprintf(stderr, "  producer saw the disconnect after %.0f ms\n", secs_since(t0) * 1000);
-    EXPECT(wait_until(threads_at_base, 3000));
-    fprintf(stderr, "  threads back to %u\n", proc_thread_count());
+    for (int i = 0; i < 2; i++) {
+        int fd = open_follower_on(i == 1);
+        EXPECT(proc_thread_count() > threads_base);
+        uint64_t t0 = now_usec();
+        close(fd);
+        streams_expected = i + 1;
+        EXPECT(wait_until(stream_gone, 3000));
+        fprintf(stderr, "  %s: producer saw the disconnect after %.0f ms\n", i ? "unix" : "tcp",
+                secs_since(t0) * 1000);
+        EXPECT(wait_until(threads_at_base, 3000));
+        fprintf(stderr, "  threads back to %u\n", proc_thread_count());
+    }
     server_down();
 }
 
