@@ -97,7 +97,7 @@ dispatch_ready(Server *s, const HostMsg *m)
     Session *ss = &s->session;
     WsCtx ws = {.ws_fd = ss->ws_fd, .uid = ss->uid, .gid = ss->gid};
     ExecContext ctx = {.ws_fd = ss->ws_fd,
-                       .home = s->cfg->pid1 ? "/workspace" : s->cfg->workspace,
+                       .home = s->cfg->workspace, /* /workspace in a guest */
                        .uid = ss->uid,
                        .gid = ss->gid,
                        .session_env = &ss->env};

@@ -447,7 +447,7 @@ static size_t
 exec_poll_one(ExecTable *t, struct pollfd *pfd, size_t n, size_t cap, size_t slot, int fd,
               short events, PollKind kind)
 {
-    if (fd < 0 || n >= cap || n >= EXEC_POLL_MAX)
+    if (fd < 0 || n >= cap || n >= EXEC_POLL_FDS_MAX)
         return n;
     pfd[n] = (struct pollfd){.fd = fd, .events = events};
     t->refs[n].slot = (uint16_t) slot;

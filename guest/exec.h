@@ -29,10 +29,14 @@
 
 #include "env.h"
 #include "error.h"
+#include "guest_limits.h"
 #include "message.h"
 #include "outq.h"
 
 typedef struct ExecTable ExecTable;
+
+/* At most this many fds are added to one poll (report, stdout, stderr, stdin per exec). */
+#define EXEC_POLL_FDS_MAX (EXEC_TABLE_MAX * 4)
 
 typedef struct ExecContext {
     int ws_fd;        /* workspace root (O_PATH) */

@@ -39,8 +39,6 @@ typedef struct Exec {
 
 typedef enum { POLL_REPORT, POLL_STDOUT, POLL_STDERR, POLL_STDIN } PollKind;
 
-#define EXEC_POLL_MAX (EXEC_TABLE_MAX * 4)
-
 struct ExecTable {
     OutQueue *q;
     TreeRoot root;
@@ -49,7 +47,7 @@ struct ExecTable {
     struct {
         uint16_t slot;
         uint8_t kind;
-    } refs[EXEC_POLL_MAX];
+    } refs[EXEC_POLL_FDS_MAX];
     uint8_t buf[OUTPUT_CHUNK_MAX_BYTES];
 };
 

@@ -32,9 +32,10 @@
 #define EXEC_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* ---- files (files.c, fsops.c) */
-#define LIST_REPLY_MAX_BYTES (FRAME_MAX_BYTES - 4096u) /* encoded FsResult; keeps the frame legal  \
-                                                        */
-#define REMOVE_MAX_DEPTH 128 /* directory levels a recursive REMOVE descends */
+#define LIST_REPLY_MAX_BYTES                                                                       \
+    (FRAME_MAX_BYTES - 4096u) /* encoded FsResult; keeps the frame legal                           \
+                               */
+#define REMOVE_MAX_DEPTH 128  /* directory levels a recursive REMOVE descends */
 #define FILE_MODE_DEFAULT 0644
 #define DIR_MODE_DEFAULT 0755
 

@@ -27,6 +27,7 @@
 #define INIT_NEWROOT "/newroot"
 #define INIT_MODULES_DIR "/lib/modules"
 #define INIT_MODULES_LIST "/etc/stockade/modules"
+#define INIT_ACPI_DIR "/sys/firmware/acpi" /* exists when the kernel can power off */
 
 typedef struct MountSpec {
     const char *src, *dst, *type;
@@ -219,9 +220,12 @@ _Noreturn void
 init_power_off(void)
 {
     sync();
-    (void) reboot(RB_POWER_OFF);
-    /* Not reached. Without a power-off method (no ACPI) the kernel ends the calling PID 1,
-     * which panics, and panic=-1 reboots: the host must treat a reboot as the end too. */
-    for (;;)
+    /* Without ACPI (the fast template has none) the kernel turns a power-off into a halt:
+     * the VM would sit there "running". Reboot instead; the host runs guests with
+     * on_reboot=destroy (QEMU -no-reboot), so either way the domain ends. */
+    if (access(INIT_ACPI_DIR, F_OK) == 0)
+        (void) reboot(RB_POWER_OFF);
+    (void) reboot(RB_AUTOBOOT);
+    for (;;) /* not reached */
         pause();
 }

@@ -34,7 +34,8 @@ typedef struct InitResult {
 int init_early(BootConfig *ret_cfg, Error **errp);
 /* Steps 3-7. */
 int init_boot(const BootConfig *cfg, InitResult *ret, Error **errp);
-/* Syncs and powers off; PID 1 never returns from here. */
+/* Syncs and powers off (with ACPI) or reboots (without: a power-off would only halt);
+ * the host treats both as the end of the guest. PID 1 never returns from here. */
 _Noreturn void init_power_off(void);
 
 /* switchroot.c: moves newroot onto / like busybox switch_root (step 4). */

@@ -11,7 +11,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "exec_int.h"
 #include "fdutil.h"
 #include "guest_limits.h"
 #include "log.h"
@@ -20,7 +19,7 @@
 #include "timeutil.h"
 
 enum { PFD_PORT, PFD_SIGNAL, PFD_MIRROR, PFD_FIXED };
-#define POLL_FDS_MAX (PFD_FIXED + EXEC_POLL_MAX)
+#define POLL_FDS_MAX (PFD_FIXED + EXEC_POLL_FDS_MAX)
 
 /* Writes Ready{0} blocking: returns 0 once a host is connected and took it, 1 when the
  * write fails (EPIPE: a socket peer that closed for good; the host will never come back). */
