@@ -9,7 +9,7 @@
 #include "fdutil.h"
 #include "timeutil.h"
 
-typedef enum { SEC_NONE, SEC_DAEMON, SEC_LIMITS, SEC_TIMEOUTS, SEC_POOL } Section;
+typedef enum { SEC_NONE, SEC_DAEMON, SEC_LIMITS, SEC_TIMEOUTS, SEC_API, SEC_SESSIONS, SEC_POOL } Section;
 typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL } KeyType;
 
 typedef struct {
@@ -24,6 +24,8 @@ typedef struct {
 #define DC(field) offsetof(DaemonConfig, field)
 #define PC(field) offsetof(DaemonConfig, pool.field)
 #define GIB (1024ull * 1024 * 1024)
+#define HC(field) offsetof(DaemonConfig, http.field)
+#define SC(field) offsetof(DaemonConfig, sessions.field)
 
 static const Key keys[] = {
     {SEC_DAEMON, "state_dir", K_STR, DC(state_dir), CONFIG_PATH_MAX_BYTES, 0, 0},
@@ -46,6 +48,25 @@ static const Key keys[] = {
     {SEC_TIMEOUTS, "sync_s", K_USEC, PC(sync_timeout_usec), 0, 1, 600},
     {SEC_TIMEOUTS, "health_interval_s", K_USEC, PC(health_interval_usec), 0, 1, 3600},
     {SEC_TIMEOUTS, "ping_timeout_s", K_USEC, PC(ping_timeout_usec), 0, 1, 600},
+    {SEC_API, "tcp_address", K_STR, DC(tcp_address), 64, 0, 0},
+    {SEC_API, "tcp_port", K_UINT, HC(tcp_port), 0, 1, 65535},
+    {SEC_API, "unix_socket", K_STR, DC(unix_socket), CONFIG_PATH_MAX_BYTES, 0, 0},
+    {SEC_API, "max_body_mib", K_UINT, DC(max_body_mib), 0, 1, 1024},
+    {SEC_API, "request_timeout_s", K_UINT, HC(request_timeout_s), 0, 1, 3600},
+    {SEC_API, "idle_timeout_s", K_UINT, HC(idle_timeout_s), 0, 1, 3600},
+    {SEC_API, "max_connections", K_UINT, HC(max_connections), 0, 1, 4096},
+    {SEC_SESSIONS, "default_timeout_s", K_USEC, SC(default_timeout_usec), 0, 1, 86400},
+    {SEC_SESSIONS, "max_timeout_s", K_USEC, SC(max_timeout_usec), 0, 1, 86400},
+    {SEC_SESSIONS, "exec_timeout_s", K_USEC, SC(exec_default_timeout_usec), 0, 1, 86400},
+    {SEC_SESSIONS, "pending_timeout_s", K_USEC, SC(pending_timeout_usec), 0, 1, 3600},
+    {SEC_SESSIONS, "output_limit_mib", K_UINT, DC(output_limit_mib), 0, 1, 65536},
+    {SEC_SESSIONS, "mirror_budget_mib", K_UINT, DC(mirror_budget_mib), 0, 0, 1024},
+    {SEC_SESSIONS, "mirror_max_file_mib", K_UINT, DC(mirror_max_file_mib), 0, 0, 1024},
+    {SEC_SESSIONS, "artifact_max_age_h", K_UINT, DC(artifact_max_age_h), 0, 1, 24 * 365},
+    {SEC_SESSIONS, "artifact_max_total_gib", K_UINT, DC(artifact_max_total_gib), 0, 1, 65536},
+    {SEC_SESSIONS, "extract_max_mib", K_UINT, DC(extract_max_mib), 0, 1, 65536},
+    {SEC_SESSIONS, "extract_max_files", K_UINT, SC(extract.max_files), 0, 1, 10000000},
+    {SEC_SESSIONS, "extract_timeout_s", K_USEC, SC(extract.max_usec), 0, 1, 3600},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -96,6 +117,16 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->domain_prefix, sizeof(c->domain_prefix), "%s", c->pool.domain_prefix);
     snprintf(c->log_level, sizeof(c->log_level), "info");
     c->workers = 6;
+    http_config_defaults(&c->http);
+    snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
+    c->max_body_mib = (unsigned) (c->http.max_body_bytes >> 20);
+    sessions_config_defaults(&c->sessions);
+    c->output_limit_mib = (unsigned) (c->sessions.output_limit_bytes >> 20);
+    c->mirror_budget_mib = (unsigned) (c->sessions.mirror_budget_bytes >> 20);
+    c->mirror_max_file_mib = (unsigned) (c->sessions.mirror_max_file_bytes >> 20);
+    c->extract_max_mib = (unsigned) (c->sessions.extract.max_total_bytes >> 20);
+    c->artifact_max_age_h = (unsigned) (c->sessions.artifact_max_age_usec / 3600000000ull);
+    c->artifact_max_total_gib = (unsigned) (c->sessions.artifact_max_total_bytes >> 30);
     add_default_pool(c, "python", 512, 2, 4);
     add_default_pool(c, "minimal", 256, 1, 2);
 }
@@ -223,7 +254,8 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
     static const struct {
         const char *name;
         Section sec;
-    } plain[] = {{"daemon", SEC_DAEMON}, {"limits", SEC_LIMITS}, {"timeouts", SEC_TIMEOUTS}};
+    } plain[] = {{"daemon", SEC_DAEMON},   {"limits", SEC_LIMITS}, {"timeouts", SEC_TIMEOUTS},
+                 {"api", SEC_API},         {"sessions", SEC_SESSIONS}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(s, plain[i].name) == 0) {
             *ret = plain[i].sec;
@@ -307,6 +339,27 @@ config_finish(DaemonConfig *c, Error **errp)
     c->pool.libvirt_uri = c->libvirt_uri;
     c->pool.domain_prefix = c->domain_prefix;
     c->pool.shapes = c->shapes;
+    if (!c->unix_socket[0] &&
+        snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock", c->state_dir) >=
+            (int) sizeof(c->unix_socket))
+        return error_set(errp, E_INVALID, 0, "state_dir is too long");
+    if (c->unix_socket[0] != '/')
+        return error_set(errp, E_INVALID, 0, "unix_socket must be an absolute path");
+    c->http.tcp_address = strcmp(c->tcp_address, "none") == 0 ? NULL : c->tcp_address;
+    c->http.unix_path = c->unix_socket;
+    c->http.max_body_bytes = (size_t) c->max_body_mib << 20;
+    SessionsConfig *sc = &c->sessions;
+    sc->state_dir = c->state_dir;
+    sc->output_limit_bytes = (uint64_t) c->output_limit_mib << 20;
+    sc->mirror_budget_bytes = (uint64_t) c->mirror_budget_mib << 20;
+    sc->mirror_max_file_bytes = (uint64_t) c->mirror_max_file_mib << 20;
+    sc->extract.max_total_bytes = (uint64_t) c->extract_max_mib << 20;
+    sc->artifact_max_age_usec = (uint64_t) c->artifact_max_age_h * 3600000000ull;
+    sc->artifact_max_total_bytes = (uint64_t) c->artifact_max_total_gib << 30;
+    sc->exec_uid = c->pool.exec_uid;
+    sc->exec_gid = c->pool.exec_gid;
+    if (sc->default_timeout_usec > sc->max_timeout_usec)
+        return error_set(errp, E_INVALID, 0, "default_timeout_s is over max_timeout_s");
     for (size_t i = 0; i < c->pool.n_shapes; i++) {
         snprintf(c->shape_image_dirs[i], sizeof(c->shape_image_dirs[i]), "%s/%s", c->image_dir,
                  c->shape_images[i]);

@@ -9,6 +9,12 @@
  *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
+ *   [api]               tcp_address ("none" disables TCP), tcp_port, unix_socket, max_body_mib,
+ *                       request_timeout_s, idle_timeout_s, max_connections
+ *   [sessions]          default_timeout_s, max_timeout_s, exec_timeout_s, pending_timeout_s,
+ *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
+ *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
+ *                       extract_max_files, extract_timeout_s
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */
@@ -18,7 +24,9 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "http.h"
 #include "pool.h"
+#include "sessions.h"
 
 #define CONFIG_MAX_BYTES (256u * 1024u)
 #define CONFIG_LINE_MAX_BYTES 1024
@@ -31,6 +39,13 @@ typedef struct DaemonConfig {
     char domain_prefix[POOL_PREFIX_MAX_BYTES + 1];
     char log_level[8];
     unsigned workers;                        /* worker threads for blocking calls */
+    char tcp_address[64];                    /* "none" = no TCP listener */
+    char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */
+    HttpConfig http;                         /* strings point into this struct */
+    unsigned max_body_mib;
+    SessionsConfig sessions;
+    unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;
+    unsigned artifact_max_age_h, artifact_max_total_gib;
     PoolConfig pool;                         /* string fields point into this struct */
     PoolShapeConfig shapes[POOL_SHAPES_MAX];
     char shape_names[POOL_SHAPES_MAX][POOL_SHAPE_NAME_MAX_BYTES + 1];

@@ -12,20 +12,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "eventhub.h"
 #include "fdutil.h"
 #include "log.h"
 #include "loop.h"
 #include "pool.h"
+#include "sessions.h"
+#include "store.h"
 #include "timeutil.h"
 #include "workq.h"
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
+#define STORE_READERS 8
+#define SESSION_WORKERS 3 /* salvages and the appliance launch: kept off the pool's workers */
 
 struct Daemon {
     DaemonConfig *cfg;
     Loop *loop;
-    WorkQueue *q;
+    WorkQueue *q, *session_q;
     Pool *pool;
+    Store *store;
+    StoreReaders *readers;
+    EventHub *hub;
+    Sessions *sessions;
+    Api *api;
+    char *db_path;
     int lock_fd;
     int signal_fd;
     LoopSource *signal_src;
@@ -104,6 +116,14 @@ daemon_on_pool_stopped(void *userdata)
 }
 
 static void
+daemon_on_sessions_stopped(void *userdata)
+{
+    Daemon *d = userdata;
+    log_info("sessions ended; destroying idle guests");
+    pool_stop(d->pool, daemon_on_pool_stopped, d);
+}
+
+static void
 daemon_begin_stop(void *userdata)
 {
     Daemon *d = userdata;
@@ -112,8 +132,8 @@ daemon_begin_stop(void *userdata)
         loop_quit(d->loop, 1);
         return;
     }
-    log_info("stopping: destroying guests");
-    pool_stop(d->pool, daemon_on_pool_stopped, d);
+    log_info("stopping: ending live sessions (host_shutdown), then destroying guests");
+    sessions_stop(d->sessions, daemon_on_sessions_stopped, d);
 }
 
 void
@@ -157,6 +177,31 @@ daemon_watch_signals(Daemon *d, Error **errp)
                          errp);
 }
 
+static int
+daemon_open_store(Daemon *d, Error **errp)
+{
+    if (asprintf(&d->db_path, "%s/stockade.db", d->cfg->state_dir) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    if (store_open(d->db_path, &d->store, errp) < 0 ||
+        store_readers_new(d->db_path, STORE_READERS, &d->readers, errp) < 0 ||
+        eventhub_new(&d->hub, errp) < 0)
+        return error_prefix(errp, "database %s", d->db_path);
+    return 0;
+}
+
+static int
+daemon_start_api(Daemon *d, Error **errp)
+{
+    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
+                    .readers = d->readers, .hub = d->hub, .state_dir = d->cfg->state_dir};
+    if (api_start(&deps, &d->cfg->http, &d->api, errp) < 0)
+        return -1;
+    log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
+             d->cfg->http.tcp_address ? d->cfg->http.tcp_address : "(no TCP)",
+             d->cfg->http.tcp_address ? "" : "", d->cfg->http.tcp_port, d->cfg->http.unix_path);
+    return 0;
+}
+
 int
 daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
 {
@@ -169,7 +214,11 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     /* Signals are blocked before any thread starts, so every thread inherits the mask. */
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
         daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
-        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0) {
+        workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
+        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
+        daemon_open_store(d, errp) < 0 ||
+        sessions_new(d->loop, d->session_q, d->pool, d->store, d->hub, &cfg->sessions,
+                     &d->sessions, errp) < 0) {
         daemon_free(d);
         return -1;
     }
@@ -184,7 +233,13 @@ daemon_run(Daemon *d)
              d->cfg->pool.accel == ACCEL_MODE_AUTO  ? "auto"
              : d->cfg->pool.accel == ACCEL_MODE_KVM ? "kvm"
                                                     : "tcg");
+    _cleanup_error_ Error *err = NULL;
+    sessions_start(d->sessions); /* first: it holds disks an earlier run left unsalvaged */
     pool_start(d->pool);
+    if (daemon_start_api(d, &err) < 0) {
+        log_error("%s", err->message);
+        return 1;
+    }
     d->status_timer = loop_add_timer(d->loop, now_usec(), daemon_on_status_timer, d);
     return loop_run(d->loop);
 }
@@ -194,7 +249,16 @@ daemon_free(Daemon *d)
 {
     if (!d)
         return;
-    workq_free(d->q); /* first: no job may complete into freed state */
+    if (d->hub)
+        eventhub_shutdown(d->hub); /* followers end */
+    api_stop(d->api);          /* waits for connection threads: the loop no longer runs */
+    workq_free(d->session_q);  /* then no job may complete into freed state */
+    workq_free(d->q);
+    sessions_free(d->sessions);
+    store_readers_free(d->readers);
+    store_close(d->store);
+    eventhub_free(d->hub);
+    free(d->db_path);
     pool_free(d->pool);
     loop_source_free(d->signal_src);
     loop_free(d->loop);

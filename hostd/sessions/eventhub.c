@@ -3,9 +3,12 @@
 #include "eventhub.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "timeutil.h"
 
@@ -18,6 +21,11 @@ typedef struct {
     uint64_t touched; /* publish counter at the last change, for eviction */
 } Entry;
 
+typedef struct {
+    char id[EVENTHUB_ID_BYTES];
+    int fd; /* -1: free slot */
+} Subscriber;
+
 struct EventHub {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -25,7 +33,15 @@ struct EventHub {
     size_t n;
     uint64_t clock;
     bool shut_down;
+    Subscriber subs[EVENTHUB_MAX_SUBSCRIBERS];
 };
+
+static void
+hub_kick(int fd)
+{
+    uint64_t one = 1;
+    (void) !write(fd, &one, sizeof(one));
+}
 
 int
 eventhub_new(EventHub **ret, Error **errp)
@@ -41,6 +57,8 @@ eventhub_new(EventHub **ret, Error **errp)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&h->cond, &attr);
     pthread_condattr_destroy(&attr);
+    for (size_t i = 0; i < EVENTHUB_MAX_SUBSCRIBERS; i++)
+        h->subs[i].fd = -1;
     *ret = h;
     return 0;
 }
@@ -97,7 +115,56 @@ eventhub_publish(EventHub *h, const char *session_id, uint64_t seq, bool ended)
     e->ended |= ended;
     e->touched = ++h->clock;
     pthread_cond_broadcast(&h->cond);
+    for (size_t i = 0; i < EVENTHUB_MAX_SUBSCRIBERS; i++)
+        if (h->subs[i].fd >= 0 && strcmp(h->subs[i].id, session_id) == 0)
+            hub_kick(h->subs[i].fd);
     pthread_mutex_unlock(&h->lock);
+}
+
+int
+eventhub_subscribe(EventHub *h, const char *session_id, Error **errp)
+{
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0)
+        return error_set(errp, E_INTERNAL, errno, "eventfd");
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < EVENTHUB_MAX_SUBSCRIBERS; i++)
+        if (h->subs[i].fd < 0) {
+            h->subs[i].fd = fd;
+            snprintf(h->subs[i].id, sizeof(h->subs[i].id), "%s", session_id);
+            if (h->shut_down)
+                hub_kick(fd);
+            pthread_mutex_unlock(&h->lock);
+            return fd;
+        }
+    pthread_mutex_unlock(&h->lock);
+    close(fd);
+    return error_set(errp, E_UNAVAILABLE, 0, "too many event followers (%d)",
+                     EVENTHUB_MAX_SUBSCRIBERS);
+}
+
+void
+eventhub_unsubscribe(EventHub *h, int fd)
+{
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < EVENTHUB_MAX_SUBSCRIBERS; i++)
+        if (h->subs[i].fd == fd)
+            h->subs[i].fd = -1;
+    pthread_mutex_unlock(&h->lock);
+    close(fd);
+}
+
+bool
+eventhub_peek(EventHub *h, const char *session_id, uint64_t *ret_seq, bool *ret_ended)
+{
+    pthread_mutex_lock(&h->lock);
+    Entry *e = hub_find(h, session_id);
+    *ret_seq = e ? e->seq : 0;
+    *ret_ended = e ? e->ended : true;
+    pthread_mutex_unlock(&h->lock);
+    return e != NULL;
 }
 
 bool
@@ -129,6 +196,9 @@ eventhub_shutdown(EventHub *h)
     pthread_mutex_lock(&h->lock);
     h->shut_down = true;
     pthread_cond_broadcast(&h->cond);
+    for (size_t i = 0; i < EVENTHUB_MAX_SUBSCRIBERS; i++)
+        if (h->subs[i].fd >= 0)
+            hub_kick(h->subs[i].fd);
     pthread_mutex_unlock(&h->lock);
 }
 

@@ -25,6 +25,15 @@ void eventhub_publish(EventHub *h, const char *session_id, uint64_t seq, bool en
  * (ended long ago, or never live here): read the store and stop following. */
 bool eventhub_wait(EventHub *h, const char *session_id, uint64_t after_seq,
                    uint64_t deadline_usec, uint64_t *ret_seq, bool *ret_ended);
+/* An eventfd that becomes readable whenever the session's events are published (and when the
+ * hub shuts down), for waiting with poll() or http_stream_wait(). At most
+ * EVENTHUB_MAX_SUBSCRIBERS at once (E_UNAVAILABLE beyond). Read it to re-arm it. */
+#define EVENTHUB_MAX_SUBSCRIBERS 1024
+int eventhub_subscribe(EventHub *h, const char *session_id, Error **errp);
+void eventhub_unsubscribe(EventHub *h, int fd);
+/* The session's last published seq and whether it ended; false when unknown. */
+bool eventhub_peek(EventHub *h, const char *session_id, uint64_t *ret_seq, bool *ret_ended);
+
 /* Wakes every waiter for good (daemon stopping). */
 void eventhub_shutdown(EventHub *h);
 bool eventhub_is_shut_down(EventHub *h);

@@ -1,6 +1,8 @@
 /* See render.h. */
 #include "render.h"
 
+#include "base64.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +19,6 @@ render_time(int64_t wall_usec, char *out, size_t cap)
     snprintf(out, cap, "%s.%03dZ", stamp, (int) ((wall_usec / 1000) % 1000));
 }
 
-char *
-render_base64(const uint8_t *data, size_t len)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t) data[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t) data[i + 1] << 8;
-        if (i + 2 < len)
-            v |= data[i + 2];
-        *o++ = tab[(v >> 18) & 63];
-        *o++ = tab[(v >> 12) & 63];
-        *o++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-        *o++ = i + 2 < len ? tab[v & 63] : '=';
-    }
-    *o = '\0';
-    return out;
-}
-
 static void
 render_data(json_t *o, const uint8_t *data, size_t len)
 {
@@ -48,7 +28,7 @@ render_data(json_t *o, const uint8_t *data, size_t len)
         return;
     }
     json_decref(s);
-    char *b64 = render_base64(data, len);
+    char *b64 = base64_encode(data, len);
     json_object_set_new(o, "data_b64", json_string(b64 ? b64 : ""));
     free(b64);
 }

@@ -13,5 +13,3 @@ json_t *render_event(const EventRecord *e);
 json_t *render_session(const SessionRecord *r);
 /* RFC 3339 UTC with milliseconds: "2026-11-29T22:10:00.123Z". out >= 32 bytes. */
 void render_time(int64_t wall_usec, char *out, size_t cap);
-/* Standard base64 with padding; caller frees. */
-char *render_base64(const uint8_t *data, size_t len);

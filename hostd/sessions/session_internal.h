@@ -57,6 +57,7 @@ typedef struct Op {
     void *userdata;
     TimerId timer;
     bool task; /* part of a task's upload: its completion moves the task on */
+    bool mkdir_first; /* put: make the parent directories before the first chunk */
     struct Op *next;
 } Op;
 

@@ -87,9 +87,23 @@ op_send(Op *op)
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
     Stockade__Runner__FilePut put = STOCKADE__RUNNER__FILE_PUT__INIT;
     Stockade__Runner__FileGet get = STOCKADE__RUNNER__FILE_GET__INIT;
+    Stockade__Runner__FsOp fs = STOCKADE__RUNNER__FS_OP__INIT;
+    _cleanup_free_ char *parent = NULL;
     _cleanup_error_ Error *err = NULL;
 
-    if (op->kind == OP_FILE_PUT) {
+    if (op->kind == OP_FILE_PUT && op->mkdir_first) {
+        parent = strdup(op->path);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (!slash) {
+            op_fail(op, E_INTERNAL, "%s: out of memory", op->path);
+            return;
+        }
+        *slash = '\0';
+        fs.kind = STOCKADE__RUNNER__FS_OP__KIND__MKDIR;
+        fs.path = parent;
+        m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FS_OP;
+        m.fs_op = &fs;
+    } else if (op->kind == OP_FILE_PUT) {
         size_t n = MIN(op->len - op->off, (size_t) FILE_CHUNK_MAX_BYTES);
         put.path = op->path;
         put.offset = op->off;
@@ -161,6 +175,11 @@ session_ops_on_reply(Session *s, const GuestMsg *m)
                                 ? E_INVALID
                                 : E_GUEST;
         op_fail(op, cat, "%s", m->error->message);
+    } else if (op->kind == OP_FILE_PUT && op->mkdir_first &&
+               (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT ||
+                m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK)) {
+        op->mkdir_first = false; /* the parents exist: now the content */
+        op_send(op);
     } else if (op->kind == OP_FILE_PUT && m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK) {
         op->off += MIN(op->len - op->off, (size_t) FILE_CHUNK_MAX_BYTES);
         if (op->off >= op->len)
@@ -208,6 +227,7 @@ session_start_put(Session *s, const char *path, const uint8_t *data, size_t len,
     op->put_done = done;
     op->userdata = userdata;
     op->task = task;
+    op->mkdir_first = strchr(path, '/') != NULL;
     op_send(op);
     return 0;
 }

@@ -3,10 +3,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "base64.h"
 #include "error.h"
 #include "log.h"
 #include "sha256.h"
@@ -81,6 +83,33 @@ test_log_escape(void **state)
     assert_string_equal(small, "abcd..."); /* 7 chars + NUL fill the 8 bytes */
 }
 
+static void
+test_base64(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *plain, *b64;
+    } v[] = {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foobar", "Zm9vYmFy"}};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        char *e = base64_encode((const uint8_t *) v[i].plain, strlen(v[i].plain));
+        assert_string_equal(e, v[i].b64);
+        free(e);
+        uint8_t *d;
+        size_t n;
+        assert_int_equal(base64_decode(v[i].b64, strlen(v[i].b64), &d, &n), 0);
+        assert_int_equal(n, strlen(v[i].plain));
+        assert_memory_equal(d, v[i].plain, n);
+        free(d);
+    }
+    const char *bad[] = {"Zg=", "Z===", "Zg=a", "Zm9v\n", "Zm 9", "=Zg="};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint8_t *d;
+        size_t n;
+        if (base64_decode(bad[i], strlen(bad[i]), &d, &n) == 0)
+            fail_msg("accepted malformed base64 '%s'", bad[i]);
+    }
+}
+
 int
 main(void)
 {
@@ -89,6 +118,7 @@ main(void)
         cmocka_unit_test(test_constant_time_compare),
         cmocka_unit_test(test_error_first_wins),
         cmocka_unit_test(test_log_escape),
+        cmocka_unit_test(test_base64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

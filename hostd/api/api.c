@@ -1,0 +1,219 @@
+/* Route table, tenant resolution and the loop hand-off. See api.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "http_url.h"
+#include "log.h"
+
+typedef struct {
+    const char *method;
+    const char *const pattern[6]; /* literal segments, "{id}" = a session id, "*" = any one,
+                                   * "**" = one or more (a workspace path) */
+    ApiRouteFn fn;
+} Route;
+
+static const Route routes[] = {
+    {"GET", {"v1", "health"}, route_health},
+    {"GET", {"metrics"}, route_metrics},
+    {"GET", {"v1", "pool"}, route_pool},
+    {"POST", {"v1", "sessions"}, route_session_create},
+    {"GET", {"v1", "sessions"}, route_session_list},
+    {"GET", {"v1", "sessions", "{id}"}, route_session_get},
+    {"DELETE", {"v1", "sessions", "{id}"}, route_session_close},
+    {"POST", {"v1", "sessions", "{id}", "cancel"}, route_session_cancel},
+    {"POST", {"v1", "sessions", "{id}", "exec"}, route_exec},
+    {"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}, route_exec_signal},
+    {"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}, route_exec_stdin},
+    {"GET", {"v1", "sessions", "{id}", "events"}, route_events},
+    {"PUT", {"v1", "sessions", "{id}", "files", "**"}, route_file_put},
+    {"GET", {"v1", "sessions", "{id}", "files", "**"}, route_file_get},
+    {"GET", {"v1", "sessions", "{id}", "workspace"}, route_workspace},
+    {"POST", {"v1", "tasks"}, route_task_create},
+    {"GET", {"v1", "tasks", "{id}"}, route_session_get},
+    {"POST", {"v1", "tasks", "{id}", "cancel"}, route_session_cancel},
+    {"GET", {"v1", "tasks", "{id}", "events"}, route_events},
+    {"GET", {"v1", "tasks", "{id}", "files", "**"}, route_file_get},
+    {"GET", {"v1", "tasks", "{id}", "workspace"}, route_workspace},
+};
+
+/* 0 = no match, 1 = path matches, 2 = path and method match. */
+static int
+route_match(const Route *r, ApiCtx *c)
+{
+    size_t i = 0;
+    for (; i < ELEMENTSOF(r->pattern) && r->pattern[i]; i++) {
+        const char *p = r->pattern[i];
+        if (strcmp(p, "**") == 0)
+            return c->n_seg > i ? 1 + (strcmp(r->method, http_method(c->req)) == 0) : 0;
+        if (i >= c->n_seg)
+            return 0;
+        if (strcmp(p, "{id}") != 0 && strcmp(p, "*") != 0 && strcmp(p, c->seg[i]) != 0)
+            return 0;
+    }
+    if (i != c->n_seg)
+        return 0;
+    bool head_as_get = strcmp(http_method(c->req), "HEAD") == 0 && strcmp(r->method, "GET") == 0;
+    return 1 + (head_as_get || strcmp(r->method, http_method(c->req)) == 0);
+}
+
+void
+api_ctx_done(ApiCtx *c)
+{
+    http_strv_free(c->seg);
+    json_decref(c->body);
+    free(c);
+}
+
+void
+api_reply_json(ApiCtx *c, unsigned status, json_t *body)
+{
+    http_respond_json(c->req, status, body);
+    api_ctx_done(c);
+}
+
+void
+api_reply_error(ApiCtx *c, const Error *e)
+{
+    http_respond_error(c->req, e, NULL);
+    api_ctx_done(c);
+}
+
+void
+api_reply_errorf(ApiCtx *c, ErrorCategory cat, const char *fmt, ...)
+{
+    _cleanup_error_ Error *e = NULL;
+    char msg[ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    error_set(&e, cat, 0, "%s", msg);
+    api_reply_error(c, e);
+}
+
+typedef struct {
+    ApiCtx *c;
+    ApiRouteFn fn;
+} LoopCall;
+
+static void
+api_loop_trampoline(void *userdata)
+{
+    LoopCall *lc = userdata;
+    ApiCtx *c = lc->c;
+    ApiRouteFn fn = lc->fn;
+    free(lc);
+    fn(c);
+}
+
+void
+api_on_loop(ApiCtx *c, ApiRouteFn fn)
+{
+    LoopCall *lc = malloc(sizeof(*lc));
+    if (lc) {
+        lc->c = c; /* before the post: the loop thread may run it at once */
+        lc->fn = fn;
+    }
+    if (!lc || loop_post(c->api->d.loop, api_loop_trampoline, lc) < 0) {
+        free(lc);
+        api_reply_errorf(c, E_UNAVAILABLE, "the daemon is overloaded");
+    }
+}
+
+const char *
+api_session_id(ApiCtx *c, size_t i)
+{
+    if (i >= c->n_seg || !sessions_id_is_valid(c->seg[i])) {
+        api_reply_errorf(c, E_NOT_FOUND, "no such session");
+        return NULL;
+    }
+    return c->seg[i];
+}
+
+int
+api_load_session(ApiCtx *c, const char *id, SessionRecord *ret, Error **errp)
+{
+    Store *s = store_reader_acquire(c->api->d.readers);
+    int r = store_session_get(s, id, ret, errp);
+    store_reader_release(c->api->d.readers, s);
+    if (r == 0 && strcmp(ret->tenant_id, c->tenant) != 0 && !c->admin) {
+        session_record_clear(ret);
+        return error_set(errp, E_NOT_FOUND, 0, "no session %s", id); /* 404, never 403 */
+    }
+    return r;
+}
+
+/* Who is asking. Issue 5 maps bearer tokens to tenants; until then every caller is the
+ * default tenant, and a unix-socket peer is an operator. */
+static int
+api_authenticate(ApiCtx *c, Error **errp)
+{
+    (void) errp;
+    snprintf(c->tenant, sizeof(c->tenant), "%s", API_TENANT_DEFAULT);
+    c->admin = http_peer_is_unix(c->req);
+    return 0;
+}
+
+static void
+api_handle(HttpRequest *req, void *userdata)
+{
+    _cleanup_error_ Error *err = NULL;
+    ApiCtx *c = calloc(1, sizeof(*c));
+    int best = 0;
+    const Route *found = NULL;
+
+    if (!c) {
+        error_set(&err, E_INTERNAL, ENOMEM, "request");
+        http_respond_error(req, err, NULL);
+        return;
+    }
+    c->api = userdata;
+    c->req = req;
+    if (http_path_segments(req, &c->seg, &c->n_seg, &err) < 0 || api_authenticate(c, &err) < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    for (size_t i = 0; i < ELEMENTSOF(routes) && best < 2; i++) {
+        int m = route_match(&routes[i], c);
+        if (m > best) {
+            best = m;
+            found = &routes[i];
+        }
+    }
+    if (best == 0)
+        api_reply_errorf(c, E_NOT_FOUND, "no such endpoint: %s %.200s", http_method(req),
+                         http_path(req));
+    else if (best == 1)
+        api_reply_json(c, 405,
+                       json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed", "message",
+                                 "this method is not allowed on this path"));
+    else
+        found->fn(c);
+}
+
+int
+api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp)
+{
+    Api *a = calloc(1, sizeof(*a));
+    if (!a)
+        return error_set(errp, E_INTERNAL, ENOMEM, "api");
+    a->d = *deps;
+    if (http_server_start(http, api_handle, a, &a->http, errp) < 0) {
+        free(a);
+        return -1;
+    }
+    *ret = a;
+    return 0;
+}
+
+void
+api_stop(Api *a)
+{
+    if (!a)
+        return;
+    http_server_stop(a->http);
+    free(a);
+}

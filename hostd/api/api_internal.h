@@ -1,0 +1,70 @@
+/* Internal to hostd/api's routes. */
+#pragma once
+
+#include <jansson.h>
+
+#include "api.h"
+
+#define API_LIST_MAX 500 /* sessions per list page */
+#define API_FILE_GET_MAX_BYTES (64u << 20)
+#define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
+
+struct Api {
+    ApiDeps d;
+    HttpServer *http;
+};
+
+/* One request on its way through a route. */
+typedef struct ApiCtx {
+    Api *api;
+    HttpRequest *req;
+    char **seg; /* decoded path segments */
+    size_t n_seg;
+    char tenant[64];
+    bool admin;   /* unix-socket peer (issue 5 adds admin tokens) */
+    json_t *body; /* parsed JSON body, when the route wants one */
+    void *extra;  /* route-specific state carried to the loop */
+} ApiCtx;
+
+typedef void (*ApiRouteFn)(ApiCtx *c);
+
+/* Runs fn(c) on the loop thread; fn must answer and then call api_ctx_done(c). */
+void api_on_loop(ApiCtx *c, ApiRouteFn fn);
+void api_ctx_done(ApiCtx *c);
+/* Answer helpers that also end the context. */
+void api_reply_json(ApiCtx *c, unsigned status, json_t *body);
+void api_reply_error(ApiCtx *c, const Error *e);
+void api_reply_errorf(ApiCtx *c, ErrorCategory cat, const char *fmt, ...) _printf_(3, 4);
+
+/* Body parsing (api_json.c): E_INVALID with the field's name on any mistake. */
+int api_parse_body(ApiCtx *c, Error **errp);
+int api_json_argv(json_t *v, char ***ret_argv, size_t *ret_argc, Error **errp);
+int api_json_env(json_t *v, EnvPair **ret_env, size_t *ret_n, Error **errp);
+int api_json_timeout(json_t *obj, const char *key, uint64_t *ret_usec, Error **errp);
+int api_json_files(json_t *v, TaskFile **ret, size_t *ret_n, Error **errp);
+void api_free_argv(char **argv, size_t argc);
+void api_free_env(EnvPair *env, size_t n);
+void api_free_files(TaskFile *f, size_t n);
+
+/* Routes. */
+void route_session_create(ApiCtx *c);
+void route_task_create(ApiCtx *c);
+void route_session_list(ApiCtx *c);
+void route_session_get(ApiCtx *c);
+void route_session_close(ApiCtx *c);
+void route_session_cancel(ApiCtx *c);
+void route_exec(ApiCtx *c);
+void route_exec_signal(ApiCtx *c);
+void route_exec_stdin(ApiCtx *c);
+void route_events(ApiCtx *c);
+void route_file_put(ApiCtx *c);
+void route_file_get(ApiCtx *c);
+void route_workspace(ApiCtx *c);
+void route_metrics(ApiCtx *c);
+void route_health(ApiCtx *c);
+void route_pool(ApiCtx *c);
+
+/* A session id from segment i, checked; answers 404 itself and returns NULL when malformed. */
+const char *api_session_id(ApiCtx *c, size_t i);
+/* The session's record for this tenant (E_NOT_FOUND for another tenant's). */
+int api_load_session(ApiCtx *c, const char *id, SessionRecord *ret, Error **errp);

@@ -1,0 +1,178 @@
+/* GET /metrics (Prometheus text format 0.0.4), /v1/health, /v1/pool. Counts of sessions by
+ * state come from the store (reader, connection thread); pool and session counters from the
+ * loop thread, where they live. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+
+static const char *const session_states[] = {"pending",  "starting",   "running",
+                                             "stopping", "extracting", "ended"};
+
+typedef struct {
+    uint64_t by_state[6];
+} MetricsCtx;
+
+static void
+histogram_text(FILE *f, const char *name, const char *help, const Histogram *h)
+{
+    uint64_t cum = 0;
+    fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (int i = 0; i < HISTOGRAM_BUCKETS; i++) {
+        cum += h->buckets[i];
+        if (histogram_bounds_usec[i] == UINT64_MAX)
+            fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long) cum);
+        else
+            fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, (double) histogram_bounds_usec[i] / 1e6,
+                    (unsigned long long) cum);
+    }
+    fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, (double) h->sum_usec / 1e6, name,
+            (unsigned long long) h->count);
+}
+
+static void
+counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+            (unsigned long long) v);
+}
+
+static void
+pool_text(FILE *f, const PoolStatus *st)
+{
+    fprintf(f, "# HELP stockade_pool_guests Guests per pool and state.\n"
+               "# TYPE stockade_pool_guests gauge\n");
+    for (size_t i = 0; i < st->n_shapes; i++) {
+        const PoolShapeStatus *s = &st->shapes[i];
+        const struct {
+            const char *state;
+            unsigned v;
+        } rows[] = {{"idle", s->idle},
+                    {"busy", s->busy},
+                    {"starting", s->starting},
+                    {"draining", s->draining}};
+        for (size_t k = 0; k < ELEMENTSOF(rows); k++)
+            fprintf(f, "stockade_pool_guests{pool=\"%s\",state=\"%s\"} %u\n", s->name,
+                    rows[k].state, rows[k].v);
+    }
+    fprintf(f, "# HELP stockade_pool_warm_target Idle guests each pool keeps ready.\n"
+               "# TYPE stockade_pool_warm_target gauge\n");
+    for (size_t i = 0; i < st->n_shapes; i++)
+        fprintf(f, "stockade_pool_warm_target{pool=\"%s\"} %u\n", st->shapes[i].name,
+                st->shapes[i].warm);
+    fprintf(f,
+            "# HELP stockade_accel_kvm 1 when guests run under KVM, 0 under TCG.\n"
+            "# TYPE stockade_accel_kvm gauge\nstockade_accel_kvm %d\n",
+            st->accel == ACCEL_KVM);
+    counter(f, "stockade_pool_restores_total", "Guests restored from snapshots.", st->restores);
+    counter(f, "stockade_pool_restore_failures_total", "Restores that failed.",
+            st->restore_failures);
+    counter(f, "stockade_pool_wedged_total", "Guests destroyed for not answering pings.",
+            st->wedged);
+    counter(f, "stockade_pool_broken_total", "Guests destroyed for breaking the protocol.",
+            st->broken);
+    histogram_text(f, "stockade_restore_seconds", "Restore requested to runner Ready.",
+                   &st->restore_to_ready);
+    histogram_text(f, "stockade_boot_seconds", "Cold boot to runner Ready (snapshots).",
+                   &st->boot_to_ready);
+    histogram_text(f, "stockade_destroy_seconds", "Destroy requested to QEMU gone.",
+                   &st->destroy_to_gone);
+}
+
+static void
+metrics_on_loop(ApiCtx *c)
+{
+    MetricsCtx *m = c->extra;
+    PoolStatus ps;
+    SessionsStats ss;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    pool_status(c->api->d.pool, &ps);
+    sessions_stats(c->api->d.sessions, &ss);
+    if (f) {
+        pool_text(f, &ps);
+        fprintf(f, "# HELP stockade_sessions Sessions by state.\n"
+                   "# TYPE stockade_sessions gauge\n");
+        for (size_t i = 0; i < ELEMENTSOF(session_states); i++)
+            fprintf(f, "stockade_sessions{state=\"%s\"} %llu\n", session_states[i],
+                    (unsigned long long) m->by_state[i]);
+        counter(f, "stockade_sessions_created_total", "Sessions and tasks created.", ss.created);
+        counter(f, "stockade_cancels_total", "Sessions cancelled.", ss.cancels);
+        counter(f, "stockade_timeouts_total", "Sessions ended by their timeout.", ss.timeouts);
+        counter(f, "stockade_extraction_bytes_total", "Bytes salvaged from workspace disks.",
+                ss.extraction_bytes);
+        counter(f, "stockade_extraction_failures_total", "Salvages that failed.",
+                ss.extraction_failures);
+        histogram_text(f, "stockade_handout_seconds", "Session created to guest ready.",
+                       &ss.handout);
+        histogram_text(f, "stockade_extraction_seconds", "Salvage of a workspace disk.",
+                       &ss.extraction);
+        fclose(f);
+    }
+    free(m);
+    http_respond_bytes(c->req, 200, "text/plain; version=0.0.4", text ? text : "", text ? len : 0);
+    free(text);
+    api_ctx_done(c);
+}
+
+void
+route_metrics(ApiCtx *c)
+{
+    MetricsCtx *m = calloc(1, sizeof(*m));
+    if (!m) {
+        api_reply_errorf(c, E_INTERNAL, "out of memory");
+        return;
+    }
+    Store *s = store_reader_acquire(c->api->d.readers);
+    (void) store_count_by_state(s, session_states, ELEMENTSOF(session_states), m->by_state, NULL);
+    store_reader_release(c->api->d.readers, s);
+    c->extra = m;
+    api_on_loop(c, metrics_on_loop);
+}
+
+static json_t *
+pool_json(const PoolStatus *st)
+{
+    json_t *pools = json_array();
+    for (size_t i = 0; i < st->n_shapes; i++) {
+        const PoolShapeStatus *s = &st->shapes[i];
+        json_array_append_new(pools, json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "name", s->name,
+                                               "warm", s->warm, "slots", s->slots, "idle", s->idle,
+                                               "busy", s->busy, "starting", s->starting, "draining",
+                                               s->draining, "snapshots_ready", s->snapshots_ready));
+    }
+    return json_pack("{s:s,s:b,s:s,s:o}", "accel", accel_to_string(st->accel), "accel_decided",
+                     st->accel_decided, "accel_reason", st->accel_reason, "pools", pools);
+}
+
+static void
+pool_on_loop(ApiCtx *c)
+{
+    PoolStatus st;
+    pool_status(c->api->d.pool, &st);
+    json_t *o = pool_json(&st);
+    if (c->extra) { /* health: the short form */
+        json_t *h = json_pack("{s:s,s:s,s:b}", "status", "ok", "version", STOCKADE_VERSION,
+                              "accel_decided", st.accel_decided);
+        json_object_set(h, "accel", json_object_get(o, "accel"));
+        json_decref(o);
+        o = h;
+    }
+    api_reply_json(c, 200, o);
+}
+
+void
+route_pool(ApiCtx *c)
+{
+    api_on_loop(c, pool_on_loop);
+}
+
+void
+route_health(ApiCtx *c)
+{
+    c->extra = (void *) 1;
+    api_on_loop(c, pool_on_loop);
+}

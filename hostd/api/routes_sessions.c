@@ -1,0 +1,385 @@
+/* Session and task routes: create, list, get, close, cancel, exec, signal, stdin. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "render.h"
+#include "runner_limits.h"
+
+/* ------------------------------------------------------------------ create */
+
+static void
+spec_free(SessionSpec *sp)
+{
+    api_free_env(sp->env, sp->n_env);
+    api_free_argv(sp->argv, sp->argc);
+    api_free_files(sp->files, sp->n_files);
+    free(sp->cwd);
+    free(sp);
+}
+
+static void
+create_on_loop(ApiCtx *c)
+{
+    SessionSpec *sp = c->extra;
+    char id[SESSION_ID_BYTES];
+    _cleanup_error_ Error *err = NULL;
+
+    sp->tenant_id = c->tenant;
+    if (sessions_create(c->api->d.sessions, sp, id, &err) < 0) {
+        spec_free(sp);
+        api_reply_error(c, err);
+        return;
+    }
+    char events[128];
+    snprintf(events, sizeof(events), "/v1/%s/%s/events", sp->is_task ? "tasks" : "sessions", id);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "kind", sp->is_task ? "task" : "session",
+                  "pool", sp->pool, "state", "pending", "events", events);
+    spec_free(sp);
+    api_reply_json(c, 201, o);
+}
+
+static int
+parse_spec(ApiCtx *c, bool task, SessionSpec *sp, Error **errp)
+{
+    json_t *b = c->body;
+    json_t *pool = json_object_get(b, "pool") ?: json_object_get(b, "image");
+    json_t *mirror = json_object_get(b, "mirror");
+
+    if (!json_is_string(pool))
+        return error_set(errp, E_INVALID, 0, "pool (or image) must name an image pool");
+    sp->pool = json_string_value(pool); /* borrowed from the body until the loop is done */
+    sp->is_task = task;
+    if (mirror && !json_is_boolean(mirror))
+        return error_set(errp, E_INVALID, 0, "mirror must be true or false");
+    sp->mirror = mirror ? json_is_true(mirror) : true;
+    if (api_json_timeout(b, "timeout_s", &sp->timeout_usec, errp) < 0 ||
+        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0)
+        return -1;
+    if (!task)
+        return 0;
+    json_t *cwd = json_object_get(b, "cwd");
+    if (cwd && (!json_is_string(cwd) || !(sp->cwd = strdup(json_string_value(cwd)))))
+        return error_set(errp, E_INVALID, 0, "cwd must be a string");
+    if (api_json_argv(json_object_get(b, "argv"), &sp->argv, &sp->argc, errp) < 0 ||
+        api_json_files(json_object_get(b, "files"), &sp->files, &sp->n_files, errp) < 0)
+        return -1;
+    return 0;
+}
+
+static void
+route_create(ApiCtx *c, bool task)
+{
+    _cleanup_error_ Error *err = NULL;
+    SessionSpec *sp = calloc(1, sizeof(*sp));
+
+    if (!sp || api_parse_body(c, &err) < 0 || parse_spec(c, task, sp, &err) < 0) {
+        if (sp)
+            spec_free(sp);
+        if (!err)
+            error_set(&err, E_INTERNAL, ENOMEM, "request");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = sp;
+    api_on_loop(c, create_on_loop);
+}
+
+void
+route_session_create(ApiCtx *c)
+{
+    route_create(c, false);
+}
+
+void
+route_task_create(ApiCtx *c)
+{
+    route_create(c, true);
+}
+
+/* ------------------------------------------------------------------ read */
+
+void
+route_session_get(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    SessionRecord r;
+    const char *id = api_session_id(c, 2);
+
+    if (!id)
+        return;
+    if (api_load_session(c, id, &r, &err) < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    json_t *o = render_session(&r);
+    session_record_clear(&r);
+    api_reply_json(c, 200, o);
+}
+
+void
+route_session_list(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    const char *state = http_query(c->req, "state"), *limit_s = http_query(c->req, "limit");
+    const char *before_s = http_query(c->req, "before");
+    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
+    long long before = before_s ? strtoll(before_s, NULL, 10) : 0;
+    SessionRecord *v = NULL;
+    size_t n = 0;
+
+    if (limit < 1 || limit > API_LIST_MAX || before < 0 || (state && strlen(state) > 15)) {
+        api_reply_errorf(c, E_INVALID,
+                         "limit must be 1..%d; before a cursor from a previous "
+                         "page",
+                         API_LIST_MAX);
+        return;
+    }
+    Store *s = store_reader_acquire(c->api->d.readers);
+    int r = store_session_list(s, c->admin ? NULL : c->tenant, state, (size_t) limit, before, &v,
+                               &n, &err);
+    store_reader_release(c->api->d.readers, s);
+    if (r < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, render_session(&v[i]));
+    json_t *o = json_pack("{s:o}", "sessions", arr);
+    if (n == (size_t) limit)
+        json_object_set_new(o, "next", json_sprintf("%lld", (long long) v[n - 1].created_usec));
+    else
+        json_object_set_new(o, "next", json_null());
+    session_records_free(v, n);
+    api_reply_json(c, 200, o);
+}
+
+/* ------------------------------------------------------------------ close, cancel */
+
+static void
+end_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    const char *id = c->seg[2];
+    bool cancel = c->extra != NULL;
+    int r = cancel ? sessions_cancel(c->api->d.sessions, c->admin ? NULL : c->tenant, id, &err)
+                   : sessions_close(c->api->d.sessions, c->admin ? NULL : c->tenant, id, &err);
+    if (r < 0 && err->category == E_NOT_FOUND) {
+        /* not live: an ended session of this tenant is fine (idempotent), others are 404 */
+        SessionRecord rec;
+        error_free(err);
+        err = NULL;
+        if (api_load_session(c, id, &rec, &err) < 0) {
+            api_reply_error(c, err);
+            return;
+        }
+        session_record_clear(&rec);
+        api_reply_json(c, 200, json_pack("{s:s,s:s}", "id", id, "state", "ended"));
+        return;
+    }
+    if (r < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    api_reply_json(c, 202, json_pack("{s:s,s:s}", "id", id, "state", "stopping"));
+}
+
+void
+route_session_close(ApiCtx *c)
+{
+    if (api_session_id(c, 2))
+        api_on_loop(c, end_on_loop);
+}
+
+void
+route_session_cancel(ApiCtx *c)
+{
+    if (!api_session_id(c, 2))
+        return;
+    c->extra = (void *) 1; /* cancel, not close */
+    api_on_loop(c, end_on_loop);
+}
+
+/* ------------------------------------------------------------------ exec */
+
+static void
+exec_on_loop(ApiCtx *c)
+{
+    ExecSpec *sp = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    uint32_t exec_id;
+    int r = sessions_exec(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], sp, &exec_id,
+                          &err);
+    api_free_argv(sp->argv, sp->argc);
+    api_free_env(sp->env, sp->n_env);
+    free(sp->cwd);
+    free(sp);
+    if (r < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
+}
+
+void
+route_exec(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    ExecSpec *sp = calloc(1, sizeof(*sp));
+    json_t *cwd, *in;
+
+    if (!api_session_id(c, 2)) {
+        free(sp);
+        return;
+    }
+    if (!sp || api_parse_body(c, &err) < 0 ||
+        api_json_argv(json_object_get(c->body, "argv"), &sp->argv, &sp->argc, &err) < 0 ||
+        api_json_env(json_object_get(c->body, "env"), &sp->env, &sp->n_env, &err) < 0 ||
+        api_json_timeout(c->body, "timeout_s", &sp->timeout_usec, &err) < 0)
+        goto fail_free;
+    cwd = json_object_get(c->body, "cwd");
+    in = json_object_get(c->body, "stdin");
+    if ((cwd && !json_is_string(cwd)) || (in && !json_is_boolean(in))) {
+        error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
+        goto fail_free;
+    }
+    sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
+    sp->stdin_open = in && json_is_true(in);
+    c->extra = sp;
+    api_on_loop(c, exec_on_loop);
+    return;
+
+fail_free:
+    if (sp) {
+        api_free_argv(sp->argv, sp->argc);
+        api_free_env(sp->env, sp->n_env);
+        free(sp);
+    }
+    if (!err)
+        error_set(&err, E_INTERNAL, ENOMEM, "request");
+    api_reply_error(c, err);
+}
+
+static int
+parse_exec_id(const char *s, uint32_t *ret)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || v == 0 || v > UINT32_MAX)
+        return -1;
+    *ret = (uint32_t) v;
+    return 0;
+}
+
+static int
+parse_signal(json_t *v, int *ret)
+{
+    static const struct {
+        const char *name;
+        int signo;
+    } names[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},
+                 {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"STOP", SIGSTOP},
+                 {"CONT", SIGCONT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64) {
+        *ret = (int) json_integer_value(v);
+        return 0;
+    }
+    const char *s = json_string_value(v);
+    if (s && strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
+        if (strcmp(s, names[i].name) == 0) {
+            *ret = names[i].signo;
+            return 0;
+        }
+    return -1;
+}
+
+typedef struct {
+    uint32_t exec_id;
+    int signo;
+} SignalReq;
+
+static void
+signal_on_loop(ApiCtx *c)
+{
+    SignalReq *sr = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    int r = sessions_signal(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], sr->exec_id,
+                            sr->signo, &err);
+    free(sr);
+    if (r < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:b}", "sent", 1));
+}
+
+void
+route_exec_signal(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    SignalReq *sr = calloc(1, sizeof(*sr));
+    if (!api_session_id(c, 2)) {
+        free(sr);
+        return;
+    }
+    if (!sr || api_parse_body(c, &err) < 0 || parse_exec_id(c->seg[4], &sr->exec_id) < 0 ||
+        parse_signal(json_object_get(c->body, "signal"), &sr->signo) < 0) {
+        free(sr);
+        if (!err)
+            error_set(&err, E_INVALID, 0,
+                      "need an exec id and signal (a number or a name "
+                      "such as \"KILL\")");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = sr;
+    api_on_loop(c, signal_on_loop);
+}
+
+typedef struct {
+    uint32_t exec_id;
+    bool eof;
+} StdinReq;
+
+static void
+stdin_on_loop(ApiCtx *c)
+{
+    StdinReq *sr = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    size_t len;
+    const uint8_t *data = http_body(c->req, &len);
+    int r = sessions_stdin(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], sr->exec_id,
+                           data, len, sr->eof, &err);
+    free(sr);
+    if (r < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:I}", "bytes", (json_int_t) len));
+}
+
+void
+route_exec_stdin(ApiCtx *c)
+{
+    StdinReq *sr = calloc(1, sizeof(*sr));
+    size_t len;
+    const char *eof = http_query(c->req, "eof");
+
+    if (!api_session_id(c, 2)) {
+        free(sr);
+        return;
+    }
+    (void) http_body(c->req, &len);
+    if (!sr || parse_exec_id(c->seg[4], &sr->exec_id) < 0 || len > STDIN_CHUNK_MAX_BYTES) {
+        free(sr);
+        api_reply_errorf(c, E_INVALID, "need an exec id and at most %u bytes of stdin",
+                         STDIN_CHUNK_MAX_BYTES);
+        return;
+    }
+    sr->eof = eof && (strcmp(eof, "1") == 0 || strcmp(eof, "true") == 0);
+    c->extra = sr;
+    api_on_loop(c, stdin_on_loop);
+}
