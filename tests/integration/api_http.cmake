@@ -2,7 +2,8 @@
 # one ctest per scenario (api_http_test.c lists them). Timing-sensitive, so RUN_SERIAL.
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_package(Threads REQUIRED)
-add_executable(test_api_http api_http_test.c api_http_test_conn.c api_http_client.c)
+add_executable(test_api_http api_http_test.c api_http_test_req.c api_http_test_conn.c
+               api_http_client.c)
 target_link_libraries(test_api_http PRIVATE stockade_http stockade_testlib PkgConfig::CURL
                       Threads::Threads)
 foreach(scenario echo paths body unix config slowloris idle load limits stream disconnect

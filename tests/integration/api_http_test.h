@@ -39,6 +39,16 @@ extern atomic_int late_peak;               /* most /late requests in flight at o
 extern int stream_pipe_w;                  /* write end feeding /stream/pipe producers */
 extern _Atomic(HttpRequest *) pending_req; /* the /never request, answered by the test */
 
+#define FILE_CONTENT "file body\n" /* what /file serves */
+
+void test_handler(HttpRequest *r, void *userdata);
+
+/* Scenarios in api_http_test_req.c. */
+void scenario_echo(void);
+void scenario_paths(void);
+void scenario_body(void);
+void scenario_unix(void);
+void scenario_config(void);
 /* Scenarios in api_http_test_conn.c. */
 void scenario_slowloris(void);
 void scenario_idle(void);
