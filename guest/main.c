@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fdutil.h"
@@ -109,6 +110,13 @@ process_setup(void)
     signal(SIGPIPE, SIG_IGN);
     mallopt(M_MMAP_THRESHOLD, RUNNER_MMAP_THRESHOLD_BYTES);
     mallopt(M_TRIM_THRESHOLD, RUNNER_TRIM_THRESHOLD_BYTES);
+    /* Up to 4 pipes and 2 cgroup fds per exec, plus a deep REMOVE: lift the soft fd limit to
+     * the hard one (the children get their own defaults in spawn.c). */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &nofile);
+    }
 }
 
 _Noreturn static void

@@ -102,10 +102,13 @@ serve_read_port(Server *s, short revents)
     return 1;
 }
 
+/* A frame half-sent by the host that went away would swallow the next host's sync marker:
+ * input starts afresh. Queued output stays: it follows the next sync reply. */
 static int
 serve_host_gone(Server *s)
 {
     log_debug("host disconnected; waiting for it (Ready{0})");
+    frame_reader_init(s->reader);
     return serve_wait_host(s);
 }
 

@@ -4,7 +4,8 @@
  *
  * Port behaviour: Ready{nonce 0} is written (blocking) on start and again each time the
  * port reports EOF/POLLHUP (host disconnected: that write blocks until a host connects, so a
- * disconnected guest uses no CPU). A sync marker with nonce N is echoed, followed by
+ * disconnected guest uses no CPU; meanwhile children are neither read nor reaped, and a
+ * partly received request is dropped). A sync marker with nonce N is echoed, followed by
  * Ready{N}, ahead of every frame that has not started leaving. A bad frame gets
  * Error{BAD_FRAME} and a hunt for the next marker; a frame that does not decode or check
  * gets Error{BAD_MESSAGE} (with its req_id when readable) and is dropped. */

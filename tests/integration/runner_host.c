@@ -199,6 +199,31 @@ rh_build_env(const char *const *env, Stockade__Runner__EnvVar *vars,
     }
 }
 
+static void
+rh_fill_exec(Stockade__Runner__Exec *x, uint32_t id, const char *const *argv)
+{
+    size_t n_argv = 0;
+    while (argv[n_argv])
+        n_argv++;
+    x->exec_id = id;
+    x->argv = (char **) argv;
+    x->n_argv = n_argv;
+    x->cwd = "";
+}
+
+void
+rh_send_exec_only(const char *const *argv)
+{
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Exec x = STOCKADE__RUNNER__EXEC__INIT;
+
+    rh_fill_exec(&x, fx.next_exec_id++, argv);
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
+    m.exec = &x;
+    if (runner_client_send(fx.c, &m, RH_TIMEOUT_MS, NULL) < 0)
+        fail_msg("send exec: %s", runner_client_error(fx.c));
+}
+
 static GuestMsg *
 rh_send_exec(uint32_t id, const char *const *argv, const char *const *env, const char *cwd,
              bool stdin_open)
@@ -207,14 +232,10 @@ rh_send_exec(uint32_t id, const char *const *argv, const char *const *env, const
     Stockade__Runner__Exec x = STOCKADE__RUNNER__EXEC__INIT;
     Stockade__Runner__EnvVar vars[8], *ptrs[8];
     char names[8][64];
-    size_t n_argv = 0, n_env;
+    size_t n_env;
 
-    while (argv[n_argv])
-        n_argv++;
     rh_build_env(env, vars, ptrs, names, &n_env);
-    x.exec_id = id;
-    x.argv = (char **) argv;
-    x.n_argv = n_argv;
+    rh_fill_exec(&x, id, argv);
     x.env = ptrs;
     x.n_env = n_env;
     x.cwd = (char *) (cwd ? cwd : "");
@@ -607,6 +628,37 @@ test_malformed_frames(void **state)
     rh_ping(10);
 }
 
+/* A second runner whose peer closes the channel for good: it kills its execs and exits 0. */
+static void
+test_peer_close(void **state)
+{
+    (void) state;
+    Fixture saved = fx;
+    char tmpl[] = "/tmp/stockade-rh-ws2.XXXXXX", needle[64];
+    const char *argv[] = {"sleep", rh_sleep_secs(98), NULL};
+    GuestMsg *ready;
+    int status = -1;
+
+    snprintf(needle, sizeof(needle), "sleep %s", argv[1]);
+    assert_non_null(mkdtemp(tmpl));
+    fx.ws = tmpl; /* the runner child joins no test cgroup: fallback mode, no limits needed */
+    fx.cg_root = fx.pids_v1 = fx.mem_v1 = NULL;
+    rh_start_runner();
+    bool synced = runner_client_sync(fx.c, 0x5eed0099, RH_TIMEOUT_MS, &ready) == 0;
+    if (synced) {
+        msg_free_guest(ready);
+        rh_hello();
+        (void) rh_exec(argv, NULL, NULL, false);
+    }
+    runner_client_free(fx.c);
+    pid_t pid = waitpid(fx.runner_pid, &status, 0);
+    test_rm_rf(tmpl);
+    fx = saved;
+    assert_true(synced);
+    assert_true(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(rh_wait_procs_gone(needle, 5000));
+}
+
 static void
 test_shutdown(void **state)
 {
@@ -638,6 +690,7 @@ main(int argc, char **argv)
     };
     static const struct CMUnitTest last[] = {
         cmocka_unit_test(test_malformed_frames),
+        cmocka_unit_test(test_peer_close),
         cmocka_unit_test(test_shutdown),
     };
     size_t n =

@@ -48,6 +48,8 @@ typedef struct ExecResult {
 
 /* Sends an Exec and asserts ExecStarted; returns the exec_id. env: "NAME=value" strings. */
 uint32_t rh_exec(const char *const *argv, const char *const *env, const char *cwd, bool stdin_open);
+/* Sends an Exec without waiting for anything (the next exec_id is used). */
+void rh_send_exec_only(const char *const *argv);
 /* Sends an Exec expected to fail; returns the Error code. */
 int rh_exec_error(const char *const *argv, const char *cwd);
 /* Waits for ExecExit of exec_id and gathers its output (in order). */

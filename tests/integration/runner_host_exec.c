@@ -26,6 +26,46 @@ test_exec_echo(void **state)
     rh_result_free(&r);
 }
 
+/* Within one exec: ExecStarted (the reply), then every Output, then ExecExit. */
+static void
+test_exec_message_order(void **state)
+{
+    (void) state;
+    const char *argv[] = {"sh", "-c", "echo a; echo b >&2; echo c", NULL};
+    GuestMsg *m;
+    int phase = 0; /* 0: want ExecStarted, 1: outputs, 2: done */
+    size_t out = 0;
+
+    rh_drop_pending();
+    uint32_t id = fx.next_exec_id;
+    rh_send_exec_only(argv);
+    while (phase < 2) {
+        if (runner_client_next(fx.c, RH_TIMEOUT_MS, &m) < 0)
+            fail_msg("order: %s", runner_client_error(fx.c));
+        switch (m->body_case) {
+        case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED:
+            assert_int_equal(phase, 0);
+            phase = 1;
+            break;
+        case STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT:
+            assert_int_equal(phase, 1);
+            assert_int_equal(m->output->exec_id, id);
+            assert_int_equal(m->req_id, 0);
+            out += m->output->data.len;
+            break;
+        case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT:
+            assert_int_equal(phase, 1);
+            assert_int_equal(m->req_id, 0);
+            phase = 2;
+            break;
+        default:
+            break; /* mirror records may interleave */
+        }
+        msg_free_guest(m);
+    }
+    assert_int_equal(out, 6);
+}
+
 static void
 test_exec_stderr_and_code(void **state)
 {
@@ -330,6 +370,7 @@ test_memory_hog(void **state)
 
 const struct CMUnitTest rh_exec_tests[] = {
     cmocka_unit_test(test_exec_echo),
+    cmocka_unit_test(test_exec_message_order),
     cmocka_unit_test(test_exec_stderr_and_code),
     cmocka_unit_test(test_exec_env_ids_cwd),
     cmocka_unit_test(test_exec_failures),

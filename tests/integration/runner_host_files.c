@@ -185,6 +185,24 @@ test_file_confinement(void **state)
     free(fifo);
 }
 
+/* More entries than LIST_MAX_ENTRIES: the reply stays a legal frame and says truncated. */
+static void
+rh_list_truncated(void)
+{
+    ExecResult x;
+
+    rh_sh("mkdir many && cd many && i=0; while [ $i -lt 4200 ]; do : > f$i; i=$((i+1)); done", &x);
+    assert_int_equal(x.exit_code, 0);
+    rh_result_free(&x);
+    GuestMsg *r = rh_fsop(FSOP(LIST), "many", NULL);
+    assert_int_equal(r->body_case, STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT);
+    assert_true(r->fs_result->truncated);
+    assert_int_equal(r->fs_result->n_entries, LIST_MAX_ENTRIES);
+    msg_free_guest(r);
+    rh_expect_fs_result(rh_fsop(FSOP(REMOVE), "many", NULL));
+    rh_drop_pending(); /* thousands of mirror records */
+}
+
 static void
 test_fsops(void **state)
 {
@@ -222,6 +240,7 @@ test_fsops(void **state)
     msg_free_guest(r);
     rh_expect_fs_result(rh_fsop(FSOP(REMOVE), "t", NULL));
     assert_int_equal(access(b, F_OK), -1);
+    rh_list_truncated();
     rh_expect_error(rh_fsop(FSOP(STAT), "t", NULL), ERR(NOT_FOUND));
     free(b);
 }
