@@ -284,10 +284,13 @@ listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
         HTTP_THREAD_STACK_BYTES, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_URI_LOG_CALLBACK,
         on_uri, l, MHD_OPTION_NOTIFY_COMPLETED, on_completed, l, MHD_OPTION_NOTIFY_CONNECTION,
         http_conn_notify, l, MHD_OPTION_END);
+    /* MHD's now (MHD_stop_daemon() or MHD_quiesce_daemon() gives it back). When the start
+     * failed, MHD 0.9.75 has closed it or not depending on where it failed: leaking it is
+     * safe, closing it again might close someone else's descriptor. */
+    l->fd = -1;
     if (!l->mhd)
         return error_set(errp, E_IO, 0, "start the HTTP %s daemon%s%s", is_unix ? "unix" : "TCP",
                          start_log[0] ? ": " : "", start_log);
-    l->fd = -1; /* MHD's now; MHD_stop_daemon() closes it */
     return 0;
 }
 
@@ -329,6 +332,8 @@ http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, Ht
 {
     _cleanup_(http_server_stopp) HttpServer *s = NULL;
 
+    if (!handler)
+        return error_set(errp, E_INVALID, 0, "http: no handler");
     if (config_check(cfg, errp) < 0)
         return -1;
     if (!(s = server_new(cfg, handler, userdata)))

@@ -127,7 +127,8 @@ void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
 /* data[0..len) is copied. */
 void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, const void *data,
                         size_t len);
-/* Sends size bytes of fd from its current offset 0 (sendfile); fd is stolen. */
+/* Sends bytes [0, size) of the regular file fd (sendfile where MHD can) with a
+ * Content-Length; fd is stolen and closed when the response is done. fd < 0: 500. */
 void http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd,
                        uint64_t size);
 
