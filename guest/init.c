@@ -131,8 +131,10 @@ init_load_modules(void)
         return;
     }
     while ((kind = bootcfg_next_module(list, &cursor, name, sizeof(name))) != MODLINE_END) {
+        char shown[64];
         if (kind == MODLINE_BAD)
-            log_error("module list: refusing '%s'", name);
+            log_error("module list: refusing \"%s\"",
+                      log_escape(shown, sizeof(shown), name, strlen(name)));
         else if (init_load_module(name) < 0)
             log_error("load module %s: %m", name);
         else
