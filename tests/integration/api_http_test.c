@@ -2,7 +2,7 @@
  * socket in a scratch directory; one ctest per scenario (argv[1]):
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
- * This file holds the fixture, the test handler (its routes: /echo, /late, /slow, /never,
+ * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /stream/timer, /stream/pipe) and main(). Figures
  * (cut-off times, CPU, request rates) are printed. */
 #include "api_http_test.h"
@@ -29,7 +29,7 @@ HttpServer *srv;
 char sock_path[256];
 char url_base[64];
 uint16_t port;
-atomic_int handled, stream_closed_seen, stream_freed, late_peak;
+atomic_int handled, stream_closed_seen, stream_freed, late_peak, gate_target;
 int stream_pipe_w = -1;
 _Atomic(HttpRequest *) pending_req;
 
@@ -39,6 +39,7 @@ static int stream_pipe_r = -1;
 static atomic_int late_in_flight;
 
 #define LATE_DELAY_USEC (100 * USEC_PER_MSEC)
+#define GATE_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define SLOW_DELAY_USEC (3 * USEC_PER_SEC)
 
 /* ---- deferred answers: one worker thread answers /late and /slow after a delay ---- */
@@ -71,6 +72,30 @@ defer_answer(HttpRequest *r, uint64_t delay_usec, bool slow)
     *tail = d;
     pthread_cond_signal(&dq_cond);
     pthread_mutex_unlock(&dq_lock);
+}
+
+/* Releases every deferred answer now (the /gate requests all arrived). */
+static void
+gate_release(void)
+{
+    pthread_mutex_lock(&dq_lock);
+    for (Deferred *d = dq_head; d; d = d->next)
+        d->due_usec = 0;
+    pthread_cond_signal(&dq_cond);
+    pthread_mutex_unlock(&dq_lock);
+}
+
+static void
+late_arrived(HttpRequest *r, bool gate)
+{
+    int now = atomic_fetch_add(&late_in_flight, 1) + 1;
+
+    for (int peak = atomic_load(&late_peak); now > peak;)
+        if (atomic_compare_exchange_weak(&late_peak, &peak, now))
+            break;
+    defer_answer(r, gate ? GATE_TIMEOUT_USEC : LATE_DELAY_USEC, false);
+    if (gate && now == atomic_load(&gate_target))
+        gate_release();
 }
 
 static void *
@@ -245,12 +270,8 @@ test_handler(HttpRequest *r, void *userdata)
     atomic_fetch_add(&handled, 1);
     if (strcmp(path, "/echo") == 0) {
         answer_echo(r);
-    } else if (strcmp(path, "/late") == 0) {
-        int now = atomic_fetch_add(&late_in_flight, 1) + 1;
-        for (int peak = atomic_load(&late_peak); now > peak;)
-            if (atomic_compare_exchange_weak(&late_peak, &peak, now))
-                break;
-        defer_answer(r, LATE_DELAY_USEC, false);
+    } else if (strcmp(path, "/late") == 0 || strcmp(path, "/gate") == 0) {
+        late_arrived(r, strcmp(path, "/gate") == 0);
     } else if (strcmp(path, "/slow") == 0) {
         defer_answer(r, SLOW_DELAY_USEC, true);
     } else if (strcmp(path, "/error/quota") == 0) {

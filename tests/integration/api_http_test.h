@@ -35,7 +35,8 @@ int raw_exchange(const void *req, size_t len, CliResponse *ret);
 extern atomic_int handled;                 /* handler calls */
 extern atomic_int stream_closed_seen;      /* producers that saw http_stream_wait() == -1 */
 extern atomic_int stream_freed;            /* stream userdata freed */
-extern atomic_int late_peak;               /* most /late requests in flight at once */
+extern atomic_int late_peak;               /* most /late and /gate requests in flight at once */
+extern atomic_int gate_target;             /* /gate answers nothing until this many are in flight */
 extern int stream_pipe_w;                  /* write end feeding /stream/pipe producers */
 extern _Atomic(HttpRequest *) pending_req; /* the /never request, answered by the test */
 
