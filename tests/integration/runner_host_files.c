@@ -246,7 +246,7 @@ test_fsops(void **state)
 }
 
 typedef struct MirrorSeen {
-    bool hello, big_over_budget, small, removed, small2;
+    bool hello, big_over_budget, small, removed, small2, dir_gone, moved_file;
 } MirrorSeen;
 
 static void
@@ -263,6 +263,10 @@ rh_mirror_note(const Stockade__Runner__FileChanged *c, MirrorSeen *s)
         s->small = true;
     else if (strcmp(c->path, "m/small2") == 0 && c->last && c->data.len == 1)
         s->small2 = true;
+    else if (strcmp(c->path, "m/x") == 0 && c->removed) /* a directory moved away */
+        s->dir_gone = true;
+    else if (strcmp(c->path, "m/w/y/z") == 0 && c->last && c->data.len == 1)
+        s->moved_file = true; /* ...and its files announced at the new place */
 }
 
 static void
@@ -291,6 +295,12 @@ rh_mirror_changed(const MirrorSeen *s)
     return s->removed && s->small2;
 }
 
+static bool
+rh_mirror_moved(const MirrorSeen *s)
+{
+    return s->dir_gone && s->moved_file;
+}
+
 static void
 test_mirror(void **state)
 {
@@ -308,6 +318,9 @@ test_mirror(void **state)
     rh_sh("rm m/d/f.txt && mv m/small m/small2", &r);
     rh_result_free(&r);
     rh_mirror_wait(&seen, rh_mirror_changed);
+    rh_sh("mkdir -p m/x/y && printf z > m/x/y/z && sleep 0.2 && mv m/x m/w", &r);
+    rh_result_free(&r);
+    rh_mirror_wait(&seen, rh_mirror_moved);
 }
 
 const struct CMUnitTest rh_files_tests[] = {
