@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runner_host.h"
+#include "testlib.h"
 
 #define ERR(x) STOCKADE__RUNNER__ERROR__CODE__##x
 #define RH_FLOOD_RSS_GROWTH_MAX_KIB (8 * 1024) /* outbound bound (~2 MiB) + slack */
@@ -316,6 +317,15 @@ test_exec_stats(void **state)
     rh_result_free(&r);
 }
 
+/* A case this host cannot run safely: noted, and a failure under STOCKADE_MUST_WORK=1. */
+static void
+rh_case_skipped(const char *why)
+{
+    if (test_must_work())
+        fail_msg("cannot skip under STOCKADE_MUST_WORK=1: %s", why);
+    print_message("skipped: %s\n", why);
+}
+
 /* Only where a pids limit contains it (test-made v1 group around the runner, or v2 limits):
  * a fork bomb on this shared machine without one is not an option. */
 static void
@@ -326,7 +336,7 @@ test_fork_bomb(void **state)
     ExecResult r;
 
     if (!rh_contained("pids.max", fx.pids_v1)) {
-        print_message("fork bomb skipped: no pids limit to contain it\n");
+        rh_case_skipped("fork bomb: no pids limit to contain it on this host");
         return;
     }
     if (!fx.cg_root) {
@@ -352,11 +362,11 @@ test_memory_hog(void **state)
     ExecResult r;
 
     if (!rh_contained("memory.max", fx.mem_v1)) {
-        print_message("memory hog skipped: no memory limit to contain it\n");
+        rh_case_skipped("memory hog: no memory limit to contain it on this host");
         return;
     }
     if (access("/usr/bin/perl", X_OK) < 0) {
-        print_message("memory hog skipped: no perl\n");
+        rh_case_skipped("memory hog: no /usr/bin/perl");
         return;
     }
     uint32_t id = rh_exec(argv, NULL, NULL, false);
