@@ -92,12 +92,13 @@ http_response_header(HttpRequest *r, const char *name, const char *value)
 static int
 json_to_buffer(const json_t *j, uint8_t **ret, size_t *ret_len)
 {
-    size_t n = json_dumpb(j, NULL, 0, JSON_COMPACT);
+    const size_t flags = JSON_COMPACT | JSON_ENCODE_ANY;
+    size_t n = json_dumpb(j, NULL, 0, flags);
     _cleanup_free_ uint8_t *buf = NULL;
 
     if (n == 0 || !(buf = malloc(n + 1)))
         return -1;
-    if (json_dumpb(j, (char *) buf, n, JSON_COMPACT) != n)
+    if (json_dumpb(j, (char *) buf, n, flags) != n)
         return -1;
     buf[n] = '\n';
     *ret = TAKE_PTR(buf);
@@ -120,9 +121,12 @@ message_string(const char *message)
 static json_t *
 error_json(ErrorCategory c, const char *message, json_t *extra)
 {
-    json_t *inner = json_is_object(extra) ? json_deep_copy(extra) : json_object();
+    json_t *inner = extra; /* ours: stolen */
 
-    json_decref(extra);
+    if (!json_is_object(inner)) {
+        json_decref(inner);
+        inner = json_object();
+    }
     if (!inner)
         return NULL;
     if (json_object_set_new(inner, "code", json_string(error_category_name(c))) < 0 ||
