@@ -414,11 +414,51 @@ rh_setup_cgroups(void)
         fx.mem_v1 = (rmdir(fx.mem_v1), free(fx.mem_v1), NULL);
 }
 
+/* Kills whatever is still in a test group (a runner that had to be SIGKILLed leaves its
+ * execs behind in host mode; in a guest they die with PID 1). */
+static void
+rh_kill_group(const char *dir)
+{
+    char path[1024];
+    int pid;
+
+    if (!dir)
+        return;
+    if (rh_write_file(dir, "cgroup.kill", "1") == 0)
+        return; /* cgroup v2: the whole subtree */
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    for (int round = 0; round < 50; round++) {
+        FILE *f = fopen(path, "r");
+        bool any = false;
+        while (f && fscanf(f, "%d", &pid) == 1)
+            any = kill(pid, SIGKILL) == 0 || any;
+        if (f)
+            fclose(f);
+        if (!any)
+            return;
+        usleep(20 * 1000);
+    }
+}
+
+/* Removes a test group and the exec-* groups the runner may have left in it. */
 static void
 rh_remove_cgroup(char **path)
 {
+    struct dirent *de;
+
     if (!*path)
         return;
+    DIR *d = opendir(*path);
+    while (d && (de = readdir(d))) {
+        char child[1024];
+        if (strncmp(de->d_name, "exec-", 5) != 0)
+            continue;
+        snprintf(child, sizeof(child), "%s/%s", *path, de->d_name);
+        for (int i = 0; i < 100 && rmdir(child) < 0 && errno == EBUSY; i++)
+            usleep(20 * 1000);
+    }
+    if (d)
+        closedir(d);
     for (int i = 0; i < 100 && rmdir(*path) < 0 && errno == EBUSY; i++)
         usleep(20 * 1000);
     free(*path);
@@ -528,6 +568,8 @@ rh_group_teardown(void **state)
         kill(fx.runner_pid, SIGKILL);
         waitpid(fx.runner_pid, &status, 0);
     }
+    rh_kill_group(fx.cg_root);
+    rh_kill_group(fx.pids_v1);
     rh_remove_cgroup(&fx.cg_root);
     rh_remove_cgroup(&fx.pids_v1);
     rh_remove_cgroup(&fx.mem_v1);
