@@ -74,7 +74,8 @@ typedef struct HttpRequest HttpRequest;
 /* Called on the connection's thread once the whole request (head + body, within the caps)
  * is in. It must answer with exactly one http_respond_*() call, now or later, from any
  * thread. During http_server_stop() an unanswered request gets HTTP_STOP_GRACE_USEC, then a
- * 503; the late answer is then dropped (still required: it frees the request). */
+ * 503; the late answer is then dropped (still required: it frees the request). HEAD comes
+ * as "HEAD"; answer it like GET, MHD sends no body. */
 typedef void (*HttpHandler)(HttpRequest *req, void *userdata);
 
 /* Opens the listeners and starts serving. cfg's strings are copied. E_INVALID for a bad
@@ -82,9 +83,10 @@ typedef void (*HttpHandler)(HttpRequest *req, void *userdata);
  * when a socket cannot be bound. */
 int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, HttpServer **ret,
                       Error **errp);
-/* Closes the listeners, ends streams (producers see closed), answers handlers that do not
- * answer within HTTP_STOP_GRACE_USEC with 503, waits for every connection thread and
- * removes the unix socket. NULL is fine. */
+/* Stops accepting and removes the unix socket, ends streams (producers see closed),
+ * answers new requests on open connections with 503, gives handlers that have not answered
+ * HTTP_STOP_GRACE_USEC (then 503), lets queued answers go out, closes every connection and
+ * joins every thread. NULL is fine. Not from a handler or producer. */
 void http_server_stop(HttpServer *s);
 /* The bound TCP port (useful with tcp_port 0); 0 without a TCP listener. */
 uint16_t http_server_tcp_port(const HttpServer *s);
@@ -100,10 +102,11 @@ const char *http_header(const HttpRequest *r, const char *name);
 /* The body (NULL and 0 when there was none). Owned by the request. */
 const uint8_t *http_body(const HttpRequest *r, size_t *ret_len);
 bool http_peer_is_unix(const HttpRequest *r);
-/* SO_PEERCRED uid of a unix-socket peer; -1 for TCP peers. */
+/* SO_PEERCRED uid of a unix-socket peer; -1 for TCP peers (or if the kernel gave none). */
 int http_peer_cred(const HttpRequest *r, uid_t *ret_uid);
 /* The path's percent-decoded segments: a new NULL-terminated array of *ret_n strings
- * (free with http_strv_free(), http_url.h). "/" has none. */
+ * (free with http_strv_free(), http_url.h). "/" has none. A segment holds any bytes but
+ * '/' and NUL (not necessarily UTF-8) and is never "", "." or "..". */
 int http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n, Error **errp);
 
 /* Adds a response header; before the http_respond_*() call. Refused (-1, not added):
@@ -124,7 +127,7 @@ void http_respond_json(HttpRequest *r, unsigned status, json_t *body);
  * extra (stolen, may be NULL) must be an object; "code" and "message" in it are ignored.
  * An integer "retry_after" in extra also becomes a Retry-After header. */
 void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
-/* data[0..len) is copied. */
+/* data[0..len) is copied. content_type NULL: no Content-Type (here and below). */
 void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, const void *data,
                         size_t len);
 /* Sends bytes [0, size) of the regular file fd (sendfile where MHD can) with a
@@ -139,8 +142,9 @@ void http_respond_file(HttpRequest *r, unsigned status, const char *content_type
  * in http_stream_wait(); it must not block anywhere the layer cannot wake it. The stream
  * ends too when the client goes away or the server stops: http_stream_wait() then returns
  * -1 and http_stream_closed() is true, and the producer should return -1.
- * free_userdata(userdata) runs exactly once, when the stream ends for any reason, or at
- * once if the stream never starts (the client left during the handler). */
+ * free_userdata(userdata) runs exactly once, on the connection's thread when the stream
+ * ends for any reason, or when the request is released if the answer came too late to be
+ * sent (server stop). */
 typedef struct HttpStream HttpStream;
 typedef ssize_t (*HttpProducer)(HttpStream *st, void *userdata, uint8_t *buf, size_t cap);
 void http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
