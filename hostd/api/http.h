@@ -142,9 +142,8 @@ void http_respond_file(HttpRequest *r, unsigned status, const char *content_type
  * in http_stream_wait(); it must not block anywhere the layer cannot wake it. The stream
  * ends too when the client goes away or the server stops: http_stream_wait() then returns
  * -1 and http_stream_closed() is true, and the producer should return -1.
- * free_userdata(userdata) runs exactly once, on the connection's thread when the stream
- * ends for any reason, or when the request is released if the answer came too late to be
- * sent (server stop). */
+ * free_userdata(userdata) runs exactly once: when the stream ends for any reason, or when
+ * the request is released if the answer came too late to be sent (server stop). */
 typedef struct HttpStream HttpStream;
 typedef ssize_t (*HttpProducer)(HttpStream *st, void *userdata, uint8_t *buf, size_t cap);
 void http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
