@@ -358,6 +358,8 @@ config_finish(DaemonConfig *c, Error **errp)
     sc->artifact_max_total_bytes = (uint64_t) c->artifact_max_total_gib << 30;
     sc->exec_uid = c->pool.exec_uid;
     sc->exec_gid = c->pool.exec_gid;
+    if (c->mirror_max_file_mib > c->mirror_budget_mib)
+        sc->mirror_max_file_bytes = sc->mirror_budget_bytes; /* a file cannot exceed the total */
     if (sc->default_timeout_usec > sc->max_timeout_usec)
         return error_set(errp, E_INVALID, 0, "default_timeout_s is over max_timeout_s");
     for (size_t i = 0; i < c->pool.n_shapes; i++) {

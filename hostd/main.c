@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -96,6 +97,18 @@ apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
     return config_finish(cfg, errp);
 }
 
+/* Each API connection needs two descriptors (see hostd/api/README.md); systemd starts
+ * services with a soft limit of 1024. Raise the soft limit to the hard one. */
+static void
+raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static void
 print_config(const DaemonConfig *c)
 {
@@ -129,6 +142,7 @@ main(int argc, char **argv)
         return 0;
     }
     log_setup("stockaded", level);
+    raise_fd_limit();
     if (daemon_new(&cfg, &d, &err) < 0) {
         log_error("%s", err->message);
         return err->category == E_INVALID ? 2 : 1;

@@ -65,11 +65,30 @@ rm_rf(const char *path)
     (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+static struct {
+    uint64_t bytes;
+    uint32_t files;
+} tally;
+
+static int
+count_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) path;
+    (void) ftw;
+    if (type == FTW_F && S_ISREG(st->st_mode)) {
+        tally.bytes += (uint64_t) st->st_size;
+        tally.files++;
+    }
+    return 0;
+}
+
 /* State of one merge walk (nftw has no user pointer). One merge at a time per process. */
 static struct {
     int files_fd;
     size_t prefix_len;
     int err;
+    uint32_t files, max_files; /* files in the folder; new ones stop at max_files */
+    bool capped;
 } merge;
 
 static int
@@ -95,6 +114,11 @@ merge_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
                            st->st_mtim.tv_nsec > cur.st_mtim.tv_nsec);
         if (!S_ISREG(cur.st_mode) || !disk_newer)
             return 0; /* the mirror's copy stays */
+    } else if (merge.files >= merge.max_files) {
+        merge.capped = true; /* a new file past the folder's cap */
+        return 0;
+    } else {
+        merge.files++;
     }
     if (renameat(AT_FDCWD, path, merge.files_fd, rel) < 0 && !dest_errno_is_conflict(errno) &&
         errno != ENOENT)
@@ -102,26 +126,9 @@ merge_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
     return 0;
 }
 
-static struct {
-    uint64_t bytes;
-    uint32_t files;
-} tally;
-
-static int
-count_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void) path;
-    (void) ftw;
-    if (type == FTW_F && S_ISREG(st->st_mode)) {
-        tally.bytes += (uint64_t) st->st_size;
-        tally.files++;
-    }
-    return 0;
-}
-
 int
-artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
-                uint32_t *ret_files, Error **errp)
+artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
+                uint64_t *ret_bytes, uint32_t *ret_files, bool *ret_capped, Error **errp)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     char salvage[1024], files[1024], mirror[1024];
@@ -134,6 +141,12 @@ artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
     merge.files_fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     merge.prefix_len = strlen(salvage);
     merge.err = 0;
+    merge.max_files = max_files;
+    merge.capped = false;
+    tally.bytes = 0;
+    tally.files = 0;
+    (void) nftw(files, count_entry, 16, FTW_PHYS | FTW_MOUNT); /* what the mirror holds */
+    merge.files = tally.files;
     if (merge.files_fd < 0)
         r = error_set(errp, E_IO, errno, "open %s", files);
     else if (access(salvage, F_OK) == 0)
@@ -146,6 +159,7 @@ artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
     (void) nftw(files, count_entry, 16, FTW_PHYS | FTW_MOUNT);
     *ret_bytes = tally.bytes;
     *ret_files = tally.files;
+    *ret_capped = merge.capped;
     pthread_mutex_unlock(&lock);
     rm_rf(salvage);
     rm_rf(mirror);

@@ -123,6 +123,7 @@ mirror_finish(Session *s, const Stockade__Runner__FileChanged *c)
         return;
     }
     mirror_event(s, c, "stored");
+    s->mirror_files++;
     free(f->path);
     memset(f, 0, sizeof(*f));
     f->fd = -1;
@@ -156,7 +157,8 @@ mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
         return;
     }
     if (c->over_budget || s->mirror_bytes + c->data.len > m->cfg.mirror_budget_bytes ||
-        c->size > m->cfg.mirror_max_file_bytes) {
+        c->size > m->cfg.mirror_max_file_bytes ||
+        (c->offset == 0 && s->mirror_files >= m->cfg.extract.max_files)) {
         if (c->offset == 0) /* one event per file, not per chunk */
             mirror_event(s, c, "over_budget");
         return;

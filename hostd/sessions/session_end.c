@@ -191,8 +191,10 @@ extract_job_work(void *userdata)
                          : extract_salvage_cold(j->disk_path, &xc, fd, &j->m->cfg.extract,
                                                 &j->stats, &j->err);
     (void) r; /* files salvaged before a failure still count: merge what is there */
-    artifacts_merge(j->m->artifacts_dir, j->id, &j->merged_bytes, &j->merged_files,
-                    j->err ? NULL : &j->err);
+    bool capped = false;
+    artifacts_merge(j->m->artifacts_dir, j->id, j->m->cfg.extract.max_files, &j->merged_bytes,
+                    &j->merged_files, &capped, j->err ? NULL : &j->err);
+    j->stats.truncated |= capped;
 }
 
 static void

@@ -83,7 +83,7 @@ session_bind_guest(Session *s, Guest *g)
     cfg.n_env = envs && envp ? s->spec.n_env : 0;
     if (s->spec.mirror) {
         mirror.budget_bytes = m->cfg.mirror_budget_bytes;
-        mirror.max_file_bytes = m->cfg.mirror_max_file_bytes;
+        mirror.max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, m->cfg.mirror_budget_bytes);
         cfg.mirror = &mirror;
     }
     session_set_state(s, ST_STARTING, NULL);

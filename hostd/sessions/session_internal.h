@@ -88,6 +88,7 @@ struct Session {
     uint32_t task_exec_id;
     MirrorFile mirror;
     uint64_t mirror_bytes;
+    uint32_t mirror_files; /* capped by cfg.extract.max_files, like the salvage */
     bool touched; /* has uncommitted events */
     ExtractStats xstats;
     Error *xerr;
@@ -110,6 +111,7 @@ struct Sessions {
     Session *touched;
     TimerId commit_timer, appliance_timer, retention_timer, stop_timer;
     ExtractAppliance *appliance;
+    ExtractAppliance *appliance_dying; /* being shut down on a worker during stop */
     enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
     Session *extract_waiting; /* sessions whose extraction waits for the appliance */
     bool stopping;
@@ -159,7 +161,8 @@ void mirror_abort(Session *s);
 
 /* artifacts.c */
 int artifacts_prepare(Sessions *m, const char *id, Error **errp);
-/* Worker thread: moves salvaged files over mirrored ones where the disk is newer. */
-int artifacts_merge(const char *artifacts_dir, const char *id, uint64_t *ret_bytes,
-                    uint32_t *ret_files, Error **errp);
+/* Worker thread: moves salvaged files over mirrored ones where the disk is newer, adding new
+ * ones only while the folder holds fewer than max_files files. *ret_capped if some were left. */
+int artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
+                    uint64_t *ret_bytes, uint32_t *ret_files, bool *ret_capped, Error **errp);
 void artifacts_retention_tick(Sessions *m);

@@ -316,6 +316,7 @@ sessions_free(Sessions *m)
     loop_cancel_timer(m->loop, m->retention_timer);
     loop_cancel_timer(m->loop, m->stop_timer);
     extract_appliance_free(m->appliance);
+    extract_appliance_free(m->appliance_dying);
     free((char *) m->cfg.state_dir);
     free(m->artifacts_dir);
     free(m);
@@ -374,12 +375,26 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
 
 /* ------------------------------------------------------------------ API entry points */
 
+/* E_CONFLICT for a session of this tenant that exists but ended, E_NOT_FOUND otherwise. */
+static int
+session_not_live(Sessions *m, const char *tenant, const char *id, Error **errp)
+{
+    SessionRecord r;
+    if (sessions_id_is_valid(id) && store_session_get(m->store, id, &r, NULL) == 0) {
+        bool mine = !tenant || strcmp(r.tenant_id, tenant) == 0;
+        session_record_clear(&r);
+        if (mine)
+            return error_set(errp, E_CONFLICT, 0, "session %s has ended", id);
+    }
+    return error_set(errp, E_NOT_FOUND, 0, "no session %.40s", id);
+}
+
 static Session *
 session_running(Sessions *m, const char *tenant, const char *id, Error **errp)
 {
     Session *s = sessions_find(m, tenant, id);
     if (!s) {
-        error_set(errp, E_NOT_FOUND, 0, "no live session %.40s", id);
+        session_not_live(m, tenant, id, errp);
         return NULL;
     }
     if (s->state != ST_RUNNING) {

@@ -104,10 +104,13 @@ sessions_on_stop_deadline(Loop *l, void *userdata)
     sessions_on_appliance_freed(m);
 }
 
+/* Worker: the loop hands the appliance over in m->appliance_dying and touches it no more. */
 static void
-appliance_free_work(void *userdata)
+appliance_shutdown_work(void *userdata)
 {
-    extract_appliance_free(userdata);
+    Sessions *m = userdata;
+    extract_appliance_free(m->appliance_dying);
+    m->appliance_dying = NULL;
 }
 
 void
@@ -118,11 +121,12 @@ sessions_check_stopped(Sessions *m)
     loop_cancel_timer(m->loop, m->retention_timer);
     m->retention_timer = 0;
     sessions_commit_now(m);
-    ExtractAppliance *a = m->appliance;
-    m->appliance = NULL;
     if (m->appliance_state == APPLIANCE_STARTING)
-        return; /* launch_done frees it and calls back */
-    if (!a || workq_submit(m->q, appliance_free_work, sessions_on_appliance_freed, a) < 0)
+        return; /* launch_done calls back here once it is up */
+    m->appliance_dying = m->appliance;
+    m->appliance = NULL;
+    if (!m->appliance_dying ||
+        workq_submit(m->q, appliance_shutdown_work, sessions_on_appliance_freed, m) < 0)
         sessions_on_appliance_freed(m);
 }
 

@@ -1,0 +1,221 @@
+"""A real stockaded for integration tests: its own state directory, domain prefix and TCP
+port, the project's images, real libvirtd and real guests. Standard library only.
+
+    with Daemon(pools={"minimal": dict(warm=1, slots=2)}) as d:
+        d.wait_ready()
+        sid = d.post("/v1/tasks", {...})["id"]
+        for ev in d.events(sid, follow=True): ...
+
+Skips (exit 77, or failure under STOCKADE_MUST_WORK=1) when the host cannot run it.
+On exit the daemon is stopped with SIGTERM and the test fails if any domain with its
+prefix is left behind.
+"""
+import http.client
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def skip(why):
+    if os.environ.get("STOCKADE_MUST_WORK") == "1":
+        print(f"FAIL (STOCKADE_MUST_WORK=1, cannot skip): {why}", file=sys.stderr)
+        sys.exit(1)
+    print(f"SKIP: {why}", file=sys.stderr)
+    sys.exit(SKIP)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HttpError(Exception):
+    def __init__(self, status, body):
+        super().__init__(f"HTTP {status}: {body!r}")
+        self.status = status
+        self.body = body
+
+
+class Daemon:
+    def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
+                 keep_state=False):
+        self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
+        if not self.build:
+            skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
+        self.pools = pools or {"minimal": dict(warm=1, slots=2)}
+        self.extra_conf = extra_conf
+        self.own_state = state_dir is None
+        self.state = state_dir or tempfile.mkdtemp(prefix="stockade-it.")
+        os.chmod(self.state, 0o711)  # QEMU runs as libvirt-qemu: it must traverse to the disks
+        self.prefix = prefix or "stkit" + secrets.token_hex(3) + "-"
+        self.port = free_port()
+        self.keep_state = keep_state
+        self.proc = None
+        self.log_path = os.path.join(self.state, "stockaded.log")
+
+    # ------------------------------------------------------------------ life cycle
+    def config_text(self):
+        lines = ["[daemon]", f"state_dir = {self.state}/state",
+                 f"image_dir = {self.build}/images", f"domain_prefix = {self.prefix}",
+                 "workspace_mib = 128", "[api]", f"tcp_port = {self.port}",
+                 "request_timeout_s = 30"]
+        for name, p in self.pools.items():
+            lines += [f"[pool {name}]", f"image = {p.get('image', name)}",
+                      f"memory_mib = {p.get('memory_mib', 256)}",
+                      f"warm = {p.get('warm', 1)}", f"slots = {p.get('slots', 2)}"]
+        return "\n".join(lines) + "\n" + self.extra_conf
+
+    def start(self):
+        if os.geteuid() != 0:
+            skip("needs root (libvirt qemu:///system, guest disks)")
+        exe = os.path.join(self.build, "hostd", "stockaded")
+        for name, p in self.pools.items():
+            img = os.path.join(self.build, "images", p.get("image", name), "manifest.json")
+            if not os.path.exists(img):
+                skip(f"image {p.get('image', name)} is not built ({img})")
+        if subprocess.run(["virsh", "-c", "qemu:///system", "version"],
+                          capture_output=True).returncode != 0:
+            skip("libvirtd is not reachable (start virtlogd -d; libvirtd -d)")
+        conf = os.path.join(self.state, "stockaded.conf")
+        with open(conf, "w") as f:
+            f.write(self.config_text())
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([exe, "-c", conf], stdout=self.log, stderr=self.log)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                self.get("/v1/health")
+                return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"stockaded exited: {self.tail_log()}")
+                time.sleep(0.1)
+        raise RuntimeError(f"stockaded did not answer: {self.tail_log()}")
+
+    def tail_log(self, n=30):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=180):
+        if not self.proc:
+            return None
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+
+    def leftover_domains(self):
+        out = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--all", "--name"],
+                             capture_output=True, text=True).stdout
+        return [n for n in out.split() if n.startswith(self.prefix)]
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        left = self.leftover_domains()
+        if exc[0] is not None:
+            print("---- stockaded log (tail) ----\n" + self.tail_log(60), file=sys.stderr)
+        for n in left:  # never leave guests behind, even on failure
+            subprocess.run(["virsh", "-c", "qemu:///system", "destroy", n], capture_output=True)
+        if self.own_state and not self.keep_state:
+            shutil.rmtree(self.state, ignore_errors=True)
+        if exc[0] is None:
+            assert rc == 0, f"stockaded exited {rc} on SIGTERM"
+            assert not left, f"domains left after a clean stop: {left}"
+        return False
+
+    # ------------------------------------------------------------------ HTTP
+    def request(self, method, path, body=None, raw=None, headers=None, timeout=60):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        hdrs = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=hdrs)
+        r = conn.getresponse()
+        payload = r.read()
+        conn.close()
+        return r.status, r.getheaders(), payload
+
+    def call(self, method, path, body=None, raw=None, expect=(200, 201, 202)):
+        status, _, payload = self.request(method, path, body=body, raw=raw)
+        if status not in expect:
+            raise HttpError(status, payload)
+        return json.loads(payload) if payload else None
+
+    def get(self, path):
+        return self.call("GET", path)
+
+    def post(self, path, body=None):
+        return self.call("POST", path, body=body if body is not None else {})
+
+    def wait(self, cond, timeout, what, step=0.1):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            v = cond()
+            if v:
+                return v
+            time.sleep(step)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}\n" +
+                             self.tail_log())
+
+    def pool_full(self):
+        p = self.get("/v1/pool")
+        return p["accel_decided"] and all(x["idle"] >= x["warm"] for x in p["pools"])
+
+    def wait_ready(self, timeout=300):
+        """The pool is full and the extraction appliance is up."""
+        self.wait(self.pool_full, timeout, "a full pool")
+        self.wait(lambda: "extraction appliance ready" in self.tail_log(200), timeout,
+                  "the extraction appliance")
+
+    def session(self, sid):
+        return self.get(f"/v1/sessions/{sid}")
+
+    def wait_state(self, sid, state, timeout=120):
+        return self.wait(lambda: self.session(sid)["state"] == state and self.session(sid),
+                         timeout, f"session {sid} to be {state}")
+
+    def events(self, sid, after=0, follow=False, timeout=300):
+        """Yields events (dicts) as they arrive; heartbeats are skipped."""
+        q = f"/v1/sessions/{sid}/events?after={after}" + ("&follow=1" if follow else "")
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn.request("GET", q)
+        r = conn.getresponse()
+        if r.status != 200:
+            raise HttpError(r.status, r.read())
+        try:
+            while True:
+                line = r.readline()
+                if not line:
+                    return
+                ev = json.loads(line)
+                if ev.get("type") != "heartbeat":
+                    yield ev
+        finally:
+            conn.close()
