@@ -129,6 +129,24 @@ dispatch_ready(Server *s, const HostMsg *m)
 }
 
 static void
+dispatch_prepare(Server *s, const HostMsg *m)
+{
+    _cleanup_error_ Error *err = NULL;
+    bool started;
+
+    if (s->session.ready || s->session.prepared) {
+        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY), "prepare: only once, before hello") <
+            0)
+            dispatch_queue_failed(m->req_id);
+        return;
+    }
+    if (session_prepare(s, m->prepare, m->req_id, &started, &err) < 0)
+        dispatch_reply_error(s, m->req_id, err);
+    else if (!started && reply_ack(&s->q, m->req_id) < 0)
+        dispatch_queue_failed(m->req_id);
+}
+
+static void
 dispatch_msg(Server *s, const HostMsg *m)
 {
     bool hello = m->body_case == HBODY(HELLO);
@@ -140,6 +158,9 @@ dispatch_msg(Server *s, const HostMsg *m)
     case HBODY(SHUTDOWN):
         s->shutdown_requested = true; /* the loop finishes what is queued, then shuts down */
         s->shutdown_req_id = m->req_id;
+        return;
+    case HBODY(PREPARE):
+        dispatch_prepare(s, m);
         return;
     default:
         break;

@@ -12,8 +12,9 @@
 #include "serve.h"
 
 typedef struct Session {
-    bool ready;   /* Hello succeeded */
-    bool mounted; /* PID 1: the workspace device is mounted */
+    bool ready;    /* Hello succeeded */
+    bool mounted;  /* PID 1: the workspace device is mounted */
+    bool prepared; /* Prepare was received (it is allowed once, before Hello) */
     uid_t uid;
     gid_t gid;
     EnvList env;
@@ -38,6 +39,10 @@ void dispatch_frame(Server *s, const uint8_t *payload, size_t len);
 
 /* session.c */
 int session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp);
+/* Prepare: mount the workspace (PID 1) and start the warm-up exec. *ret_started says whether
+ * a warm-up exec was started (it then answers with ExecStarted and ExecExit itself). */
+int session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
+                    bool *ret_started, Error **errp);
 /* Kills every exec and waits (bounded) for the trees to empty; then, for PID 1, syncs and
  * unmounts the workspace. Best effort: what fails is logged by the caller via errp. */
 int session_shutdown(Server *s, Error **errp);

@@ -5,12 +5,20 @@
  * so guests restored from one snapshot stop sharing CRNG state (the runner never reads
  * randomness itself); mount the workspace device (ext4, nosuid, nodev) on the workspace;
  * then in every mode chown the workspace root to uid:gid and remember env/uid/gid; start the
- * mirror if asked. The workspace is never opened before Hello. */
+ * mirror if asked. The workspace is never opened before Hello or Prepare.
+ *
+ * Prepare (a restored guest waiting in the pool, before any session): mount the workspace and
+ * run one warm-up exec as WARMUP_UID through the whole exec path, so a TCG guest has
+ * translated that code before the session's first exec. Hello then skips the mount.
+ * The workspace is mounted with commit=1: ext4 commits its journal every second (data=ordered
+ * writes data first), so a guest destroyed without warning loses at most ~1 s of closed files. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
 #include <poll.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
@@ -29,11 +37,11 @@ typedef struct EntropyPool {
 } EntropyPool;
 
 static int
-session_seed_entropy(const Stockade__Runner__Hello *h, Error **errp)
+session_seed_entropy(const uint8_t bytes[HELLO_ENTROPY_BYTES], Error **errp)
 {
     EntropyPool pool = {.entropy_count = HELLO_ENTROPY_BYTES * 8, .buf_size = HELLO_ENTROPY_BYTES};
 
-    memcpy(pool.buf, h->entropy.data, HELLO_ENTROPY_BYTES);
+    memcpy(pool.buf, bytes, HELLO_ENTROPY_BYTES);
     /* Opened for writing only: the runner never reads randomness (see init.c). */
     _cleanup_close_ int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
     int r = fd < 0 || ioctl(fd, RNDADDENTROPY, &pool) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0;
@@ -42,25 +50,84 @@ session_seed_entropy(const Stockade__Runner__Hello *h, Error **errp)
 }
 
 static int
+session_set_clock(uint64_t wall_time_ns, Error **errp)
+{
+    struct timespec ts = {.tv_sec = (time_t) (wall_time_ns / NSEC_PER_SEC),
+                          .tv_nsec = (long) (wall_time_ns % NSEC_PER_SEC)};
+    return clock_settime(CLOCK_REALTIME, &ts) < 0 ? error_set(errp, E_IO, errno, "set the clock")
+                                                  : 0;
+}
+
+/* Takes the paths Hello will take (chown of the workspace root, an inotify watch on it) so a
+ * TCG guest has them translated before a session waits on them. Effects are undone: Hello
+ * chowns again, the watch is closed. */
+static void
+session_warm_hello_paths(int ws)
+{
+    if (fchownat(ws, "", WARMUP_UID, WARMUP_UID, AT_EMPTY_PATH) < 0)
+        return; /* only a warm-up: Hello does the real chown and reports its failure */
+    int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (in >= 0) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", ws);
+        (void) inotify_add_watch(in, path, IN_CLOSE_WRITE | IN_CREATE | IN_DELETE);
+        close(in);
+    }
+}
+
+static int
+session_mount_workspace(Server *s, const char *device, Error **errp)
+{
+    if (s->session.mounted)
+        return 0;
+    if (mount(device, s->cfg->workspace, "ext4", MS_NOSUID | MS_NODEV, "commit=1") < 0)
+        return error_set(errp, E_IO, errno, "mount %s on %s", device, s->cfg->workspace);
+    s->session.mounted = true;
+    return 0;
+}
+
+int
+session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
+                bool *ret_started, Error **errp)
+{
+    Stockade__Runner__Exec x = STOCKADE__RUNNER__EXEC__INIT;
+    EnvList none = {0};
+
+    s->session.prepared = true;
+    if (s->cfg->pid1 && (session_set_clock(p->wall_time_ns, errp) < 0 ||
+                         session_seed_entropy(p->entropy.data, errp) < 0 ||
+                         session_mount_workspace(s, p->workspace_device, errp) < 0))
+        return -1;
+    *ret_started = false;
+    _cleanup_close_ int ws = open(s->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (ws < 0)
+        return error_set(errp, E_IO, errno, "open the workspace");
+    session_warm_hello_paths(ws);
+    if (p->n_warmup_argv == 0)
+        return 0;
+    ExecContext ctx = {.ws_fd = ws, .home = s->cfg->workspace, .uid = WARMUP_UID,
+                       .gid = WARMUP_UID, .session_env = &none};
+    x.exec_id = EXEC_ID_WARMUP;
+    x.argv = p->warmup_argv;
+    x.n_argv = p->n_warmup_argv;
+    x.cwd = "";
+    if (exec_start(s->execs, &ctx, &x, req_id, errp) < 0) /* forks here: ws may close after */
+        return -1;
+    *ret_started = true;
+    return 0;
+}
+
+static int
 session_guest_setup(Server *s, const Stockade__Runner__Hello *h, Error **errp)
 {
     const Stockade__Runner__SessionConfig *c = h->config;
-    struct timespec ts = {.tv_sec = (time_t) (h->wall_time_ns / NSEC_PER_SEC),
-                          .tv_nsec = (long) (h->wall_time_ns % NSEC_PER_SEC)};
 
-    if (clock_settime(CLOCK_REALTIME, &ts) < 0)
-        return error_set(errp, E_IO, errno, "set the clock");
-    if (session_seed_entropy(h, errp) < 0)
+    if (session_set_clock(h->wall_time_ns, errp) < 0 ||
+        session_seed_entropy(h->entropy.data, errp) < 0)
         return -1;
     if (c->hostname[0] && sethostname(c->hostname, strlen(c->hostname)) < 0)
         return error_set(errp, E_IO, errno, "set the hostname");
-    if (!s->session.mounted) {
-        if (mount(c->workspace_device, s->cfg->workspace, "ext4", MS_NOSUID | MS_NODEV, NULL) < 0)
-            return error_set(errp, E_IO, errno, "mount %s on %s", c->workspace_device,
-                             s->cfg->workspace);
-        s->session.mounted = true;
-    }
-    return 0;
+    return session_mount_workspace(s, c->workspace_device, errp);
 }
 
 int

@@ -53,8 +53,8 @@ check_exec(const Stockade__Runner__Exec *e, char *err, size_t errcap)
 
     if (!check_known(&e->base))
         return FAIL("exec: unknown fields");
-    if (e->exec_id == 0)
-        return FAIL("exec.exec_id: must be > 0");
+    if (e->exec_id == 0 || e->exec_id == EXEC_ID_WARMUP)
+        return FAIL("exec.exec_id: must be 1..%u", EXEC_ID_WARMUP - 1);
     if (e->n_argv == 0 || e->n_argv > ARGV_MAX_COUNT)
         return FAIL("exec.argv: 1..%d entries", ARGV_MAX_COUNT);
     for (size_t i = 0; i < e->n_argv; i++) {
@@ -106,6 +106,25 @@ check_fs_op(const Stockade__Runner__FsOp *o, char *err, size_t errcap)
 }
 
 static int
+check_prepare(const Stockade__Runner__Prepare *p, char *err, size_t errcap)
+{
+    const char *d = p->workspace_device;
+    if (!check_known(&p->base))
+        return FAIL("prepare: unknown fields");
+    if (strlen(d) != 8 || strncmp(d, "/dev/vd", 7) != 0 || d[7] < 'b' || d[7] > 'z')
+        return FAIL("prepare.workspace_device: must be /dev/vd[b-z]");
+    if (p->wall_time_ns == 0 || p->entropy.len != HELLO_ENTROPY_BYTES)
+        return FAIL("prepare: needs wall_time_ns and exactly %d bytes of entropy",
+                    HELLO_ENTROPY_BYTES);
+    if (p->n_warmup_argv > WARMUP_ARGV_MAX_COUNT)
+        return FAIL("prepare.warmup_argv: at most %d entries", WARMUP_ARGV_MAX_COUNT);
+    for (size_t i = 0; i < p->n_warmup_argv; i++)
+        if (!check_len(p->warmup_argv[i], WARMUP_ARG_MAX_BYTES, false))
+            return FAIL("prepare.warmup_argv[%zu]: 1..%d bytes", i, WARMUP_ARG_MAX_BYTES);
+    return 0;
+}
+
+static int
 check_host_body(const HostMsg *m, char *err, size_t errcap)
 {
     switch (m->body_case) {
@@ -136,6 +155,8 @@ check_host_body(const HostMsg *m, char *err, size_t errcap)
         return check_known(&m->shutdown->base) ? 0 : FAIL("shutdown: unknown fields");
     case STOCKADE__RUNNER__HOST_MSG__BODY_PING:
         return check_known(&m->ping->base) ? 0 : FAIL("ping: unknown fields");
+    case STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE:
+        return check_prepare(m->prepare, err, errcap);
     default:
         return FAIL("host message without a body");
     }

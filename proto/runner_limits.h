@@ -3,7 +3,7 @@
  * is a protocol change: bump PROTOCOL_VERSION. */
 #pragma once
 
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2 /* 2: Prepare */
 
 #define FRAME_HDR_BYTES 4
 #define FRAME_MAX_BYTES (512u * 1024u)   /* one encoded message */
@@ -22,6 +22,10 @@
 #define ARG_MAX_BYTES (128u * 1024u)
 #define EXEC_TOTAL_MAX_BYTES (256u * 1024u)
 #define EXEC_MAX_CONCURRENT 64
+#define EXEC_ID_WARMUP 0xffffffffu /* the Prepare warm-up exec; sessions use 1..this-1 */
+#define WARMUP_UID 65534
+#define WARMUP_ARGV_MAX_COUNT 8
+#define WARMUP_ARG_MAX_BYTES 256
 
 #define STDIN_CHUNK_MAX_BYTES (64u * 1024u)
 #define OUTPUT_CHUNK_MAX_BYTES (64u * 1024u)

@@ -12,6 +12,7 @@
 #define POOL_BACKOFF_MIN_USEC (1 * 1000 * 1000)
 #define POOL_BACKOFF_MAX_USEC (60 * 1000 * 1000)
 #define POOL_RESTORE_FAILURES_BEFORE_REBOOT 2    /* then the snapshot is remade */
+#define POOL_WARMUP_COMMAND "true"                 /* in every image (busybox applet) */
 
 typedef enum {
     SLOT_EMPTY,      /* nothing running; the disk may still hold the last session's files */
@@ -20,6 +21,7 @@ typedef enum {
     SLOT_SAVING,     /* worker: virDomainSave */
     SLOT_RESTORING,  /* worker: disk reset + virDomainRestore */
     SLOT_SYNCING,    /* waiting for the restored runner's Ready */
+    SLOT_PREPARING,  /* Prepare sent: workspace mount and warm-up exec under way */
     SLOT_IDLE,       /* warm, healthy, waiting for a session */
     SLOT_BUSY,       /* handed out */
     SLOT_DESTROYING, /* destroy requested; waiting for QEMU to go and the call to return */
@@ -48,6 +50,7 @@ struct Guest {
     uint64_t backoff_usec;
     TimerId timer;  /* health ping, ping deadline or backoff, by state */
     uint32_t ping_req_id;
+    uint32_t prepare_req_id;
     /* while handed out */
     const GuestOps *ops;
     void *userdata;

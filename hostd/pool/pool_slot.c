@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -18,6 +19,8 @@ static void slot_on_broken(Channel *c, const Error *why, void *userdata);
 static const ChannelOps slot_channel_ops = {slot_on_ready, slot_on_message, slot_on_broken};
 
 static void slot_maybe_finish(Guest *g);
+static void slot_send_prepare(Guest *g);
+static void slot_on_prepare_timeout(Loop *l, void *userdata);
 
 static void
 slot_cancel_timer(Guest *g)
@@ -123,6 +126,41 @@ slot_on_health(Loop *l, void *userdata)
     slot_arm_timer(g, g->pool->cfg.ping_timeout_usec, slot_on_health);
 }
 
+/* ------------------------------------------------------------------ prepare */
+
+static void
+slot_send_prepare(Guest *g)
+{
+    Stockade__Runner__Prepare prep = STOCKADE__RUNNER__PREPARE__INIT;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    char *argv[] = {POOL_WARMUP_COMMAND};
+    uint8_t entropy[HELLO_ENTROPY_BYTES];
+    _cleanup_error_ Error *err = NULL;
+
+    if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t) sizeof(entropy)) {
+        slot_fail(g, "getrandom failed");
+        return;
+    }
+    prep.wall_time_ns = wall_usec() * NSEC_PER_USEC;
+    prep.entropy.data = entropy;
+    prep.entropy.len = sizeof(entropy);
+    prep.workspace_device = "/dev/vdb";
+    prep.warmup_argv = argv;
+    prep.n_warmup_argv = ELEMENTSOF(argv);
+    m.req_id = channel_next_req_id(g->ch);
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE;
+    m.prepare = &prep;
+    int r = channel_send(g->ch, &m, &err);
+    explicit_bzero(entropy, sizeof(entropy));
+    if (r < 0) {
+        slot_fail(g, err->message);
+        return;
+    }
+    g->prepare_req_id = m.req_id;
+    g->state = SLOT_PREPARING;
+    slot_arm_timer(g, g->pool->cfg.sync_timeout_usec, slot_on_prepare_timeout);
+}
+
 /* ------------------------------------------------------------------ channel callbacks */
 
 static void
@@ -166,14 +204,58 @@ slot_on_ready(Channel *c, const Stockade__Runner__Ready *r, void *userdata)
         job_save(g, slot_on_saved);
         return;
     }
-    if (g->state == SLOT_SYNCING) {
-        histogram_add(&g->pool->stats.restore_to_ready, now_usec() - g->restore_started_usec);
-        g->state = SLOT_IDLE;
-        g->restore_failures = 0;
-        slot_schedule_ping(g);
-        pool_fill(g->pool);
-        if (g->pool->on_idle)
-            g->pool->on_idle(g->pool->on_idle_userdata);
+    if (g->state == SLOT_SYNCING)
+        slot_send_prepare(g);
+}
+
+static void
+slot_become_idle(Guest *g)
+{
+    slot_cancel_timer(g);
+    histogram_add(&g->pool->stats.restore_to_ready, now_usec() - g->restore_started_usec);
+    g->state = SLOT_IDLE;
+    g->prepare_req_id = 0;
+    g->restore_failures = 0;
+    slot_schedule_ping(g);
+    pool_fill(g->pool);
+    if (g->pool->on_idle)
+        g->pool->on_idle(g->pool->on_idle_userdata);
+}
+
+static void
+slot_on_prepare_timeout(Loop *l, void *userdata)
+{
+    Guest *g = userdata;
+    (void) l;
+    g->timer = 0;
+    slot_fail(g, "no answer to Prepare (workspace mount and warm-up) in time");
+}
+
+/* The prepare step's replies: ExecStarted then ExecExit of the warm-up, or Ack, or Error. */
+static bool
+slot_on_prepare_reply(Guest *g, const GuestMsg *m)
+{
+    switch (m->body_case) {
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED:
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT:
+        return m->req_id == g->prepare_req_id || m->req_id == 0;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT:
+        if (m->exec_exit->exec_id != EXEC_ID_WARMUP)
+            return false;
+        slot_become_idle(g); /* a failing warm-up command still warmed the exec path */
+        return true;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_ACK:
+        if (m->req_id != g->prepare_req_id)
+            return false;
+        slot_become_idle(g);
+        return true;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
+        if (m->req_id != g->prepare_req_id)
+            return false;
+        slot_fail(g, "Prepare failed in the guest (workspace did not mount?)");
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -183,6 +265,8 @@ slot_on_message(Channel *c, const GuestMsg *m, void *userdata)
     Guest *g = userdata;
     (void) c;
 
+    if (g->state == SLOT_PREPARING && slot_on_prepare_reply(g, m))
+        return;
     if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_PONG && m->req_id != 0 &&
         m->req_id == g->ping_req_id) {
         slot_schedule_ping(g);
@@ -312,7 +396,8 @@ shape_warming(const Shape *s)
     unsigned n = 0;
     for (unsigned k = 0; k < s->n_slots; k++) {
         SlotState st = s->slots[k].state;
-        n += st == SLOT_IDLE || st == SLOT_RESTORING || st == SLOT_SYNCING;
+        n += st == SLOT_IDLE || st == SLOT_RESTORING || st == SLOT_SYNCING ||
+             st == SLOT_PREPARING;
     }
     return n;
 }

@@ -8,6 +8,7 @@
  * mirror_budget_bytes, counted here too (the runner's own count is not trusted).
  * Loop thread; files are small and land in the page cache. */
 #include <fcntl.h>
+#include <ftw.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "dest.h"
 #include "fdutil.h"
 #include "log.h"
+#include "runner_limits.h"
 #include "session_internal.h"
 
 static int
@@ -64,6 +66,18 @@ mirror_event(Session *s, const Stockade__Runner__FileChanged *c, const char *out
                             (json_int_t) (c->mtime_ns / 1000000), "mirror", outcome));
 }
 
+static int
+rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) st;
+    (void) type;
+    (void) ftw;
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* A removed path in the guest: a file, or a directory with its whole subtree. The folder
+ * holds only what the daemon wrote (files and directories, never symlinks); the openat2
+ * check keeps the removal beneath it anyway. */
 static void
 mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
 {
@@ -71,8 +85,14 @@ mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
     if (files >= 0) {
         _cleanup_close_ int fd = open_beneath(files, c->path, O_RDONLY | O_PATH);
         struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-            (void) unlinkat(files, c->path, 0); /* beneath: checked by the open above */
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            (void) unlinkat(files, c->path, 0);
+        } else if (fd >= 0 && S_ISDIR(st.st_mode)) {
+            char path[PATH_MAX_BYTES + 1024];
+            snprintf(path, sizeof(path), "%s/%s/files/%s", s->mgr->artifacts_dir, s->rec.id,
+                     c->path);
+            (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        }
     }
     mirror_event(s, c, "removed");
 }

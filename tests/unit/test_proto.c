@@ -269,6 +269,58 @@ test_exec_limits(void **state)
 }
 
 static void
+test_prepare_limits(void **state)
+{
+    (void) state;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Prepare p = STOCKADE__RUNNER__PREPARE__INIT;
+    char *argv[WARMUP_ARGV_MAX_COUNT + 1];
+    char long_arg[WARMUP_ARG_MAX_BYTES + 2];
+    char err[256];
+
+    for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
+        argv[i] = "true";
+    m.req_id = 9;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE;
+    m.prepare = &p;
+    p.workspace_device = "/dev/vdb";
+    p.warmup_argv = argv;
+    p.n_warmup_argv = 1;
+    p.wall_time_ns = 1;
+    p.entropy.data = entropy;
+    p.entropy.len = sizeof(entropy);
+    HostMsg *ok = roundtrip_host(&m, err, sizeof(err));
+    assert_non_null(ok);
+    msg_free_host(ok);
+    p.n_warmup_argv = 0; /* no warm-up: just the mount */
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), 0);
+    p.entropy.len = 32;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    p.entropy.len = sizeof(entropy);
+    p.n_warmup_argv = WARMUP_ARGV_MAX_COUNT + 1;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    memset(long_arg, 'a', sizeof(long_arg) - 1);
+    long_arg[sizeof(long_arg) - 1] = '\0';
+    argv[0] = long_arg;
+    p.n_warmup_argv = 1;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    argv[0] = "true";
+    p.workspace_device = "/dev/vda"; /* the root disk is never the workspace */
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+
+    /* the warm-up's exec id is reserved: a session's Exec may not use it */
+    Stockade__Runner__Exec e = STOCKADE__RUNNER__EXEC__INIT;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
+    m.exec = &e;
+    e.exec_id = EXEC_ID_WARMUP;
+    e.argv = argv;
+    e.n_argv = 1;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    e.exec_id = EXEC_ID_WARMUP - 1;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), 0);
+}
+
+static void
 test_guest_checks(void **state)
 {
     (void) state;
@@ -361,6 +413,7 @@ main(void)
         cmocka_unit_test(test_reader_full_buffer_max_frame),
         cmocka_unit_test(test_hello_mutations),
         cmocka_unit_test(test_exec_limits),
+        cmocka_unit_test(test_prepare_limits),
         cmocka_unit_test(test_guest_checks),
         cmocka_unit_test(test_decode_garbage),
         cmocka_unit_test(test_paths),
