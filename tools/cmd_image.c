@@ -1,0 +1,272 @@
+/* stockade image ls|build: the guest images. ls joins the daemon's pools (GET /v1/pool) with
+ * the manifests of a local image directory; build runs the project's image builder
+ * (images/build-image.py, installed under libexec) on this machine. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+#include "events.h"
+#include "images.h"
+#include "output.h"
+
+#define IMAGE_PATH_MAX_BYTES 4096
+
+static const char image_help[] =
+    "Usage: stockade image ls [--image-dir DIR] [--verify] [--json]\n"
+    "       stockade image build NAME [--image-dir DIR] [--force]\n"
+    "  ls     the images the daemon's pools use and those in DIR, with their manifests checked\n"
+    "         (--verify also checks every file's sha256)\n"
+    "  build  builds image NAME (a recipe: minimal, python) into DIR/NAME with the project's\n"
+    "         builder, from Debian packages through this machine's apt. A LOCAL operator\n"
+    "         action: it needs root, and the daemon uses the new image only after a restart\n"
+    "         (systemctl restart stockaded), which remakes its snapshots.\n"
+    "DIR defaults to " STOCKADE_CLI_INSTALL_IMAGE_DIR " when it exists, else the build's.\n";
+
+enum { OPT_IMAGE_DIR = CLI_OPT_VERB_BASE, OPT_VERIFY, OPT_FORCE };
+
+typedef struct ImageArgs {
+    const char *dir;
+    bool verify, force;
+} ImageArgs;
+
+static int
+image_options(Cli *cli, int argc, char **argv, ImageArgs *a, Error **errp)
+{
+    static const struct option opts[] = {
+        {"image-dir", required_argument, NULL, OPT_IMAGE_DIR},
+        {"verify", no_argument, NULL, OPT_VERIFY},
+        {"force", no_argument, NULL, OPT_FORCE},
+        CLI_GLOBAL_OPTIONS,
+    };
+    int c;
+    a->dir = images_default_dir();
+    cli_getopt_reset();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == OPT_IMAGE_DIR)
+            a->dir = optarg;
+        else if (c == OPT_VERIFY)
+            a->verify = true;
+        else if (c == OPT_FORCE)
+            a->force = true;
+        else if (args_global(cli, c, argc, argv, errp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ ls */
+
+static const char *
+pools_using(json_t *pool, const char *image, char *out, size_t cap)
+{
+    json_t *pools = json_object_get(pool, "pools");
+    out[0] = '\0';
+    for (size_t i = 0; i < json_array_size(pools); i++) {
+        const char *name = event_str(json_array_get(pools, i), "name", "");
+        if (strcmp(name, image) == 0)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? "," : "", name);
+    }
+    return out[0] ? out : (pool ? "-" : "?");
+}
+
+static void
+ls_table(Cli *cli, const ImageInfo *v, size_t n, json_t *pool)
+{
+    static const char *const headers[] = {"IMAGE",  "POOLS",   "STATUS", "SIZE>",
+                                          "KERNEL", "CONTENT", "BUILT"};
+    Table *t = table_new(ELEMENTSOF(headers), headers);
+    for (size_t i = 0; t && i < n; i++) {
+        char pools[128], size[16], hash[16], built[32] = "-";
+        struct tm tm;
+        time_t b = (time_t) v[i].built_sec;
+        format_bytes(v[i].bytes, size, sizeof(size));
+        snprintf(hash, sizeof(hash), "%.12s", v[i].content_hash[0] ? v[i].content_hash : "-");
+        if (b > 0 && gmtime_r(&b, &tm))
+            strftime(built, sizeof(built), "%Y-%m-%d %H:%M", &tm);
+        const char *cells[] = {v[i].name,
+                               pools_using(pool, v[i].name, pools, sizeof(pools)),
+                               v[i].ok ? "ok" : "BROKEN",
+                               size,
+                               v[i].kernel[0] ? v[i].kernel : "-",
+                               hash,
+                               built};
+        table_add(t, cells);
+        table_color(t, 2, v[i].ok ? COLOR_GREEN : COLOR_RED);
+    }
+    if (t)
+        table_render(t, stdout, cli->color_out);
+    table_free(t);
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].ok)
+            printf("%s: %s\n", v[i].name, v[i].problem);
+}
+
+/* Pools whose name matches no local image. */
+static void
+ls_orphan_pools(json_t *pool, const ImageInfo *v, size_t n, const char *dir)
+{
+    json_t *pools = json_object_get(pool, "pools");
+    for (size_t i = 0; i < json_array_size(pools); i++) {
+        const char *name = event_str(json_array_get(pools, i), "name", "");
+        bool found = false;
+        for (size_t k = 0; k < n && !found; k++)
+            found = strcmp(v[k].name, name) == 0;
+        if (!found) {
+            _cleanup_free_ char *e = term_escape(name, strlen(name), 32);
+            printf("pool %s: no image of that name in %s (the daemon may use another image "
+                   "directory, or the pool another image name)\n",
+                   e ? e : "?", dir);
+        }
+    }
+}
+
+static json_t *
+ls_json(const ImageInfo *v, size_t n, json_t *pool)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < n; i++)
+        json_array_append_new(arr, json_pack("{s:s,s:b,s:s,s:I,s:s,s:s}", "name", v[i].name, "ok",
+                                             v[i].ok, "problem", v[i].problem, "bytes",
+                                             (json_int_t) v[i].bytes, "kernel", v[i].kernel,
+                                             "content_hash", v[i].content_hash));
+    return json_pack("{s:o,s:O?}", "images", arr, "pool", pool);
+}
+
+static int
+image_ls(Cli *cli, int argc, char **argv)
+{
+    _cleanup_error_ Error *err = NULL, *perr = NULL;
+    _cleanup_json_ json_t *pool = NULL;
+    ImageArgs a = {0};
+    ImageInfo *v = NULL;
+    size_t n = 0;
+    Client *c;
+
+    if (image_options(cli, argc, argv, &a, &err) < 0)
+        return cli_usage_error(cli, "%s", err->message);
+    if (cli->help)
+        return cli_print_help(image_help);
+    if (optind < argc)
+        return cli_usage_error(cli, "unexpected operand '%.64s'", argv[optind]);
+    if (images_scan(a.dir, a.verify, &v, &n, &err) < 0)
+        return cli_report(cli, err, false);
+    if (!(c = cli_client(cli, &perr)) || client_json(c, "GET", "/v1/pool", NULL, &pool, &perr) < 0)
+        cli_warn(cli, "pools unknown: %s", perr->message);
+    int code = CLI_EXIT_OK;
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].ok)
+            code = CLI_EXIT_FAIL;
+    if (cli->json) {
+        _cleanup_json_ json_t *o = ls_json(v, n, pool);
+        cli_print_json(o);
+    } else {
+        printf("image directory: %s\n", a.dir);
+        ls_table(cli, v, n, pool);
+        ls_orphan_pools(pool, v, n, a.dir);
+    }
+    free(v);
+    return code;
+}
+
+/* ------------------------------------------------------------------ build */
+
+static bool
+running_from_build_tree(void)
+{
+    char self[IMAGE_PATH_MAX_BYTES];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return false;
+    self[n] = '\0';
+    size_t b = strlen(STOCKADE_CLI_BUILD_DIR);
+    return b > 0 && strncmp(self, STOCKADE_CLI_BUILD_DIR "/", b + 1) == 0;
+}
+
+static int
+image_build_exec(const char *builder, const char *recipe, const char *runner, const char *out,
+                 const char *work, bool force)
+{
+    const char *argv[] = {"/usr/bin/python3",
+                          builder,
+                          "--recipe",
+                          recipe,
+                          "--runner",
+                          runner,
+                          "--out",
+                          out,
+                          "--work",
+                          work,
+                          force ? "--force" : NULL,
+                          NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        execv(argv[0], (char *const *) argv);
+        fprintf(stderr, "stockade image build: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int
+image_build(Cli *cli, int argc, char **argv)
+{
+    _cleanup_error_ Error *err = NULL;
+    ImageArgs a = {0};
+    char recipe[IMAGE_PATH_MAX_BYTES], out[IMAGE_PATH_MAX_BYTES], work[IMAGE_PATH_MAX_BYTES];
+
+    if (image_options(cli, argc, argv, &a, &err) < 0)
+        return cli_usage_error(cli, "%s", err->message);
+    if (cli->help)
+        return cli_print_help(image_help);
+    if (optind != argc - 1 || !args_id_ok(argv[optind]) || strchr(argv[optind], '_'))
+        return cli_usage_error(cli, "one image name is needed (a recipe: minimal, python)");
+    const char *name = argv[optind];
+    bool tree = running_from_build_tree();
+    const char *base = tree ? STOCKADE_CLI_SOURCE_IMAGES : STOCKADE_CLI_LIBEXEC_DIR "/images";
+    const char *runner =
+        tree ? STOCKADE_CLI_BUILD_RUNNER : STOCKADE_CLI_LIBEXEC_DIR "/stockade-runner";
+    snprintf(recipe, sizeof(recipe), "%s/%s", base, name);
+    snprintf(out, sizeof(out), "%s/%s", a.dir, name);
+    snprintf(work, sizeof(work), "%s/.build", a.dir);
+    if (access(recipe, R_OK) != 0)
+        return cli_usage_error(cli, "no recipe %s (known recipes are folders of %s)", recipe, base);
+    if (geteuid() != 0) {
+        error_set(&err, E_FORBIDDEN, 0,
+                  "building an image needs root (it writes %s and uses "
+                  "chroot): run it with sudo",
+                  out);
+        return cli_report(cli, err, false);
+    }
+    char builder[IMAGE_PATH_MAX_BYTES];
+    snprintf(builder, sizeof(builder), "%s/build-image.py", base);
+    printf("building image %s into %s (builder %s)\n", name, out, builder);
+    int r = image_build_exec(builder, recipe, runner, out, work, a.force);
+    if (r != 0) {
+        error_set(&err, E_INTERNAL, 0, "the image builder failed (exit %d); see its output above",
+                  r);
+        return cli_report(cli, err, false);
+    }
+    printf("image %s is ready in %s. The daemon uses it after a restart (systemctl restart "
+           "stockaded), which remakes its snapshots.\n",
+           name, out);
+    return CLI_EXIT_OK;
+}
+
+int
+cmd_image(Cli *cli, int argc, char **argv)
+{
+    static const SubVerb subs[] = {{"ls", image_ls}, {"build", image_build}};
+    return cli_dispatch(cli, argc, argv, subs, ELEMENTSOF(subs), image_help);
+}

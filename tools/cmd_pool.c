@@ -1,0 +1,143 @@
+/* stockade pool: the warm pools (GET /v1/pool) and the accelerator in use, with why.
+ * --wait POOL polls until that pool has an idle guest (scripts, the quickstart). */
+#include <string.h>
+#include <time.h>
+
+#include "args.h"
+#include "cli.h"
+#include "events.h"
+#include "output.h"
+#include "timeutil.h"
+
+#define POOL_WAIT_DEFAULT_S 600
+#define POOL_WAIT_POLL_USEC (500ull * 1000)
+#define POOL_REASON_MAX_CHARS 300
+
+static const char pool_help[] =
+    "Usage: stockade pool [--wait POOL [--wait-timeout S]] [--json]\n"
+    "Shows each pool's guests (warm target, idle, busy, starting, draining, slots, snapshots\n"
+    "ready) and the accelerator the daemon uses (kvm or tcg) with the reason it chose it.\n\n"
+    "  --wait POOL         wait until POOL has an idle guest, then show the pools\n"
+    "  --wait-timeout S    give up after S seconds (default 600; exit 125)\n";
+
+static void
+pool_print(Cli *cli, json_t *p)
+{
+    const char *accel = event_str(p, "accel", "?"), *reason = event_str(p, "accel_reason", "");
+    _cleanup_free_ char *acc = term_escape(accel, strlen(accel), 16);
+    _cleanup_free_ char *why = term_escape(reason, strlen(reason), POOL_REASON_MAX_CHARS);
+    bool decided = json_is_true(json_object_get(p, "accel_decided"));
+    Color c = strcmp(accel, "kvm") == 0 ? COLOR_GREEN : COLOR_YELLOW;
+
+    printf("accel: %s%s%s%s\n", cli->color_out ? color_code(c) : "", acc ? acc : "?",
+           cli->color_out ? COLOR_RESET : "", decided ? "" : " (not decided yet: probing KVM)");
+    if (why && why[0])
+        printf("why:   %s\n", why);
+    static const char *const headers[] = {"POOL",      "WARM>",     "IDLE>",  "BUSY>",
+                                          "STARTING>", "DRAINING>", "SLOTS>", "SNAPSHOTS>"};
+    static const char *const keys[] = {"warm",     "idle",  "busy",           "starting",
+                                       "draining", "slots", "snapshots_ready"};
+    json_t *pools = json_object_get(p, "pools");
+    Table *t = table_new(ELEMENTSOF(headers), headers);
+    for (size_t i = 0; t && i < json_array_size(pools); i++) {
+        json_t *row = json_array_get(pools, i);
+        char num[ELEMENTSOF(keys)][24];
+        const char *cells[ELEMENTSOF(headers)] = {event_str(row, "name", "?")};
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+            snprintf(num[k], sizeof(num[k]), "%lld", (long long) event_int(row, keys[k], 0));
+            cells[k + 1] = num[k];
+        }
+        table_add(t, cells);
+        table_color(t, 2, event_int(row, "idle", 0) > 0 ? COLOR_GREEN : COLOR_YELLOW);
+    }
+    if (t)
+        table_render(t, stdout, cli->color_out);
+    table_free(t);
+}
+
+/* True once pool `name` has an idle guest; E_INVALID if there is no such pool. */
+static int
+pool_ready(json_t *p, const char *name, bool *ret, Error **errp)
+{
+    json_t *pools = json_object_get(p, "pools");
+    for (size_t i = 0; i < json_array_size(pools); i++) {
+        json_t *row = json_array_get(pools, i);
+        if (strcmp(event_str(row, "name", ""), name) == 0) {
+            *ret =
+                json_is_true(json_object_get(p, "accel_decided")) && event_int(row, "idle", 0) > 0;
+            return 0;
+        }
+    }
+    return error_set(errp, E_INVALID, 0, "the daemon has no pool named '%.32s'", name);
+}
+
+static int
+pool_wait(Client *c, const char *name, uint64_t timeout_s, json_t **ret, Error **errp)
+{
+    uint64_t deadline = now_usec() + timeout_s * USEC_PER_SEC;
+    for (;;) {
+        json_t *p = NULL;
+        bool ready = false;
+        if (client_json(c, "GET", "/v1/pool", NULL, &p, errp) < 0)
+            return -1;
+        if (pool_ready(p, name, &ready, errp) < 0) {
+            json_decref(p);
+            return -1;
+        }
+        if (ready) {
+            *ret = p;
+            return 0;
+        }
+        json_decref(p);
+        if (now_usec() > deadline)
+            return error_set(errp, E_TIMEOUT, 0,
+                             "pool %.32s has no idle guest after %llu s (first start makes "
+                             "snapshots: see the daemon's log)",
+                             name, (unsigned long long) timeout_s);
+        struct timespec ts = {.tv_nsec = (long) POOL_WAIT_POLL_USEC * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+enum { OPT_WAIT = CLI_OPT_VERB_BASE, OPT_WAIT_TIMEOUT };
+
+int
+cmd_pool(Cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"wait", required_argument, NULL, OPT_WAIT},
+        {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
+        CLI_GLOBAL_OPTIONS,
+    };
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_json_ json_t *p = NULL;
+    const char *wait = NULL;
+    uint64_t timeout_s = POOL_WAIT_DEFAULT_S;
+    Client *c;
+    int k;
+
+    cli->verb = "pool";
+    cli_getopt_reset();
+    while ((k = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (k == OPT_WAIT)
+            wait = optarg;
+        else if (k == OPT_WAIT_TIMEOUT && args_uint(optarg, 1, 86400, &timeout_s) < 0)
+            return cli_usage_error(cli, "--wait-timeout wants 1..86400 seconds");
+        else if (k != OPT_WAIT_TIMEOUT && args_global(cli, k, argc, argv, &err) < 0)
+            return cli_usage_error(cli, "%s", err->message);
+    }
+    if (cli->help)
+        return cli_print_help(pool_help);
+    if (optind < argc)
+        return cli_usage_error(cli, "unexpected operand '%.64s'", argv[optind]);
+    if (!(c = cli_client(cli, &err)))
+        return cli_report(cli, err, false);
+    int r = wait ? pool_wait(c, wait, timeout_s, &p, &err)
+                 : client_json(c, "GET", "/v1/pool", NULL, &p, &err);
+    if (r < 0)
+        return cli_report(cli, err, true);
+    if (cli->json)
+        return cli_print_json(p);
+    pool_print(cli, p);
+    return CLI_EXIT_OK;
+}
