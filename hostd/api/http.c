@@ -256,6 +256,9 @@ on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *met
     }
 }
 
+/* MHD hands its own format strings (a callback typed after vprintf): mark it so. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {

@@ -133,14 +133,20 @@ static void
 domxml_devices(FILE *f, const DomainSpec *s)
 {
     fputs("  <devices>\n", f);
-    fputs("    <disk type='file' device='disk'>\n      <driver name='qemu' type='raw'/>\n", f);
+    /* error_policy report: a full host disk gives the guest an I/O error; QEMU's default
+     * (enospc) would pause the VM, which the daemon can only take for a wedged guest. */
+    fputs("    <disk type='file' device='disk'>\n      <driver name='qemu' type='raw' "
+          "error_policy='report' rerror_policy='report'/>\n",
+          f);
     xml_elem(f, "      <source file='", s->root_disk_path, "'>\n");
     fputs("        <seclabel model='dac' relabel='no'/>\n      </source>\n", f);
     fputs("      <target dev='vda' bus='virtio'/>\n      <readonly/>\n", f);
     domxml_iotune(f, s);
     fputs("    </disk>\n", f);
     fputs("    <disk type='file' device='disk'>\n", f);
-    fputs("      <driver name='qemu' type='raw' discard='unmap'/>\n", f);
+    fputs("      <driver name='qemu' type='raw' error_policy='report' rerror_policy='report' "
+          "discard='unmap'/>\n",
+          f);
     xml_elem(f, "      <source file='", s->workspace_disk_path, "'/>\n");
     fputs("      <target dev='vdb' bus='virtio'/>\n", f);
     domxml_iotune(f, s);

@@ -4,6 +4,7 @@
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,9 @@
 #define VIRT_PIDFILE_DIR "/run/libvirt/qemu"
 
 struct Virt {
-    virConnectPtr conn;
+    pthread_mutex_t lock;
+    char *uri;
+    virConnectPtr conn; /* reopened when libvirtd went away (restart, crash) */
 };
 
 static void
@@ -38,18 +41,87 @@ virt_fail(Error **errp, ErrorCategory cat, const char *what, const char *name)
     return error_set(errp, cat, 0, "%s: %s", what, one_line);
 }
 
+/* A referenced live connection, reopening it when the old one died. */
+static virConnectPtr
+virt_acquire(Virt *v, Error **errp)
+{
+    pthread_mutex_lock(&v->lock);
+    if (v->conn && virConnectIsAlive(v->conn) != 1) {
+        virConnectClose(v->conn);
+        v->conn = NULL;
+    }
+    if (!v->conn)
+        v->conn = virConnectOpen(v->uri);
+    virConnectPtr c = v->conn;
+    if (c)
+        virConnectRef(c);
+    pthread_mutex_unlock(&v->lock);
+    if (!c)
+        virt_fail(errp, E_UNAVAILABLE, "connect to libvirt", v->uri);
+    return c;
+}
+
+/* Drops the reference; returns true when the call failed because the connection died
+ * (libvirtd restarted under us): the caller may retry once on a new one. */
+static bool
+virt_release(Virt *v, virConnectPtr c, bool failed)
+{
+    bool dead = failed && virConnectIsAlive(c) != 1;
+    if (dead) {
+        pthread_mutex_lock(&v->lock);
+        if (v->conn == c) {
+            virConnectClose(v->conn);
+            v->conn = NULL;
+        }
+        pthread_mutex_unlock(&v->lock);
+    }
+    virConnectClose(c);
+    return dead;
+}
+
+typedef int (*VirtOp)(virConnectPtr c, const void *arg, Error **errp);
+
+/* Runs op on a live connection; if it fails because libvirtd went away, once more on a
+ * fresh connection (running guests survive a libvirtd restart). */
+static int
+virt_run(Virt *v, VirtOp op, const void *arg, Error **errp)
+{
+    for (int attempt = 0;; attempt++) {
+        Error *err = NULL;
+        virConnectPtr c = virt_acquire(v, errp);
+        if (!c)
+            return -1;
+        int r = op(c, arg, &err);
+        bool dead = virt_release(v, c, r < 0);
+        if (r == 0)
+            return 0;
+        if (!dead || attempt > 0) {
+            if (errp && !*errp)
+                *errp = err;
+            else
+                error_free(err);
+            return -1;
+        }
+        error_free(err);
+    }
+}
+
 int
 virt_open(const char *uri, Virt **ret, Error **errp)
 {
     Virt *v = calloc(1, sizeof(*v));
-    if (!v)
-        return error_set(errp, E_INTERNAL, ENOMEM, "virt");
-    virSetErrorFunc(NULL, virt_silence);
-    v->conn = virConnectOpen(uri);
-    if (!v->conn) {
+    if (!v || !(v->uri = strdup(uri))) {
         free(v);
-        return virt_fail(errp, E_UNAVAILABLE, "connect to libvirt", uri);
+        return error_set(errp, E_INTERNAL, ENOMEM, "virt");
     }
+    pthread_mutex_init(&v->lock, NULL);
+    virSetErrorFunc(NULL, virt_silence);
+    virConnectPtr c = virt_acquire(v, errp);
+    if (!c) {
+        virt_close(v);
+        return -1;
+    }
+    virConnectClose(c);
     *ret = v;
     return 0;
 }
@@ -61,13 +133,15 @@ virt_close(Virt *v)
         return;
     if (v->conn)
         virConnectClose(v->conn);
+    pthread_mutex_destroy(&v->lock);
+    free(v->uri);
     free(v);
 }
 
-int
-virt_create(Virt *v, const char *xml, Error **errp)
+static int
+op_create(virConnectPtr c, const void *arg, Error **errp)
 {
-    virDomainPtr d = virDomainCreateXML(v->conn, xml, VIR_DOMAIN_NONE);
+    virDomainPtr d = virDomainCreateXML(c, arg, VIR_DOMAIN_NONE);
     if (!d)
         return virt_fail(errp, E_INTERNAL, "create domain", NULL);
     virDomainFree(d);
@@ -75,35 +149,79 @@ virt_create(Virt *v, const char *xml, Error **errp)
 }
 
 int
-virt_save(Virt *v, const char *name, const char *path, Error **errp)
+virt_create(Virt *v, const char *xml, Error **errp)
 {
-    virDomainPtr d = virDomainLookupByName(v->conn, name);
+    return virt_run(v, op_create, xml, errp);
+}
+
+typedef struct {
+    const char *name, *path;
+} NamePath;
+
+static int
+op_save(virConnectPtr c, const void *arg, Error **errp)
+{
+    const NamePath *a = arg;
+    virDomainPtr d = virDomainLookupByName(c, a->name);
     if (!d)
-        return virt_fail(errp, E_NOT_FOUND, "look up domain", name);
-    int r = virDomainSaveFlags(d, path, NULL, VIR_DOMAIN_SAVE_RUNNING);
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name);
+    int r = virDomainSaveFlags(d, a->path, NULL, VIR_DOMAIN_SAVE_RUNNING);
     if (r < 0)
-        virt_fail(errp, E_INTERNAL, "save domain", name);
+        virt_fail(errp, E_INTERNAL, "save domain", a->name);
     virDomainFree(d);
     return r < 0 ? -1 : 0;
 }
 
 int
+virt_save(Virt *v, const char *name, const char *path, Error **errp)
+{
+    NamePath a = {name, path};
+    return virt_run(v, op_save, &a, errp);
+}
+
+static int
+op_restore(virConnectPtr c, const void *arg, Error **errp)
+{
+    if (virDomainRestoreFlags(c, arg, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0)
+        return virt_fail(errp, E_INTERNAL, "restore", arg);
+    return 0;
+}
+
+int
 virt_restore(Virt *v, const char *path, Error **errp)
 {
-    if (virDomainRestoreFlags(v->conn, path, NULL, VIR_DOMAIN_SAVE_RUNNING) < 0)
-        return virt_fail(errp, E_INTERNAL, "restore", path);
-    return 0;
+    return virt_run(v, op_restore, path, errp);
+}
+
+static int
+op_destroy(virConnectPtr c, const void *arg, Error **errp)
+{
+    virDomainPtr d = virDomainLookupByName(c, arg);
+    if (!d)
+        return virConnectIsAlive(c) == 1 ? 0 : virt_fail(errp, E_UNAVAILABLE, "look up", arg);
+    int r = 0;
+    if (virDomainIsActive(d) == 1 && virDomainDestroy(d) < 0 && virDomainIsActive(d) == 1)
+        r = virt_fail(errp, E_INTERNAL, "destroy domain", arg);
+    virDomainFree(d);
+    return r;
 }
 
 int
 virt_destroy(Virt *v, const char *name, Error **errp)
 {
-    virDomainPtr d = virDomainLookupByName(v->conn, name);
+    return virt_run(v, op_destroy, name, errp); /* a domain that does not exist is fine */
+}
+
+static int
+op_undefine(virConnectPtr c, const void *arg, Error **errp)
+{
+    virDomainPtr d = virDomainLookupByName(c, arg);
     if (!d)
-        return 0; /* already gone */
+        return 0;
     int r = 0;
-    if (virDomainIsActive(d) == 1 && virDomainDestroy(d) < 0 && virDomainIsActive(d) == 1)
-        r = virt_fail(errp, E_INTERNAL, "destroy domain", name);
+    if (virDomainIsPersistent(d) == 1 &&
+        virDomainUndefineFlags(d, VIR_DOMAIN_UNDEFINE_MANAGED_SAVE) < 0)
+        r = virt_fail(errp, E_INTERNAL, "undefine domain", arg);
     virDomainFree(d);
     return r;
 }
@@ -111,42 +229,54 @@ virt_destroy(Virt *v, const char *name, Error **errp)
 int
 virt_undefine(Virt *v, const char *name, Error **errp)
 {
-    virDomainPtr d = virDomainLookupByName(v->conn, name);
+    return virt_run(v, op_undefine, name, errp);
+}
+
+static int
+op_is_active(virConnectPtr c, const void *arg, Error **errp)
+{
+    (void) errp;
+    virDomainPtr d = virDomainLookupByName(c, arg);
     if (!d)
-        return 0;
-    int r = 0;
-    if (virDomainIsPersistent(d) == 1 &&
-        virDomainUndefineFlags(d, VIR_DOMAIN_UNDEFINE_MANAGED_SAVE) < 0)
-        r = virt_fail(errp, E_INTERNAL, "undefine domain", name);
+        return -1;
+    bool active = virDomainIsActive(d) == 1;
     virDomainFree(d);
-    return r;
+    return active ? 0 : -1;
 }
 
 bool
 virt_is_active(Virt *v, const char *name)
 {
-    virDomainPtr d = virDomainLookupByName(v->conn, name);
+    return virt_run(v, op_is_active, name, NULL) == 0;
+}
+
+typedef struct {
+    const char *name;
+    unsigned limit_mib;
+} NameLimit;
+
+static int
+op_set_hard_limit(virConnectPtr c, const void *arg, Error **errp)
+{
+    const NameLimit *a = arg;
+    virTypedParameter param = {.type = VIR_TYPED_PARAM_ULLONG};
+    snprintf(param.field, sizeof(param.field), "%s", VIR_DOMAIN_MEMORY_HARD_LIMIT);
+    param.value.ul = (unsigned long long) a->limit_mib * 1024u; /* KiB */
+    virDomainPtr d = virDomainLookupByName(c, a->name);
     if (!d)
-        return false;
-    bool active = virDomainIsActive(d) == 1;
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name);
+    int r = virDomainSetMemoryParameters(d, &param, 1, VIR_DOMAIN_AFFECT_LIVE);
+    if (r < 0)
+        virt_fail(errp, E_INTERNAL, "set memory hard limit of", a->name);
     virDomainFree(d);
-    return active;
+    return r < 0 ? -1 : 0;
 }
 
 int
 virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Error **errp)
 {
-    virTypedParameter param = {.type = VIR_TYPED_PARAM_ULLONG};
-    snprintf(param.field, sizeof(param.field), "%s", VIR_DOMAIN_MEMORY_HARD_LIMIT);
-    param.value.ul = (unsigned long long) limit_mib * 1024u; /* KiB */
-    virDomainPtr d = virDomainLookupByName(v->conn, name);
-    if (!d)
-        return virt_fail(errp, E_NOT_FOUND, "look up domain", name);
-    int r = virDomainSetMemoryParameters(d, &param, 1, VIR_DOMAIN_AFFECT_LIVE);
-    if (r < 0)
-        virt_fail(errp, E_INTERNAL, "set memory hard limit of", name);
-    virDomainFree(d);
-    return r < 0 ? -1 : 0;
+    NameLimit a = {name, limit_mib};
+    return virt_run(v, op_set_hard_limit, &a, errp);
 }
 
 void
@@ -159,26 +289,39 @@ virt_strv_free(char **strv)
     free(strv);
 }
 
-int
-virt_list_prefixed(Virt *v, const char *prefix, char ***ret_names, Error **errp)
+typedef struct {
+    const char *prefix;
+    char ***ret;
+} ListArg;
+
+static int
+op_list(virConnectPtr c, const void *arg, Error **errp)
 {
+    const ListArg *a = arg;
     virDomainPtr *doms = NULL;
-    int n = virConnectListAllDomains(v->conn, &doms, 0);
+    int n = virConnectListAllDomains(c, &doms, 0);
     if (n < 0)
         return virt_fail(errp, E_UNAVAILABLE, "list domains", NULL);
     char **names = calloc((size_t) n + 1, sizeof(char *));
     size_t k = 0;
     for (int i = 0; i < n; i++) {
         const char *name = virDomainGetName(doms[i]);
-        if (names && name && strncmp(name, prefix, strlen(prefix)) == 0)
+        if (names && name && strncmp(name, a->prefix, strlen(a->prefix)) == 0)
             names[k++] = strdup(name);
         virDomainFree(doms[i]);
     }
     free(doms);
     if (!names)
         return error_set(errp, E_INTERNAL, ENOMEM, "list domains");
-    *ret_names = names;
+    *a->ret = names;
     return 0;
+}
+
+int
+virt_list_prefixed(Virt *v, const char *prefix, char ***ret_names, Error **errp)
+{
+    ListArg a = {prefix, ret_names};
+    return virt_run(v, op_list, &a, errp);
 }
 
 pid_t

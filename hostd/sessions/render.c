@@ -72,6 +72,8 @@ render_session(const SessionRecord *r)
                           (json_int_t) r->output_bytes, "last_seq", (json_int_t) r->last_seq);
     if (r->end_reason[0])
         json_object_set_new(o, "end_reason", json_string(r->end_reason));
+    if (r->guest[0]) /* the libvirt domain while it has one: operators find its QEMU by it */
+        json_object_set_new(o, "guest", json_string(r->guest));
     set_time(o, "created_at", r->created_usec);
     set_time(o, "started_at", r->started_usec);
     set_time(o, "ended_at", r->ended_usec);

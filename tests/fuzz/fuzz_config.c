@@ -1,0 +1,48 @@
+/* Fuzz target: stockaded's config parser (hostd/config.c) on arbitrary bytes. Invariants:
+ * a parse either succeeds or fails with an E_INVALID message that names a line; on success,
+ * finishing the config either succeeds with every pool name valid and every numeric field
+ * inside its documented range, or fails cleanly. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "invariant failed: %s\n", #cond);                                     \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static DaemonConfig cfg;
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    Error *err = NULL;
+    config_defaults(&cfg, "/usr/share/stockade/images");
+    if (config_parse(&cfg, (const char *) data, size, &err) < 0) {
+        CHECK(err && err->category == E_INVALID && err->message[0]);
+        error_free(err);
+        return 0;
+    }
+    CHECK(!err);
+    if (config_finish(&cfg, &err) < 0) {
+        CHECK(err && err->message[0]);
+        error_free(err);
+        return 0;
+    }
+    CHECK(cfg.pool.n_shapes <= POOL_SHAPES_MAX);
+    for (size_t i = 0; i < cfg.pool.n_shapes; i++) {
+        const PoolShapeConfig *s = &cfg.shapes[i];
+        CHECK(strlen(s->name) >= 1 && strlen(s->name) <= POOL_SHAPE_NAME_MAX_BYTES);
+        CHECK(s->vcpus >= 1 && s->vcpus <= 64 && s->memory_mib >= 64);
+    }
+    CHECK(cfg.pool.workspace_mib >= 16 && cfg.pool.cpu_quota_percent <= 100);
+    CHECK(cfg.state_dir[0] == '/' && cfg.http.unix_path && cfg.http.unix_path[0] == '/');
+    return 0;
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Fault injection through a real stockaded (issue 8). One scenario per run:
+
+    test_faults.py qemu_killed|qemu_stopped|libvirtd_restart|kill9|disk_full
+
+After each: every session accounted for (ended, with a reason), every event written before
+the fault still served unchanged, files on disk before the fault still there, and no QEMU
+left behind (the fixture fails the test otherwise).
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon  # noqa: E402
+
+MINIMAL = {"minimal": dict(warm=1, slots=3)}
+WRITER = "i=0; while true; do i=$((i+1)); echo $i > f$i.txt; echo tick $i; sleep 0.3; done"
+
+
+def task(d, argv, timeout_s=300):
+    return d.call("POST", "/v1/tasks", body={"pool": "minimal", "argv": argv,
+                                            "timeout_s": timeout_s}, expect=(201,))["id"]
+
+
+def qemu_pid(d, sid):
+    guest = d.wait(lambda: d.session(sid).get("guest"), 60, "the session's guest")
+    with open(f"/run/libvirt/qemu/{guest}.pid") as f:
+        return int(f.read())
+
+
+def wait_ticks(d, sid, n):
+    for ev in d.events(sid, follow=True):
+        if ev["type"] == "exec.stdout" and f"tick {n}\n" in ev.get("data", ""):
+            return
+
+
+def ended(d, sid, timeout=180):
+    return d.wait(lambda: (s := d.session(sid))["state"] == "ended" and s, timeout,
+                  f"session {sid} to end")
+
+
+def files_back(d, sid, n):
+    for i in range(1, n + 1):
+        status, _, body = d.request("GET", f"/v1/sessions/{sid}/files/f{i}.txt")
+        assert status == 200 and body == f"{i}\n".encode(), (i, status, body)
+
+
+def guest_dies(sig, conf=""):
+    with Daemon(pools=MINIMAL, extra_conf=conf) as d:
+        d.wait_ready()
+        sid = task(d, ["sh", "-c", WRITER])
+        wait_ticks(d, sid, 8)
+        time.sleep(1.5)  # the workspace commits its journal every second
+        os.kill(qemu_pid(d, sid), sig)
+        s = ended(d, sid)
+        assert s["end_reason"] == "guest_error", s
+        files_back(d, sid, 8)  # everything written before the fault (mirror + salvage)
+        d.wait(d.pool_full, 120, "a replacement guest")
+        ok = task(d, ["echo", "after"])
+        assert ended(d, ok)["end_reason"] == "completed"
+        print(f"{signal.Signals(sig).name}: session ended guest_error, files 1..8 back, "
+              f"pool refilled")
+
+
+def scenario_qemu_killed():
+    guest_dies(signal.SIGKILL)
+
+
+def scenario_qemu_stopped():
+    guest_dies(signal.SIGSTOP, "[timeouts]\nhealth_interval_s = 2\nping_timeout_s = 3\n")
+
+
+def restart_libvirtd():
+    if os.path.isdir("/run/systemd/system"):
+        subprocess.run(["systemctl", "restart", "libvirtd"], check=True)
+    else:
+        subprocess.run(["pkill", "-x", "libvirtd"])
+        time.sleep(1)
+        subprocess.run(["libvirtd", "-d"], check=True)
+    for _ in range(100):
+        if subprocess.run(["virsh", "-c", "qemu:///system", "version"],
+                          capture_output=True).returncode == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("libvirtd did not come back")
+
+
+def scenario_libvirtd_restart():
+    with Daemon(pools=MINIMAL) as d:
+        d.wait_ready()
+        live = task(d, ["sh", "-c", WRITER])
+        wait_ticks(d, live, 3)
+        restart_libvirtd()  # the running guest survives; the daemon's connection does not
+        wait_ticks(d, live, 6)
+        d.post(f"/v1/sessions/{live}/cancel")  # destroy + restore through a new connection
+        assert ended(d, live)["end_reason"] == "cancelled"
+        d.wait(d.pool_full, 120, "a guest restored after the libvirtd restart")
+        ok = task(d, ["echo", "after"])
+        assert ended(d, ok)["end_reason"] == "completed"
+        print("libvirtd restart: live session kept running, cancel and refill worked after")
+
+
+def scenario_kill9():
+    rng = random.Random(int(os.environ.get("STOCKADE_FAULT_SEED", "7")))
+    state = tempfile.mkdtemp(prefix="stockade-kill9.")
+    os.chmod(state, 0o711)
+    prefix, seen = None, {}
+    for round_ in range(3):
+        d = Daemon(pools=MINIMAL, state_dir=state, prefix=prefix, keep_state=True).start()
+        prefix = d.prefix
+        try:
+            d.wait_ready()
+            for sid, before in seen.items():  # events before a fault are still served
+                s = ended(d, sid)
+                after = list(d.events(sid))
+                assert after[:len(before)] == before, f"events of {sid} changed"
+                assert s["state"] == "ended" and s["end_reason"], s
+            a = task(d, ["sh", "-c", WRITER])
+            b = task(d, ["sh", "-c", "echo quick > q.txt"])
+            time.sleep(rng.uniform(0.0, 6.0))
+            for sid in (a, b):
+                seen[sid] = list(d.events(sid))
+        finally:
+            d.kill9()
+    d = Daemon(pools=MINIMAL, state_dir=state, prefix=prefix)
+    with d:
+        d.wait_ready()
+        for sid, before in seen.items():
+            s = ended(d, sid)
+            assert s["end_reason"], s
+            assert list(d.events(sid))[:len(before)] == before
+        print(f"kill -9 x3: {len(seen)} sessions all ended with a reason, events intact")
+
+
+def scenario_disk_full():
+    img = tempfile.mktemp(prefix="stockade-small.", suffix=".ext4")
+    mnt = tempfile.mkdtemp(prefix="stockade-small.")
+    subprocess.run(["truncate", "-s", "2G", img], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
+    subprocess.run(["mount", "-o", "loop", img, mnt], check=True)
+    os.chmod(mnt, 0o711)
+    try:
+        with Daemon(pools=MINIMAL, state_dir=mnt) as d:
+            d.wait_ready()
+            done = task(d, ["sh", "-c", "echo kept > k.txt"])
+            ended(d, done)
+            before = list(d.events(done))
+            ballast = os.path.join(mnt, "ballast")
+            st = os.statvfs(mnt)
+            free = st.f_bavail * st.f_frsize
+            with open(ballast, "wb") as f:  # leave ~2 MiB
+                f.truncate(max(free - (2 << 20), 0))
+                os.posix_fallocate(f.fileno(), 0, max(free - (2 << 20), 0))
+            sid = task(d, ["sh", "-c", "yes | head -c 8000000"], timeout_s=60)
+            s = ended(d, sid)
+            assert s["end_reason"], s  # accounted for, whatever the disk allowed
+            os.unlink(ballast)
+            assert list(d.events(done)) == before, "events before the fault changed"
+            status, _, body = d.request("GET", f"/v1/sessions/{done}/files/k.txt")
+            assert status == 200 and body == b"kept\n", (status, body)
+            d.wait(d.pool_full, 120, "a full pool after the disk was freed")
+            ok = task(d, ["echo", "after"])
+            fin = ended(d, ok)
+            assert fin["end_reason"] == "completed", (fin, list(d.events(ok)), d.tail_log(15))
+            print(f"disk full: session ended {s['end_reason']}, earlier events and files kept,"
+                  " recovered once space came back")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+        os.unlink(img)
+        os.rmdir(mnt)
+
+
+if __name__ == "__main__":
+    scenarios = {n[len("scenario_"):]: f for n, f in globals().items()
+                 if n.startswith("scenario_")}
+    if len(sys.argv) != 2 or sys.argv[1] not in scenarios:
+        print(f"usage: {sys.argv[0]} {'|'.join(scenarios)}", file=sys.stderr)
+        sys.exit(2)
+    scenarios[sys.argv[1]]()
+    print("ok")
