@@ -71,7 +71,7 @@ cp_upload(Cli *cli, const char *local, const char *id, const char *rpath, Error 
         r = cp_put_one(c, id, &u.v[i], errp);
     if (r == 0) {
         format_bytes(u.total_bytes, size, sizeof(size));
-        printf("uploaded %zu files (%s) to %s:%s\n", u.n, size, id, rpath);
+        printf("uploaded %zu file%s (%s) to %s:%s\n", u.n, u.n == 1 ? "" : "s", size, id, rpath);
         if (u.skipped)
             cli_warn(cli, "%zu symlinks or special files skipped (e.g. %s)", u.skipped,
                      u.first_skipped);
@@ -94,8 +94,8 @@ cp_download_tree(Cli *cli, const char *id, const char *dir, Error **errp)
     if (download_workspace(c, path, dir, &p, 0, &res, errp) < 0)
         return -1;
     format_bytes(res.bytes, size, sizeof(size));
-    printf("downloaded %u files (%s) into %s (%s workspace)\n", res.files, size, dir,
-           res.workspace[0] ? res.workspace : "?");
+    printf("downloaded %u file%s (%s) into %s (%s workspace)\n", res.files,
+           res.files == 1 ? "" : "s", size, dir, res.workspace[0] ? res.workspace : "?");
     if (res.skipped)
         cli_warn(cli, "%u unsafe entries skipped (links, devices, bad names)", res.skipped);
     if (res.truncated)

@@ -179,6 +179,18 @@ render_details(json_t *ev, const char *type, int width)
         print_field_str(ev, "mirror");
     } else if (strcmp(type, "artifacts") == 0) {
         render_artifacts(ev);
+    } else if (strcmp(type, "guest.destroyed") == 0) {
+        printf("in %lld ms", (long long) event_int(ev, "destroy_ms", 0));
+    } else if (strcmp(type, "session.timeout") == 0 || strcmp(type, "limit.output") == 0) {
+        json_t *v = json_object_get(ev, type[0] == 's' ? "timeout_ms" : "limit_bytes");
+        format_bytes((uint64_t) (json_is_integer(v) ? json_integer_value(v) : 0), size,
+                     sizeof(size));
+        if (type[0] == 's')
+            printf("after %lld s", (long long) (json_integer_value(v) / 1000));
+        else
+            printf("output over %s: the session ends", size);
+    } else if (strcmp(type, "guest.error") == 0) {
+        print_field_str(ev, "message");
     } else {
         render_other(ev);
     }

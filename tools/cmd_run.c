@@ -250,11 +250,11 @@ run_summary_text(RunState *st, const Final *fin, const char *dir, const Download
         fprintf(stderr, " (guest error: %s)", w->guest_error);
     fprintf(stderr, ", exit %d, %s", code, dur);
     if (downloaded)
-        fprintf(stderr, "; %u files (%s) saved in %s%s", res->files, size, dir,
-                dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/");
+        fprintf(stderr, "; %u file%s (%s) saved in %s%s", res->files, res->files == 1 ? "" : "s",
+                size, dir, dir[0] && dir[strlen(dir) - 1] == '/' ? "" : "/");
     else if (fin->files > 0)
-        fprintf(stderr, "; %llu files (%s) not downloaded (stockade cp %s: DIR gets them)",
-                (unsigned long long) fin->files, size, st->id);
+        fprintf(stderr, "; %llu file%s (%s) not downloaded (stockade cp %s: DIR gets them)",
+                (unsigned long long) fin->files, fin->files == 1 ? "" : "s", size, st->id);
     else
         fprintf(stderr, "; no files");
     if (downloaded && res->skipped)

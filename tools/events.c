@@ -202,7 +202,11 @@ static int
 follow_sink(void *userdata, const uint8_t *data, size_t len, Error **errp)
 {
     Follow *f = userdata;
-    return linesplit_feed(&f->lines, data, len, follow_line, f, errp);
+    if (linesplit_feed(&f->lines, data, len, follow_line, f, errp) < 0)
+        return -1;
+    if (f->stop) /* end the transfer; follow_events sees f->stop and drops this error */
+        return error_set(errp, E_INTERNAL, 0, "stopped by the consumer");
+    return 0;
 }
 
 /* After a stream ended cleanly while following: has the session really ended? */
