@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Hostile guest programs (issue 8) through a real stockaded: a fork bomb, a memory hog, a
+disk filler, endless stdout, a serial-console flood and garbage written to the guest's own
+channel. Each runs as a task while a control session keeps printing; each may end only its
+own session, the control session keeps answering throughout, and the daemon stays healthy.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon  # noqa: E402
+
+PROGRAMS = [
+    # (name, argv, acceptable end reasons, check on the final session record)
+    ("fork bomb", ["sh", "-c", "f() { f | f & }; f; sleep 30"], {"timed_out", "completed"}),
+    ("memory hog", ["python3", "-c",
+                    "a = []\nwhile True: a.append(bytearray(32 << 20))"], {"completed"}),
+    ("disk filler", ["sh", "-c", "dd if=/dev/zero of=fill bs=1M; echo full; sync"],
+     {"completed"}),
+    ("10 GiB of stdout", ["sh", "-c", "yes 0123456789abcdef0123456789abcdef | head -c 10737418240"],
+     {"output_limit"}),
+    ("console flood", ["sh", "-c",
+                       "for d in /dev/console /dev/ttyS0 /dev/kmsg; do "
+                       "head -c 50000000 /dev/zero > $d && echo wrote $d; done; true"],
+     {"completed"}),
+    ("channel garbage", ["sh", "-c",
+                         "for p in /dev/vport*; do head -c 1000000 /dev/urandom > $p "
+                         "&& echo wrote $p; done; true"], {"completed"}),
+]
+
+
+def control_alive(d, sid, since_seq):
+    """The control session printed after since_seq; returns the new last seq."""
+    events = list(d.events(sid, after=since_seq))
+    out = [e for e in events if e["type"] == "exec.stdout"]
+    assert out, "the control session stopped printing"
+    return events[-1]["seq"]
+
+
+def main():
+    conf = "[sessions]\noutput_limit_mib = 16\n"
+    with Daemon(pools={"python": dict(warm=2, slots=4, memory_mib=384)}, extra_conf=conf) as d:
+        d.wait_ready()
+        ctl = d.call("POST", "/v1/sessions", body={"pool": "python", "timeout_s": 3600},
+                     expect=(201,))["id"]
+        d.wait_state(ctl, "running")
+        d.post(f"/v1/sessions/{ctl}/exec",
+               {"argv": ["sh", "-c", "while true; do echo alive; sleep 0.5; done"],
+                "timeout_s": 3600})
+        time.sleep(3)
+        seq = control_alive(d, ctl, 0)
+        for name, argv, reasons in PROGRAMS:
+            d.wait(d.pool_full, 300, "a full pool")
+            t0 = time.time()
+            sid = d.call("POST", "/v1/tasks", body={"pool": "python", "argv": argv,
+                                                   "timeout_s": 25}, expect=(201,))["id"]
+            s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 240,
+                       f"the {name} to end")
+            assert s["end_reason"] in reasons, (name, s)
+            out = "".join(e.get("data", "") for e in d.events(sid) if e["type"] == "exec.stdout")
+            assert "wrote" not in out, f"{name}: an unprivileged program wrote a device: {out!r}"
+            seq = control_alive(d, ctl, seq)  # the neighbour kept answering all along
+            assert d.get("/v1/health")["status"] == "ok"
+            print(f"{name}: ended {s['end_reason']} (exit {s.get('exit_code')}) after "
+                  f"{time.time() - t0:.1f} s; control session alive", flush=True)
+        assert d.session(ctl)["state"] == "running"
+        d.post(f"/v1/sessions/{ctl}/cancel")
+        console = [os.path.getsize(os.path.join(dp, f))
+                   for dp, _, fs in os.walk(os.path.join(d.state, "state", "guests"))
+                   for f in fs if f.startswith("console.log")]
+        assert all(c <= 8 << 20 for c in console), f"console logs unbounded: {console}"
+        print(f"console logs: largest {max(console or [0])} bytes (virtlogd rotates at 2 MiB)")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
