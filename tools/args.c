@@ -189,7 +189,9 @@ run_parse_args(Cli *cli, int argc, char **argv, RunArgs *ret, Error **errp)
         return error_set(errp, E_INVALID, 0, "no command: stockade run [OPTIONS] -- CMD ARGS...");
     if (ret->download && ret->no_download)
         return error_set(errp, E_INVALID, 0, "--download and --no-download exclude each other");
-    if (ret->pool[0] == '\0' || strlen(ret->pool) > 32)
+    size_t pn = strlen(ret->pool);
+    if (pn == 0 || pn > 32 || ret->pool[0] == '-' ||
+        strspn(ret->pool, "abcdefghijklmnopqrstuvwxyz0123456789-") != pn)
         return error_set(errp, E_INVALID, 0, "--pool wants a pool name (see stockade pool)");
     ret->argv = argv + optind;
     ret->argc = argc - optind;
