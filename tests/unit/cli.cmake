@@ -1,6 +1,6 @@
 # tools/ (the stockade CLI): pure pieces (arguments, output, events, error mapping, exit codes)
 # and file handling (hostile workspace tars, uploads). No daemon.
-stockade_test(NAME unit_cli LABEL unit SOURCES test_cli.c
+stockade_test(NAME unit_cli LABEL unit SOURCES cli_test.c
               LIBS stockade_cli PkgConfig::CMOCKA)
-stockade_test(NAME unit_cli_files LABEL unit SOURCES test_cli_files.c
+stockade_test(NAME unit_cli_files LABEL unit SOURCES cli_test_files.c
               LIBS stockade_cli PkgConfig::CMOCKA)
