@@ -5,15 +5,14 @@
  * workspace tar is always the artifact folder: for a live session that is the live mirror
  * so far (header X-Stockade-Workspace: mirror), for an ended one the final result (final). */
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "fdutil.h"
 #include "message.h"
 #include "tarwriter.h"
 
@@ -110,16 +109,6 @@ get_on_loop(ApiCtx *c)
     }
 }
 
-static int
-open_beneath(int dirfd, const char *path)
-{
-    struct open_how how = {
-        .flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
 static void
 get_from_artifacts(ApiCtx *c, const char *id, const char *path)
 {
@@ -132,7 +121,7 @@ get_from_artifacts(ApiCtx *c, const char *id, const char *path)
         return;
     }
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int fd = dfd >= 0 ? open_beneath(dfd, path) : -1;
+    int fd = dfd >= 0 ? openat2_beneath(dfd, path, O_RDONLY) : -1;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         safe_close(fd);
         api_reply_errorf(c, E_NOT_FOUND, "no file %.200s in the session's artifacts", path);

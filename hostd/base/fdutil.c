@@ -3,8 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -92,4 +97,29 @@ read_file_bounded(const char *path, size_t max_bytes, char **ret_buf, size_t *re
     *ret_buf = TAKE_PTR(buf);
     *ret_len = got;
     return 0;
+}
+
+int
+openat2_beneath(int dirfd, const char *path, int flags)
+{
+    struct open_how how = {
+        .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static int
+rm_rf_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) st;
+    (void) type;
+    (void) ftw;
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+rm_rf(const char *path)
+{
+    return nftw(path, rm_rf_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -1 : 0;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dest.h"
+#include "fdutil.h"
 #include "log.h"
 #include "session_internal.h"
 #include "timeutil.h"
@@ -48,21 +49,6 @@ artifacts_prepare(Sessions *m, const char *id, Error **errp)
             return error_set(errp, E_IO, errno, "create %s", path);
     }
     return 0;
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void) st;
-    (void) type;
-    (void) ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-static void
-rm_rf(const char *path)
-{
-    (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static struct {

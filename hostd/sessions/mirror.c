@@ -8,13 +8,10 @@
  * mirror_budget_bytes, counted here too (the runner's own count is not trusted).
  * Loop thread; files are small and land in the page cache. */
 #include <fcntl.h>
-#include <ftw.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dest.h"
@@ -22,16 +19,6 @@
 #include "log.h"
 #include "runner_limits.h"
 #include "session_internal.h"
-
-static int
-open_beneath(int dirfd, const char *path, int flags)
-{
-    struct open_how how = {
-        .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
 
 static int
 mirror_open_dir(Session *s, const char *sub)
@@ -66,15 +53,6 @@ mirror_event(Session *s, const Stockade__Runner__FileChanged *c, const char *out
                             (json_int_t) (c->mtime_ns / 1000000), "mirror", outcome));
 }
 
-static int
-rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void) st;
-    (void) type;
-    (void) ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 /* A removed path in the guest: a file, or a directory with its whole subtree. The folder
  * holds only what the daemon wrote (files and directories, never symlinks); the openat2
  * check keeps the removal beneath it anyway. */
@@ -83,7 +61,7 @@ mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
 {
     _cleanup_close_ int files = mirror_open_dir(s, "files");
     if (files >= 0) {
-        _cleanup_close_ int fd = open_beneath(files, c->path, O_RDONLY | O_PATH);
+        _cleanup_close_ int fd = openat2_beneath(files, c->path, O_RDONLY | O_PATH);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             (void) unlinkat(files, c->path, 0);
@@ -91,7 +69,7 @@ mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
             char path[PATH_MAX_BYTES + 1024];
             snprintf(path, sizeof(path), "%s/%s/files/%s", s->mgr->artifacts_dir, s->rec.id,
                      c->path);
-            (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+            (void) rm_rf(path);
         }
     }
     mirror_event(s, c, "removed");
@@ -116,7 +94,7 @@ mirror_install(Session *s, const char *path)
         base = path + (slash - parent) + 1;
         if (dest_mkdir(files, parent, 0755, &created) < 0)
             return -1;
-        pfd = open_beneath(files, parent, O_RDONLY | O_DIRECTORY);
+        pfd = openat2_beneath(files, parent, O_RDONLY | O_DIRECTORY);
     } else {
         pfd = dup(files);
     }
@@ -176,7 +154,7 @@ mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
         mirror_remove(s, c);
         return;
     }
-    if (c->over_budget || s->mirror_bytes + c->data.len > m->cfg.mirror_budget_bytes ||
+    if (c->over_budget || s->mirror_bytes + c->data.len > session_mirror_budget(s) ||
         c->size > m->cfg.mirror_max_file_bytes ||
         (c->offset == 0 && s->mirror_files >= m->cfg.extract.max_files)) {
         if (c->offset == 0) /* one event per file, not per chunk */

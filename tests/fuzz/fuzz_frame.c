@@ -14,18 +14,12 @@
 #include "frame.h"
 #include "message.h"
 
+#include "fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static FrameReader reader;
 static uint8_t reencoded[FRAME_HDR_BYTES + FRAME_MAX_BYTES];
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);         \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void
 check_host_payload(const uint8_t *p, size_t n)

@@ -17,23 +17,15 @@
 #include "domxml.h"
 #include "image.h"
 #include "runner_client.h"
+
+static void cleanup(void);
+#define TEST_CLEANUP() cleanup()
 #include "testlib.h"
 #include "timeutil.h"
 #include "virt.h"
 
 #define BOOT_TIMEOUT_MS (180 * 1000)
 #define CALL_TIMEOUT_MS (60 * 1000)
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            cleanup();                                                                             \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static Virt *virt;
 static char name[64], dir[512];
@@ -89,19 +81,26 @@ boot(const char *image, char *sock, size_t sock_cap)
     snprintf(tpl, sizeof(tpl), "%s/template.raw", dir);
     snprintf(sock, sock_cap, "%s/channel.sock", dir);
     snprintf(console, sizeof(console), "%s/console.log", dir);
-    CHECK(diskfile_ensure_template(tpl, 64, 1000, 1000, &err) == 0 &&
-              diskfile_reset_in_place(ws, tpl, &err) == 0,
-          "workspace: %s", err->message);
+    TEST_CHECK(diskfile_ensure_template(tpl, 64, 1000, 1000, &err) == 0 &&
+                   diskfile_reset_in_place(ws, tpl, &err) == 0,
+               "workspace: %s", err->message);
     char uuid[37];
     snprintf(uuid, sizeof(uuid), "7d1958f8-0000-4000-8000-0000%08x", r); /* its own */
-    DomainSpec spec = {.name = name, .uuid = uuid,
-                       .accel = ACCEL_TCG, .vcpus = 1, .memory_mib = 384,
-                       .kernel_path = img->kernel_path, .initrd_path = img->initrd_path,
-                       .cmdline = img->cmdline, .root_disk_path = img->root_path,
-                       .workspace_disk_path = ws, .channel_socket_path = sock,
-                       .console_log_path = console, .tb_cache_mib = 64};
-    CHECK(domxml_build(&spec, &xml, &err) == 0, "domxml: %s", err->message);
-    CHECK(virt_create(virt, xml, &err) == 0, "boot: %s", err->message);
+    DomainSpec spec = {.name = name,
+                       .uuid = uuid,
+                       .accel = ACCEL_TCG,
+                       .vcpus = 1,
+                       .memory_mib = 384,
+                       .kernel_path = img->kernel_path,
+                       .initrd_path = img->initrd_path,
+                       .cmdline = img->cmdline,
+                       .root_disk_path = img->root_path,
+                       .workspace_disk_path = ws,
+                       .channel_socket_path = sock,
+                       .console_log_path = console,
+                       .tb_cache_mib = 64};
+    TEST_CHECK(domxml_build(&spec, &xml, &err) == 0, "domxml: %s", err->message);
+    TEST_CHECK(virt_create(virt, xml, &err) == 0, "boot: %s", err->message);
     free(xml);
     image_free(img);
 }
@@ -110,8 +109,8 @@ static GuestMsg *
 call(RunnerClient *c, HostMsg *m)
 {
     GuestMsg *reply = NULL;
-    CHECK(runner_client_call(c, m, CALL_TIMEOUT_MS, &reply) == 0, "call: %s",
-          runner_client_error(c));
+    TEST_CHECK(runner_client_call(c, m, CALL_TIMEOUT_MS, &reply) == 0, "call: %s",
+               runner_client_error(c));
     return reply;
 }
 
@@ -132,13 +131,13 @@ run(RunnerClient *c, uint32_t exec_id, const char *const *argv, int *ret_code)
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &e;
     GuestMsg *r = call(c, &m);
-    CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED, "exec %s not started",
-          argv[0]);
+    TEST_CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED,
+               "exec %s not started", argv[0]);
     msg_free_guest(r);
     for (;;) {
         GuestMsg *g = NULL;
-        CHECK(runner_client_next(c, CALL_TIMEOUT_MS, &g) == 0, "exec output: %s",
-              runner_client_error(c));
+        TEST_CHECK(runner_client_next(c, CALL_TIMEOUT_MS, &g) == 0, "exec output: %s",
+                   runner_client_error(c));
         if (g->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT &&
             g->output->exec_id == exec_id &&
             g->output->stream == STOCKADE__RUNNER__OUTPUT__STREAM__STDOUT) {
@@ -177,7 +176,7 @@ hello(RunnerClient *c)
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_HELLO;
     m.hello = &h;
     GuestMsg *r = call(c, &m);
-    CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK, "hello not acked");
+    TEST_CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK, "hello not acked");
     msg_free_guest(r);
 }
 
@@ -203,7 +202,7 @@ file_roundtrip(RunnerClient *c)
         p.data.len = n;
         m.req_id = 0;
         GuestMsg *r = call(c, &m);
-        CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK, "put not acked");
+        TEST_CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK, "put not acked");
         msg_free_guest(r);
         off += n;
     }
@@ -215,15 +214,15 @@ file_roundtrip(RunnerClient *c)
         g.offset = got;
         m.req_id = 0;
         GuestMsg *r = call(c, &m);
-        CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_DATA, "get failed");
-        CHECK(got + r->file_data->data.len <= sizeof(data) &&
-                  memcmp(data + got, r->file_data->data.data, r->file_data->data.len) == 0,
-              "content differs at %zu", got);
+        TEST_CHECK(r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_DATA, "get failed");
+        TEST_CHECK(got + r->file_data->data.len <= sizeof(data) &&
+                       memcmp(data + got, r->file_data->data.data, r->file_data->data.len) == 0,
+                   "content differs at %zu", got);
         got += r->file_data->data.len;
         eof = r->file_data->eof;
         msg_free_guest(r);
     }
-    CHECK(got == sizeof(data), "got %zu of %zu bytes back", got, sizeof(data));
+    TEST_CHECK(got == sizeof(data), "got %zu of %zu bytes back", got, sizeof(data));
 }
 
 static void
@@ -243,7 +242,7 @@ kill_tree(RunnerClient *c)
     msg_free_guest(call(c, &m));
     const char *ps[] = {"sh", "-c", "sleep 1; ps -o comm,args | grep -c '[s]leep 100'", NULL};
     const char *before = run(c, 11, ps, &code);
-    CHECK(atoi(before) == 3, "expected 3 sleeps before the kill, saw: %s", before);
+    TEST_CHECK(atoi(before) == 3, "expected 3 sleeps before the kill, saw: %s", before);
     sig.exec_id = 10;
     sig.signo = 9;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_SIGNAL;
@@ -251,12 +250,13 @@ kill_tree(RunnerClient *c)
     m.req_id = 0;
     msg_free_guest(call(c, &m));
     GuestMsg *x = NULL;
-    CHECK(runner_client_wait_for(c, STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT, 10,
-                                 CALL_TIMEOUT_MS, &x) == 0, "no exit after kill");
-    CHECK(x->exec_exit->signal == 9, "exit signal %d", x->exec_exit->signal);
+    TEST_CHECK(runner_client_wait_for(c, STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT, 10,
+                                      CALL_TIMEOUT_MS, &x) == 0,
+               "no exit after kill");
+    TEST_CHECK(x->exec_exit->signal == 9, "exit signal %d", x->exec_exit->signal);
     msg_free_guest(x);
     const char *after = run(c, 12, ps, &code);
-    CHECK(atoi(after) == 0, "processes survived the kill: %s", after);
+    TEST_CHECK(atoi(after) == 0, "processes survived the kill: %s", after);
 }
 
 static void
@@ -268,18 +268,19 @@ malformed_then_ping(RunnerClient *c)
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
     GuestMsg *g = NULL;
 
-    CHECK(runner_client_send_raw(c, junk, sizeof(junk), CALL_TIMEOUT_MS) == 0, "send junk");
-    CHECK(runner_client_wait_for(c, STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR, 0, CALL_TIMEOUT_MS,
-                                 &g) == 0, "no Error for the malformed frame");
-    CHECK(g->error->code == STOCKADE__RUNNER__ERROR__CODE__BAD_MESSAGE, "error code %d",
-          g->error->code);
+    TEST_CHECK(runner_client_send_raw(c, junk, sizeof(junk), CALL_TIMEOUT_MS) == 0, "send junk");
+    TEST_CHECK(runner_client_wait_for(c, STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR, 0,
+                                      CALL_TIMEOUT_MS, &g) == 0,
+               "no Error for the malformed frame");
+    TEST_CHECK(g->error->code == STOCKADE__RUNNER__ERROR__CODE__BAD_MESSAGE, "error code %d",
+               g->error->code);
     msg_free_guest(g);
     ping.nonce = 77;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PING;
     m.ping = &ping;
     g = call(c, &m);
-    CHECK(g->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_PONG && g->pong->nonce == 77,
-          "no Pong after the malformed frame");
+    TEST_CHECK(g->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_PONG && g->pong->nonce == 77,
+               "no Pong after the malformed frame");
     msg_free_guest(g);
 }
 
@@ -298,10 +299,10 @@ main(int argc, char **argv)
     uint64_t t0 = now_usec();
     boot(argv[1], sock, sizeof(sock));
     int fd = connect_channel(sock);
-    CHECK(fd >= 0, "cannot connect to %s", sock);
+    TEST_CHECK(fd >= 0, "cannot connect to %s", sock);
     RunnerClient *c = runner_client_new(fd);
-    CHECK(runner_client_sync(c, 0x5eed1234abcdull, BOOT_TIMEOUT_MS, &ready) == 0,
-          "no Ready: %s", runner_client_error(c));
+    TEST_CHECK(runner_client_sync(c, 0x5eed1234abcdull, BOOT_TIMEOUT_MS, &ready) == 0,
+               "no Ready: %s", runner_client_error(c));
     printf("%s: booted to Ready in %.2f s (runner %s)\n", argv[1], (double) (now_usec() - t0) / 1e6,
            ready->ready->runner_version);
     msg_free_guest(ready);
@@ -310,7 +311,7 @@ main(int argc, char **argv)
     const char *calc_py[] = {"python3", "-c", "print(6*7)", NULL};
     const char *calc_sh[] = {"sh", "-c", "echo $((6*7))", NULL};
     const char *out = run(c, 1, py ? calc_py : calc_sh, &code);
-    CHECK(code == 0 && strcmp(out, "42\n") == 0, "6*7 gave '%s' (exit %d)", out, code);
+    TEST_CHECK(code == 0 && strcmp(out, "42\n") == 0, "6*7 gave '%s' (exit %d)", out, code);
     file_roundtrip(c);
     kill_tree(c);
     malformed_then_ping(c);

@@ -15,21 +15,11 @@
 #define FILL_TIMEOUT_USEC (240 * USEC_PER_SEC)
 #define EXEC_TIMEOUT_USEC (60 * USEC_PER_SEC)
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
 static void
 wait_full(Harness *h)
 {
-    CHECK(harness_wait_full(h, FILL_TIMEOUT_USEC), "pool not full within %llu s",
-          (unsigned long long) (FILL_TIMEOUT_USEC / USEC_PER_SEC));
+    TEST_CHECK(harness_wait_full(h, FILL_TIMEOUT_USEC), "pool not full within %llu s",
+               (unsigned long long) (FILL_TIMEOUT_USEC / USEC_PER_SEC));
 }
 
 /* Two guests restored from one snapshot must read different random bytes at the same time,
@@ -46,29 +36,30 @@ scenario_clones(void)
 
     harness_start(&h, "minimal", 2, 2, NULL);
     wait_full(&h);
-    CHECK(ts_take(&h, &a, "clone-a") && ts_take(&h, &b, "clone-b"), "take: %s %s",
-          a.error_message, b.error_message);
-    CHECK(ts_exec_start(&a, argv) && ts_exec_start(&b, argv), "exec start");
-    CHECK(ts_exec_wait(&a, EXEC_TIMEOUT_USEC) && ts_exec_wait(&b, EXEC_TIMEOUT_USEC),
-          "exec: a=%s b=%s", a.error_message, b.error_message);
-    CHECK(a.exit_code == 0 && b.exit_code == 0, "exit codes %d %d (stderr %s / %s)",
-          a.exit_code, b.exit_code, a.err, b.err);
+    TEST_CHECK(ts_take(&h, &a, "clone-a") && ts_take(&h, &b, "clone-b"), "take: %s %s",
+               a.error_message, b.error_message);
+    TEST_CHECK(ts_exec_start(&a, argv) && ts_exec_start(&b, argv), "exec start");
+    TEST_CHECK(ts_exec_wait(&a, EXEC_TIMEOUT_USEC) && ts_exec_wait(&b, EXEC_TIMEOUT_USEC),
+               "exec: a=%s b=%s", a.error_message, b.error_message);
+    TEST_CHECK(a.exit_code == 0 && b.exit_code == 0, "exit codes %d %d (stderr %s / %s)",
+               a.exit_code, b.exit_code, a.err, b.err);
     char boot_a[64], rand_a[64], boot_b[64], rand_b[64];
     long long clock_a, clock_b;
-    CHECK(sscanf(a.out, "%63s %63s %lld", boot_a, rand_a, &clock_a) == 3, "output a: %s", a.out);
-    CHECK(sscanf(b.out, "%63s %63s %lld", boot_b, rand_b, &clock_b) == 3, "output b: %s", b.out);
-    printf("a: boot_id=%s urandom=%s\nb: boot_id=%s urandom=%s\n", boot_a, rand_a, boot_b,
-           rand_b);
-    CHECK(strlen(rand_a) == 32 && strlen(boot_a) == 36, "malformed output: %s", a.out);
-    CHECK(strcmp(rand_a, rand_b) != 0, "clones read the same random bytes: %s", rand_a);
-    CHECK(strcmp(boot_a, boot_b) != 0, "clones have the same boot id: %s", boot_a);
+    TEST_CHECK(sscanf(a.out, "%63s %63s %lld", boot_a, rand_a, &clock_a) == 3, "output a: %s",
+               a.out);
+    TEST_CHECK(sscanf(b.out, "%63s %63s %lld", boot_b, rand_b, &clock_b) == 3, "output b: %s",
+               b.out);
+    printf("a: boot_id=%s urandom=%s\nb: boot_id=%s urandom=%s\n", boot_a, rand_a, boot_b, rand_b);
+    TEST_CHECK(strlen(rand_a) == 32 && strlen(boot_a) == 36, "malformed output: %s", a.out);
+    TEST_CHECK(strcmp(rand_a, rand_b) != 0, "clones read the same random bytes: %s", rand_a);
+    TEST_CHECK(strcmp(boot_a, boot_b) != 0, "clones have the same boot id: %s", boot_a);
     long long host = (long long) time(NULL);
-    CHECK(llabs(clock_a - host) <= 10 && llabs(clock_b - host) <= 10,
-          "guest clocks %lld %lld vs host %lld", clock_a, clock_b, host);
+    TEST_CHECK(llabs(clock_a - host) <= 10 && llabs(clock_b - host) <= 10,
+               "guest clocks %lld %lld vs host %lld", clock_a, clock_b, host);
     ts_release(&a);
     ts_release(&b);
     harness_stop(&h);
-    CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
     harness_cleanup(&h);
 }
 
@@ -86,9 +77,9 @@ scenario_refill(void)
         TestSession s;
         char id[32];
         snprintf(id, sizeof(id), "refill-%u", i);
-        CHECK(ts_take(&h, &s, id), "take %u: %s", i, s.error_message);
-        CHECK(ts_run(&s, argv, EXEC_TIMEOUT_USEC) == 0, "exec %u: %s", i, s.error_message);
-        CHECK(strcmp(s.out, "hi\n") == 0, "output %u: '%s'", i, s.out);
+        TEST_CHECK(ts_take(&h, &s, id), "take %u: %s", i, s.error_message);
+        TEST_CHECK(ts_run(&s, argv, EXEC_TIMEOUT_USEC) == 0, "exec %u: %s", i, s.error_message);
+        TEST_CHECK(strcmp(s.out, "hi\n") == 0, "output %u: '%s'", i, s.out);
         ts_release(&s);
         wait_full(&h);
     }
@@ -96,12 +87,12 @@ scenario_refill(void)
     pool_status(h.pool, &st);
     printf("restores=%llu destroys=%llu idle=%u busy=%u\n", (unsigned long long) st.restores,
            (unsigned long long) st.destroys, st.shapes[0].idle, st.shapes[0].busy);
-    CHECK(st.shapes[0].idle == 1 && st.shapes[0].busy == 0, "not back at target");
-    CHECK(st.restores >= n + 1, "only %llu restores for %u sessions",
-          (unsigned long long) st.restores, n);
-    CHECK(st.restore_failures == 0 && st.broken == 0 && st.wedged == 0, "failures");
+    TEST_CHECK(st.shapes[0].idle == 1 && st.shapes[0].busy == 0, "not back at target");
+    TEST_CHECK(st.restores >= n + 1, "only %llu restores for %u sessions",
+               (unsigned long long) st.restores, n);
+    TEST_CHECK(st.restore_failures == 0 && st.broken == 0 && st.wedged == 0, "failures");
     harness_stop(&h);
-    CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
     harness_cleanup(&h);
 }
 
@@ -123,34 +114,36 @@ scenario_restart(void)
     again.prefix = prefix;
     snprintf(leftover, sizeof(leftover), "%sminimal-0", prefix);
     pid_t old_pid = virt_qemu_pid(leftover);
-    CHECK(old_pid > 0, "no QEMU pid for %s", leftover);
+    TEST_CHECK(old_pid > 0, "no QEMU pid for %s", leftover);
     harness_abandon(&h); /* as if the daemon crashed: the domain keeps running */
-    CHECK(!virt_pid_gone(old_pid), "the abandoned guest should still run");
+    TEST_CHECK(!virt_pid_gone(old_pid), "the abandoned guest should still run");
     snprintf(ghost, sizeof(ghost), "%s/snapshots/%sghost-0.save", state, prefix);
     FILE *f = fopen(ghost, "w");
-    CHECK(f != NULL, "create %s", ghost);
+    TEST_CHECK(f != NULL, "create %s", ghost);
     fclose(f);
 
     Harness r;
     harness_start_opts(&r, &again);
     wait_full(&r);
-    CHECK(virt_pid_gone(old_pid), "leftover QEMU %d still runs after restart", (int) old_pid);
-    CHECK(access(ghost, F_OK) < 0, "stale snapshot %s was not removed", ghost);
+    TEST_CHECK(virt_pid_gone(old_pid), "leftover QEMU %d still runs after restart", (int) old_pid);
+    TEST_CHECK(access(ghost, F_OK) < 0, "stale snapshot %s was not removed", ghost);
     PoolStatus st;
     pool_status(r.pool, &st);
-    CHECK(st.boots == 0, "the restart made %llu new snapshots instead of reusing",
-          (unsigned long long) st.boots);
-    CHECK(harness_domain_count(&r) == 1, "expected exactly the one warm guest");
+    TEST_CHECK(st.boots == 0, "the restart made %llu new snapshots instead of reusing",
+               (unsigned long long) st.boots);
+    TEST_CHECK(harness_domain_count(&r) == 1, "expected exactly the one warm guest");
     harness_stop(&r);
-    CHECK(harness_domain_count(&r) == 0, "domains left after a clean stop");
+    TEST_CHECK(harness_domain_count(&r) == 0, "domains left after a clean stop");
 
     /* After a clean stop, a start finds nothing to reconcile and reuses the snapshot. */
     Harness t;
     harness_start_opts(&t, &again);
     wait_full(&t);
     pool_status(t.pool, &st);
-    CHECK(st.boots == 0 && st.destroys == 0, "second start was not a no-op: boots=%llu "
-          "destroys=%llu", (unsigned long long) st.boots, (unsigned long long) st.destroys);
+    TEST_CHECK(st.boots == 0 && st.destroys == 0,
+               "second start was not a no-op: boots=%llu "
+               "destroys=%llu",
+               (unsigned long long) st.boots, (unsigned long long) st.destroys);
     harness_stop(&t);
     printf("restart reconciliation ok (leftover pid %d gone, ghost snapshot removed)\n",
            (int) old_pid);
@@ -172,36 +165,38 @@ scenario_wedged(void)
     Harness h;
     TestSession a, b;
     const char *argv[] = {"echo", "alive", NULL};
-    HarnessOptions o = {.image = "minimal", .warm = 2, .slots = 3,
+    HarnessOptions o = {.image = "minimal",
+                        .warm = 2,
+                        .slots = 3,
                         .health_interval_usec = 1 * USEC_PER_SEC,
                         .ping_timeout_usec = 2 * USEC_PER_SEC};
 
     harness_start_opts(&h, &o);
     wait_full(&h);
-    CHECK(ts_take(&h, &a, "wedge-a") && ts_take(&h, &b, "wedge-b"), "take");
-    CHECK(ts_run(&a, argv, EXEC_TIMEOUT_USEC) == 0 && ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0,
-          "first execs: %s %s", a.error_message, b.error_message);
+    TEST_CHECK(ts_take(&h, &a, "wedge-a") && ts_take(&h, &b, "wedge-b"), "take");
+    TEST_CHECK(ts_run(&a, argv, EXEC_TIMEOUT_USEC) == 0 && ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0,
+               "first execs: %s %s", a.error_message, b.error_message);
     pid_t pid = virt_qemu_pid(guest_name(a.g));
-    CHECK(pid > 0, "no pid for %s", guest_name(a.g));
-    CHECK(kill(pid, SIGSTOP) == 0, "SIGSTOP %d", (int) pid);
+    TEST_CHECK(pid > 0, "no pid for %s", guest_name(a.g));
+    TEST_CHECK(kill(pid, SIGSTOP) == 0, "SIGSTOP %d", (int) pid);
     uint64_t t0 = now_usec();
     for (int i = 0; i < 3; i++) /* b answers while a is frozen */
-        CHECK(ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0, "b stopped answering: %s",
-              b.error_message);
-    CHECK(harness_run_until(&h, cond_lost, &a, 30 * USEC_PER_SEC),
-          "the stopped guest was not declared lost");
+        TEST_CHECK(ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0, "b stopped answering: %s",
+                   b.error_message);
+    TEST_CHECK(harness_run_until(&h, cond_lost, &a, 30 * USEC_PER_SEC),
+               "the stopped guest was not declared lost");
     printf("wedged guest lost after %.1f s: %s\n", (double) (now_usec() - t0) / 1e6,
            a.error_message);
     ts_release(&a);
     kill(pid, SIGCONT); /* let libvirt finish the destroy */
-    CHECK(ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0, "b after a's loss: %s", b.error_message);
+    TEST_CHECK(ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0, "b after a's loss: %s", b.error_message);
     ts_release(&b);
     wait_full(&h);
     PoolStatus st;
     pool_status(h.pool, &st);
-    CHECK(st.wedged >= 1, "wedged counter not incremented");
+    TEST_CHECK(st.wedged >= 1, "wedged counter not incremented");
     harness_stop(&h);
-    CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
     harness_cleanup(&h);
 }
 

@@ -1,8 +1,9 @@
 /* See testlib.h. */
 #include "testlib.h"
 
+#include "fdutil.h"
+
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,17 +46,8 @@ test_mkdtemp(const char *prefix)
     return path;
 }
 
-static int
-rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void) st;
-    (void) type;
-    (void) ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 int
 test_rm_rf(const char *path)
 {
-    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    return rm_rf(path);
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define TEST_EXIT_SKIP 77
 
@@ -11,5 +13,22 @@ __attribute__((noreturn, format(printf, 1, 2))) void test_skip(const char *fmt, 
 bool test_must_work(void);
 /* A fresh private directory under $TMPDIR (or /tmp); the caller frees the string. */
 char *test_mkdtemp(const char *prefix);
+/* Fails the test with a message (file:line, the condition, a printf-style reason) and runs
+ * cleanup() first if the test defines one via TEST_CLEANUP before including this. For
+ * scenario programs; cmocka tests use its own asserts. */
+#ifndef TEST_CLEANUP
+#define TEST_CLEANUP() ((void) 0)
+#endif
+#define TEST_CHECK(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            TEST_CLEANUP();                                                                        \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
 /* rm -rf of a test's own scratch directory. */
 int test_rm_rf(const char *path);
