@@ -22,7 +22,8 @@ static const char quota_help[] =
     "                             [--sessions-per-minute N] [--output-bytes N]\n"
     "                             [--workspace-bytes N] [--json]\n"
     "Sets a tenant's limits (PUT /v1/admin/tenants/TENANT/quota); the limits not given are\n"
-    "left out of the request. Quotas are checked before a guest is handed out.\n";
+    "left out of the request. Without limits, shows the quota. Quotas are checked before a\n"
+    "guest is handed out.\n";
 static const char usage_help[] = "Usage: stockade usage TENANT [--json]\n"
                                  "Shows a tenant's usage against its quota.\n";
 
@@ -59,21 +60,34 @@ admin_call(Cli *cli, const char *method, const char *path, json_t *body, json_t 
     return CLI_EXIT_OK;
 }
 
-/* Scalars of an object as "key: value" lines; nested values as compact JSON. */
+/* An answer as "key value" lines; nested objects flattened to dotted keys ("sessions.open"),
+ * arrays as compact JSON. */
 static void
-print_kv(json_t *o)
+print_kv_at(json_t *o, const char *prefix, unsigned depth)
 {
     const char *key;
     json_t *v;
     json_object_foreach(o, key, v)
     {
+        char path[128];
+        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", key);
+        if (json_is_object(v) && depth < 4) {
+            print_kv_at(v, path, depth + 1);
+            continue;
+        }
         _cleanup_free_ char *text = json_is_string(v)
                                         ? strdup(json_string_value(v))
                                         : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        _cleanup_free_ char *k = term_escape(key, strlen(key), 40);
+        _cleanup_free_ char *k = term_escape(path, strlen(path), 60);
         _cleanup_free_ char *e = text ? term_escape(text, strlen(text), 300) : NULL;
-        printf("%-22s %s\n", k ? k : "?", e ? e : "?");
+        printf("%-34s %s\n", k ? k : "?", e ? e : "?");
     }
+}
+
+static void
+print_kv(json_t *o)
+{
+    print_kv_at(o, "", 0);
 }
 
 static int
@@ -160,8 +174,6 @@ quota_options(Cli *cli, int argc, char **argv, json_t *body, Error **errp)
         return 0;
     if (optind != argc - 1 || !args_id_ok(argv[optind]))
         return error_set(errp, E_INVALID, 0, "one tenant id is needed (see stockade tenants ls)");
-    if (json_object_size(body) == 0)
-        return error_set(errp, E_INVALID, 0, "no limit given (e.g. --max-sessions 4)");
     return 0;
 }
 
@@ -179,7 +191,8 @@ cmd_quota(Cli *cli, int argc, char **argv)
     if (cli->help)
         return cli_print_help(quota_help);
     snprintf(path, sizeof(path), "/v1/admin/tenants/%s/quota", argv[optind]);
-    if ((code = admin_call(cli, "PUT", path, body, &ans)) != 0)
+    bool set = json_object_size(body) > 0; /* no limit given: show the quota */
+    if ((code = admin_call(cli, set ? "PUT" : "GET", path, set ? body : NULL, &ans)) != 0)
         return code;
     if (cli->json)
         return ans ? cli_print_json(ans) : CLI_EXIT_OK;
