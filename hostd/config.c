@@ -9,7 +9,16 @@
 #include "fdutil.h"
 #include "timeutil.h"
 
-typedef enum { SEC_NONE, SEC_DAEMON, SEC_LIMITS, SEC_TIMEOUTS, SEC_API, SEC_SESSIONS, SEC_POOL } Section;
+typedef enum {
+    SEC_NONE,
+    SEC_DAEMON,
+    SEC_LIMITS,
+    SEC_TIMEOUTS,
+    SEC_API,
+    SEC_SESSIONS,
+    SEC_QUOTA,
+    SEC_POOL,
+} Section;
 typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL } KeyType;
 
 typedef struct {
@@ -26,6 +35,7 @@ typedef struct {
 #define GIB (1024ull * 1024 * 1024)
 #define HC(field) offsetof(DaemonConfig, http.field)
 #define SC(field) offsetof(DaemonConfig, sessions.field)
+#define QC(field) offsetof(DaemonConfig, sessions.default_quota.field)
 
 static const Key keys[] = {
     {SEC_DAEMON, "state_dir", K_STR, DC(state_dir), CONFIG_PATH_MAX_BYTES, 0, 0},
@@ -67,6 +77,17 @@ static const Key keys[] = {
     {SEC_SESSIONS, "extract_max_mib", K_UINT, DC(extract_max_mib), 0, 1, 65536},
     {SEC_SESSIONS, "extract_max_files", K_UINT, SC(extract.max_files), 0, 1, 10000000},
     {SEC_SESSIONS, "extract_timeout_s", K_USEC, SC(extract.max_usec), 0, 1, 3600},
+    /* [quota]: the limits of tenants that have none of their own (admit.h) */
+    {SEC_QUOTA, "max_sessions", K_U64, QC(max_sessions), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "wallet_guest_seconds", K_U64, QC(wallet_guest_seconds), 0, 0,
+     ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "max_vcpus", K_U64, QC(max_vcpus), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "max_memory_mib", K_U64, QC(max_memory_mib), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "max_timeout_s", K_U64, QC(max_timeout_s), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "sessions_per_minute", K_U64, QC(sessions_per_minute), 0, 0,
+     ADMIT_RATE_MAX_PER_MINUTE},
+    {SEC_QUOTA, "output_bytes", K_U64, QC(output_bytes), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    {SEC_QUOTA, "workspace_bytes", K_U64, QC(workspace_bytes), 0, 0, ADMIT_QUOTA_VALUE_MAX},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -254,8 +275,8 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
     static const struct {
         const char *name;
         Section sec;
-    } plain[] = {{"daemon", SEC_DAEMON},   {"limits", SEC_LIMITS}, {"timeouts", SEC_TIMEOUTS},
-                 {"api", SEC_API},         {"sessions", SEC_SESSIONS}};
+    } plain[] = {{"daemon", SEC_DAEMON}, {"limits", SEC_LIMITS},     {"timeouts", SEC_TIMEOUTS},
+                 {"api", SEC_API},       {"sessions", SEC_SESSIONS}, {"quota", SEC_QUOTA}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(s, plain[i].name) == 0) {
             *ret = plain[i].sec;

@@ -15,6 +15,9 @@
  *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
  *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
  *                       extract_max_files, extract_timeout_s
+ *   [quota]             max_sessions, wallet_guest_seconds, max_vcpus, max_memory_mib,
+ *                       max_timeout_s, sessions_per_minute, output_bytes, workspace_bytes:
+ *                       the limits of tenants without their own (a new tenant gets a copy)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */

@@ -193,7 +193,9 @@ static int
 daemon_start_api(Daemon *d, Error **errp)
 {
     ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .hub = d->hub, .state_dir = d->cfg->state_dir};
+                    .readers = d->readers, .store = d->store,
+                    .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
+                    .state_dir = d->cfg->state_dir};
     if (api_start(&deps, &d->cfg->http, &d->api, errp) < 0)
         return -1;
     log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -26,6 +28,9 @@ usage(FILE *f)
             "  -a, --accel MODE       auto (prove KVM, else TCG), kvm, or tcg\n"
             "  -l, --log-level LEVEL  debug, info, warn or error\n"
             "      --check-config     parse the configuration, print it, and exit\n"
+            "      --create-admin-token\n"
+            "                         make an operator API token, print it once, and exit\n"
+            "                         (the daemon may be running; revoke with the admin API)\n"
             "  -h, --help             this help\n"
             "  -V, --version          print the version\n\n"
             "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
@@ -36,6 +41,7 @@ typedef struct {
     const char *config_path;
     const char *state_dir, *image_dir, *accel, *log_level;
     bool check_config;
+    bool create_admin_token;
 } Args;
 
 static int
@@ -46,7 +52,7 @@ parse_args(int argc, char **argv, Args *a)
         {"image-dir", required_argument, NULL, 'i'}, {"accel", required_argument, NULL, 'a'},
         {"log-level", required_argument, NULL, 'l'}, {"check-config", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"create-admin-token", no_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "c:s:i:a:l:hV", opts, NULL)) != -1) {
@@ -57,6 +63,7 @@ parse_args(int argc, char **argv, Args *a)
         case 'a': a->accel = optarg; break;
         case 'l': a->log_level = optarg; break;
         case 'C': a->check_config = true; break;
+        case 'T': a->create_admin_token = true; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("stockaded %s\n", STOCKADE_VERSION); exit(0);
         default: usage(stderr); return -1;
@@ -121,6 +128,32 @@ print_config(const DaemonConfig *c)
     }
 }
 
+/* --create-admin-token: straight into the database (SQLite serialises with a running daemon). */
+static int
+create_admin_token(const DaemonConfig *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_free_ char *db = NULL;
+    _cleanup_(store_closep) Store *s = NULL;
+    char token[ADMIT_TOKEN_TEXT_BYTES];
+    TokenRecord t;
+
+    if (mkdir(c->state_dir, 0711) < 0 && errno != EEXIST) {
+        fprintf(stderr, "stockaded: create %s: %s\n", c->state_dir, strerror(errno));
+        return 1;
+    }
+    if (asprintf(&db, "%s/stockade.db", c->state_dir) < 0)
+        return 1;
+    if (store_open(db, &s, &err) < 0 ||
+        api_token_issue(s, API_TENANT_DEFAULT, true, token, &t, &err) < 0) {
+        fprintf(stderr, "stockaded: %s\n", err->message);
+        return 1;
+    }
+    printf("%s\n", token);
+    fprintf(stderr, "operator token %s created; this is the only time it is shown\n", t.id);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -141,6 +174,8 @@ main(int argc, char **argv)
         print_config(&cfg);
         return 0;
     }
+    if (args.create_admin_token)
+        return create_admin_token(&cfg);
     log_setup("stockaded", level);
     raise_fd_limit();
     if (daemon_new(&cfg, &d, &err) < 0) {

@@ -1,4 +1,5 @@
-/* Route table, tenant resolution and the loop hand-off. See api.h. */
+/* Route table (with who may call each route), dispatch and the loop hand-off. See api.h;
+ * who the caller is: api_auth.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,35 +9,49 @@
 #include "http_url.h"
 #include "log.h"
 
+/* Who may call a route: anyone (health), any valid token (tenant), or an operator (admin:
+ * the unix socket or an operator token). */
+typedef enum { AUTH_NONE, AUTH_TENANT, AUTH_ADMIN } RouteAuth;
+
 typedef struct {
     const char *method;
     const char *const pattern[6]; /* literal segments, "{id}" = a session id, "*" = any one,
                                    * "**" = one or more (a workspace path) */
     ApiRouteFn fn;
+    RouteAuth auth;
 } Route;
 
 static const Route routes[] = {
-    {"GET", {"v1", "health"}, route_health},
-    {"GET", {"metrics"}, route_metrics},
-    {"GET", {"v1", "pool"}, route_pool},
-    {"POST", {"v1", "sessions"}, route_session_create},
-    {"GET", {"v1", "sessions"}, route_session_list},
-    {"GET", {"v1", "sessions", "{id}"}, route_session_get},
-    {"DELETE", {"v1", "sessions", "{id}"}, route_session_close},
-    {"POST", {"v1", "sessions", "{id}", "cancel"}, route_session_cancel},
-    {"POST", {"v1", "sessions", "{id}", "exec"}, route_exec},
-    {"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}, route_exec_signal},
-    {"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}, route_exec_stdin},
-    {"GET", {"v1", "sessions", "{id}", "events"}, route_events},
-    {"PUT", {"v1", "sessions", "{id}", "files", "**"}, route_file_put},
-    {"GET", {"v1", "sessions", "{id}", "files", "**"}, route_file_get},
-    {"GET", {"v1", "sessions", "{id}", "workspace"}, route_workspace},
-    {"POST", {"v1", "tasks"}, route_task_create},
-    {"GET", {"v1", "tasks", "{id}"}, route_session_get},
-    {"POST", {"v1", "tasks", "{id}", "cancel"}, route_session_cancel},
-    {"GET", {"v1", "tasks", "{id}", "events"}, route_events},
-    {"GET", {"v1", "tasks", "{id}", "files", "**"}, route_file_get},
-    {"GET", {"v1", "tasks", "{id}", "workspace"}, route_workspace},
+    {"GET", {"v1", "health"}, route_health, AUTH_NONE},
+    {"GET", {"metrics"}, route_metrics, AUTH_ADMIN},
+    {"GET", {"v1", "pool"}, route_pool, AUTH_TENANT},
+    {"POST", {"v1", "sessions"}, route_session_create, AUTH_TENANT},
+    {"GET", {"v1", "sessions"}, route_session_list, AUTH_TENANT},
+    {"GET", {"v1", "sessions", "{id}"}, route_session_get, AUTH_TENANT},
+    {"DELETE", {"v1", "sessions", "{id}"}, route_session_close, AUTH_TENANT},
+    {"POST", {"v1", "sessions", "{id}", "cancel"}, route_session_cancel, AUTH_TENANT},
+    {"POST", {"v1", "sessions", "{id}", "exec"}, route_exec, AUTH_TENANT},
+    {"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}, route_exec_signal, AUTH_TENANT},
+    {"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}, route_exec_stdin, AUTH_TENANT},
+    {"GET", {"v1", "sessions", "{id}", "events"}, route_events, AUTH_TENANT},
+    {"PUT", {"v1", "sessions", "{id}", "files", "**"}, route_file_put, AUTH_TENANT},
+    {"GET", {"v1", "sessions", "{id}", "files", "**"}, route_file_get, AUTH_TENANT},
+    {"GET", {"v1", "sessions", "{id}", "workspace"}, route_workspace, AUTH_TENANT},
+    {"POST", {"v1", "tasks"}, route_task_create, AUTH_TENANT},
+    {"GET", {"v1", "tasks", "{id}"}, route_session_get, AUTH_TENANT},
+    {"POST", {"v1", "tasks", "{id}", "cancel"}, route_session_cancel, AUTH_TENANT},
+    {"GET", {"v1", "tasks", "{id}", "events"}, route_events, AUTH_TENANT},
+    {"GET", {"v1", "tasks", "{id}", "files", "**"}, route_file_get, AUTH_TENANT},
+    {"GET", {"v1", "tasks", "{id}", "workspace"}, route_workspace, AUTH_TENANT},
+    {"GET", {"v1", "admin", "tenants"}, route_admin_tenants_list, AUTH_ADMIN},
+    {"POST", {"v1", "admin", "tenants"}, route_admin_tenant_create, AUTH_ADMIN},
+    {"GET", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_get, AUTH_ADMIN},
+    {"PUT", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_put, AUTH_ADMIN},
+    {"GET", {"v1", "admin", "tenants", "*", "usage"}, route_admin_usage, AUTH_ADMIN},
+    {"GET", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_tokens_list, AUTH_ADMIN},
+    {"POST", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_token_create, AUTH_ADMIN},
+    {"POST", {"v1", "admin", "tokens"}, route_admin_admin_token_create, AUTH_ADMIN},
+    {"DELETE", {"v1", "admin", "tokens", "*"}, route_admin_token_revoke, AUTH_ADMIN},
 };
 
 /* 0 = no match, 1 = path matches, 2 = path and method match. */
@@ -78,6 +93,13 @@ void
 api_reply_error(ApiCtx *c, const Error *e)
 {
     http_respond_error(c->req, e, NULL);
+    api_ctx_done(c);
+}
+
+void
+api_reply_error_extra(ApiCtx *c, const Error *e, json_t *extra)
+{
+    http_respond_error(c->req, e, extra);
     api_ctx_done(c);
 }
 
@@ -146,17 +168,6 @@ api_load_session(ApiCtx *c, const char *id, SessionRecord *ret, Error **errp)
     return r;
 }
 
-/* Who is asking. Issue 5 maps bearer tokens to tenants; until then every caller is the
- * default tenant, and a unix-socket peer is an operator. */
-static int
-api_authenticate(ApiCtx *c, Error **errp)
-{
-    (void) errp;
-    snprintf(c->tenant, sizeof(c->tenant), "%s", API_TENANT_DEFAULT);
-    c->admin = http_peer_is_unix(c->req);
-    return 0;
-}
-
 static void
 api_handle(HttpRequest *req, void *userdata)
 {
@@ -172,7 +183,7 @@ api_handle(HttpRequest *req, void *userdata)
     }
     c->api = userdata;
     c->req = req;
-    if (http_path_segments(req, &c->seg, &c->n_seg, &err) < 0 || api_authenticate(c, &err) < 0) {
+    if (http_path_segments(req, &c->seg, &c->n_seg, &err) < 0) {
         api_reply_error(c, err);
         return;
     }
@@ -183,7 +194,15 @@ api_handle(HttpRequest *req, void *userdata)
             found = &routes[i];
         }
     }
-    if (best == 0)
+    /* Authentication before anything else answers: an unknown caller learns no more than 401
+     * (not even which paths exist). */
+    if ((best < 2 || found->auth != AUTH_NONE) && api_authenticate(c, &err) < 0)
+        api_reply_error(c, err);
+    else if (best == 2 && found->auth == AUTH_ADMIN && !c->admin)
+        api_reply_errorf(c, E_FORBIDDEN,
+                         "this needs an operator: the unix socket or an "
+                         "operator token");
+    else if (best == 0)
         api_reply_errorf(c, E_NOT_FOUND, "no such endpoint: %s %.200s", http_method(req),
                          http_path(req));
     else if (best == 1)

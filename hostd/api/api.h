@@ -14,8 +14,10 @@
 #include "pool.h"
 #include "sessions.h"
 #include "store.h"
+#include "store_tenants.h"
 
-#define API_TENANT_DEFAULT "default"
+#define API_TENANT_DEFAULT STORE_TENANT_DEFAULT /* operators' sessions, unless they act for one */
+#define API_TENANT_HEADER "X-Stockade-Tenant"   /* an operator acts for this tenant */
 
 typedef struct Api Api;
 
@@ -24,9 +26,17 @@ typedef struct ApiDeps {
     Sessions *sessions;
     Pool *pool;
     StoreReaders *readers;
+    Store *store;                    /* the loop thread's writer: admin changes only */
+    const AdmitQuota *default_quota; /* of tenants without their own */
     EventHub *hub;
     const char *state_dir;
 } ApiDeps;
 
 int api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp);
 void api_stop(Api *a);
+
+/* Makes a new API token for tenant_id (admin: an operator token) from 256 bits of getrandom,
+ * stores only its SHA-256 and commits. ret_token gets the text, the one time it exists;
+ * ret (may be NULL) the stored record. Loop thread (or a process of its own). */
+int api_token_issue(Store *store, const char *tenant_id, bool admin,
+                    char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp);

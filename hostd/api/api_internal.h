@@ -7,6 +7,8 @@
 
 #define API_LIST_MAX 500 /* sessions per list page */
 #define API_FILE_GET_MAX_BYTES (64u << 20)
+#define API_TENANT_ID_PREFIX "ten_"
+#define API_TOKEN_ID_PREFIX "tok_"
 #define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
 
 struct Api {
@@ -20,10 +22,11 @@ typedef struct ApiCtx {
     HttpRequest *req;
     char **seg; /* decoded path segments */
     size_t n_seg;
-    char tenant[64];
-    bool admin;   /* unix-socket peer (issue 5 adds admin tokens) */
-    json_t *body; /* parsed JSON body, when the route wants one */
-    void *extra;  /* route-specific state carried to the loop */
+    char tenant[64]; /* who the request is for: the token's tenant, or the operator's choice */
+    bool admin;      /* unix-socket peer, or an operator token */
+    bool acting;     /* an operator named the tenant (X-Stockade-Tenant): scope lists to it */
+    json_t *body;    /* parsed JSON body, when the route wants one */
+    void *extra;     /* route-specific state carried to the loop */
 } ApiCtx;
 
 typedef void (*ApiRouteFn)(ApiCtx *c);
@@ -35,6 +38,15 @@ void api_ctx_done(ApiCtx *c);
 void api_reply_json(ApiCtx *c, unsigned status, json_t *body);
 void api_reply_error(ApiCtx *c, const Error *e);
 void api_reply_errorf(ApiCtx *c, ErrorCategory cat, const char *fmt, ...) _printf_(3, 4);
+/* An error with extra fields (stolen; "retry_after" also becomes Retry-After). */
+void api_reply_error_extra(ApiCtx *c, const Error *e, json_t *extra);
+
+/* api_auth.c: resolves the caller (connection thread). Unix-socket peers are operators;
+ * TCP callers need "Authorization: Bearer <token>" of a token that is not revoked
+ * (E_UNAUTHORIZED otherwise). API_TENANT_HEADER lets an operator act for a tenant. */
+int api_authenticate(ApiCtx *c, Error **errp);
+/* The {"code","quota","limit","used","requested","retry_after"} extra of a 429. */
+json_t *api_refusal_json(const AdmitRefusal *r);
 
 /* Body parsing (api_json.c): E_INVALID with the field's name on any mistake. */
 int api_parse_body(ApiCtx *c, Error **errp);
@@ -63,6 +75,16 @@ void route_workspace(ApiCtx *c);
 void route_metrics(ApiCtx *c);
 void route_health(ApiCtx *c);
 void route_pool(ApiCtx *c);
+/* routes_admin.c: operators only (the route table checks) */
+void route_admin_tenants_list(ApiCtx *c);
+void route_admin_tenant_create(ApiCtx *c);
+void route_admin_quota_get(ApiCtx *c);
+void route_admin_quota_put(ApiCtx *c);
+void route_admin_usage(ApiCtx *c);
+void route_admin_tokens_list(ApiCtx *c);
+void route_admin_token_create(ApiCtx *c);
+void route_admin_admin_token_create(ApiCtx *c);
+void route_admin_token_revoke(ApiCtx *c);
 
 /* A session id from segment i, checked; answers 404 itself and returns NULL when malformed. */
 const char *api_session_id(ApiCtx *c, size_t i);

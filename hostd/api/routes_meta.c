@@ -139,10 +139,11 @@ pool_json(const PoolStatus *st)
     json_t *pools = json_array();
     for (size_t i = 0; i < st->n_shapes; i++) {
         const PoolShapeStatus *s = &st->shapes[i];
-        json_array_append_new(pools, json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "name", s->name,
-                                               "warm", s->warm, "slots", s->slots, "idle", s->idle,
-                                               "busy", s->busy, "starting", s->starting, "draining",
-                                               s->draining, "snapshots_ready", s->snapshots_ready));
+        json_array_append_new(
+            pools, json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "name", s->name, "vcpus",
+                             s->vcpus, "memory_mib", s->memory_mib, "warm", s->warm, "slots",
+                             s->slots, "idle", s->idle, "busy", s->busy, "starting", s->starting,
+                             "draining", s->draining, "snapshots_ready", s->snapshots_ready));
     }
     return json_pack("{s:s,s:b,s:s,s:o}", "accel", accel_to_string(st->accel), "accel_decided",
                      st->accel_decided, "accel_reason", st->accel_reason, "pools", pools);

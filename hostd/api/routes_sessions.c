@@ -27,10 +27,15 @@ create_on_loop(ApiCtx *c)
     char id[SESSION_ID_BYTES];
     _cleanup_error_ Error *err = NULL;
 
+    AdmitRefusal refusal;
+
     sp->tenant_id = c->tenant;
-    if (sessions_create(c->api->d.sessions, sp, id, &err) < 0) {
+    if (sessions_create(c->api->d.sessions, sp, id, &refusal, &err) < 0) {
         spec_free(sp);
-        api_reply_error(c, err);
+        if (err->category == E_QUOTA) /* 429 with the limit; no guest was touched */
+            api_reply_error_extra(c, err, api_refusal_json(&refusal));
+        else
+            api_reply_error(c, err);
         return;
     }
     char events[128];
@@ -139,8 +144,8 @@ route_session_list(ApiCtx *c)
         return;
     }
     Store *s = store_reader_acquire(c->api->d.readers);
-    int r = store_session_list(s, c->admin ? NULL : c->tenant, state, (size_t) limit, before, &v,
-                               &n, &err);
+    int r = store_session_list(s, c->admin && !c->acting ? NULL : c->tenant, state, (size_t) limit,
+                               before, &v, &n, &err);
     store_reader_release(c->api->d.readers, s);
     if (r < 0) {
         api_reply_error(c, err);

@@ -362,7 +362,8 @@ pool_status(Pool *p, PoolStatus *ret)
     for (size_t i = 0; i < p->n_shapes; i++) {
         Shape *s = &p->shapes[i];
         PoolShapeStatus *o = &ret->shapes[i];
-        *o = (PoolShapeStatus){.name = s->name, .warm = s->warm, .slots = s->n_slots};
+        *o = (PoolShapeStatus){.name = s->name, .vcpus = s->vcpus, .memory_mib = s->memory_mib,
+                               .warm = s->warm, .slots = s->n_slots};
         for (unsigned k = 0; k < s->n_slots; k++) {
             const Guest *g = &s->slots[k];
             o->snapshots_ready += g->snapshot_ok;

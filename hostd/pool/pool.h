@@ -86,6 +86,7 @@ typedef struct GuestOps {
 
 typedef struct PoolShapeStatus {
     const char *name;
+    unsigned vcpus, memory_mib; /* the shape: what tenant quotas are checked against */
     unsigned warm, slots;
     unsigned idle, busy, starting, draining, snapshots_ready;
 } PoolShapeStatus;

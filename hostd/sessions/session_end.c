@@ -160,6 +160,7 @@ typedef struct {
     char *disk_path;
     size_t disk_index;
     ExtractStats stats;
+    ExtractLimits limits; /* the global caps, workspace bytes at min(global, tenant) */
     Error *err;
     uint64_t merged_bytes;
     uint32_t merged_files;
@@ -186,10 +187,9 @@ extract_job_work(void *userdata)
         error_set(&j->err, E_IO, errno, "open %s", dir);
         return;
     }
-    int r = j->appliance ? extract_salvage(j->appliance, j->disk_index, fd, &j->m->cfg.extract,
-                                           &j->stats, &j->err)
-                         : extract_salvage_cold(j->disk_path, &xc, fd, &j->m->cfg.extract,
-                                                &j->stats, &j->err);
+    int r = j->appliance
+                ? extract_salvage(j->appliance, j->disk_index, fd, &j->limits, &j->stats, &j->err)
+                : extract_salvage_cold(j->disk_path, &xc, fd, &j->limits, &j->stats, &j->err);
     (void) r; /* files salvaged before a failure still count: merge what is there */
     bool capped = false;
     artifacts_merge(j->m->artifacts_dir, j->id, j->m->cfg.extract.max_files, &j->merged_bytes,
@@ -264,6 +264,7 @@ session_extract(Session *s)
     j->force_tcg = st.accel != ACCEL_KVM;
     j->appliance = m->appliance;
     j->disk_index = s->disk_index;
+    session_extract_limits(s, &j->limits);
     snprintf(j->id, sizeof(j->id), "%s", s->rec.id);
     size_t n = pool_workspace_disks(m->pool, &disks);
     j->disk_path = s->disk_index < n ? strdup(disks[s->disk_index]) : NULL;

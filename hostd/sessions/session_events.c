@@ -122,5 +122,7 @@ session_set_state(Session *s, SessionState st, const char *reason)
         json_object_set_new(attrs, "exit_code", json_integer(s->rec.exit_code));
     session_event(s, "session.state", 0, NULL, 0, attrs);
     session_persist(s);
+    if (st == ST_ENDED)
+        session_admit_settle(s); /* the ledger ends in the final state's transaction */
     sessions_commit_now(s->mgr); /* state changes are durable before anything acts on them */
 }

@@ -82,8 +82,8 @@ session_bind_guest(Session *s, Guest *g)
     cfg.env = envp;
     cfg.n_env = envs && envp ? s->spec.n_env : 0;
     if (s->spec.mirror) {
-        mirror.budget_bytes = m->cfg.mirror_budget_bytes;
-        mirror.max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, m->cfg.mirror_budget_bytes);
+        mirror.budget_bytes = session_mirror_budget(s); /* min(global, tenant) */
+        mirror.max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, mirror.budget_bytes);
         cfg.mirror = &mirror;
     }
     session_set_state(s, ST_STARTING, NULL);
@@ -251,10 +251,9 @@ session_on_output(Session *s, const Stockade__Runner__Output *o)
     bool err = o->stream == STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
     session_event(s, err ? "exec.stderr" : "exec.stdout", e->id, o->data.data, o->data.len,
                   NULL);
-    if (s->rec.output_bytes > s->mgr->cfg.output_limit_bytes) {
+    if (s->rec.output_bytes > s->output_limit_bytes) { /* min(global, tenant) */
         session_event(s, "limit.output", 0, NULL, 0,
-                      json_pack("{s:I}", "limit_bytes",
-                                (json_int_t) s->mgr->cfg.output_limit_bytes));
+                      json_pack("{s:I}", "limit_bytes", (json_int_t) s->output_limit_bytes));
         session_end(s, "output_limit");
     }
 }

@@ -4,6 +4,7 @@
  *   session_guest.c   guest messages: hello, execs, output, errors, timers
  *   session_events.c  event emission, batching commits, publishing to the hub
  *   session_ops.c     file put/get round trips with a running guest, the task flow
+ *   session_admit.c   tenant admission before a guest is taken, settlement at the end
  *   mirror.c          live mirror writes into the artifact folder
  *   artifacts.c       artifact folders, merge of salvage and mirror, retention
  *   render.c          JSON renderings of records (pure, any thread) */
@@ -95,6 +96,8 @@ struct Session {
     uint64_t extract_started_usec;
     size_t disk_index;
     bool held_disk; /* an earlier run's disk, held in the pool until salvaged */
+    uint64_t output_limit_bytes;    /* min(global, tenant quota), set at admission */
+    uint64_t workspace_limit_bytes; /* tenant cap on the live mirror and on the salvage, each */
     Session *next, *next_pending, *next_touched;
 };
 
@@ -154,6 +157,15 @@ int session_start_put(Session *s, const char *path, const uint8_t *data, size_t 
                       SessionsDoneFn done, void *userdata, bool task, Error **errp);
 int session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
                       void *userdata, Error **errp);
+
+/* session_admit.c: the tenant ledger (see there for why admission is atomic) */
+/* Savepoint: admission + reservation + artifact folder + the session's first record. */
+int session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp);
+void session_admit_settle(Session *s);      /* at ST_ENDED, in the final state's transaction */
+void session_admit_adopt(Session *s);       /* an earlier run's session: its caps */
+void sessions_admit_reconcile(Sessions *m); /* restart: settle what no live session holds */
+uint64_t session_mirror_budget(const Session *s);
+void session_extract_limits(const Session *s, ExtractLimits *ret);
 
 /* mirror.c */
 void mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c);

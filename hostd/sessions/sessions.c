@@ -32,6 +32,16 @@ sessions_config_defaults(SessionsConfig *c)
     c->exec_uid = 1000;
     c->exec_gid = 1000;
     extract_limits_default(&c->extract);
+    c->default_quota = (AdmitQuota){
+        .max_sessions = 16,
+        .wallet_guest_seconds = 100 * 3600, /* 100 vCPU-hours */
+        .max_vcpus = 8,
+        .max_memory_mib = 8192,
+        .max_timeout_s = 24 * 3600,
+        .sessions_per_minute = 120,
+        .output_bytes = 64ull << 20,
+        .workspace_bytes = 1ull << 30,
+    };
 }
 
 bool
@@ -324,7 +334,7 @@ sessions_free(Sessions *m)
 
 int
 sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYTES],
-                Error **errp)
+                AdmitRefusal *ret_refusal, Error **errp)
 {
     Session *s;
 
@@ -337,11 +347,10 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
     s->mgr = m;
     s->mirror.fd = -1;
     s->created_mono_usec = now_usec();
-    if (session_new_id(s->rec.id) < 0 || spec_copy(&s->spec, spec) < 0 ||
-        artifacts_prepare(m, s->rec.id, errp) < 0) {
+    if (session_new_id(s->rec.id) < 0 || spec_copy(&s->spec, spec) < 0) {
         spec_free(&s->spec);
         free(s);
-        return errp && *errp ? -1 : error_set(errp, E_INTERNAL, ENOMEM, "session");
+        return error_set(errp, E_INTERNAL, ENOMEM, "session");
     }
     SessionRecord *r = &s->rec;
     snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", spec->tenant_id);
@@ -351,7 +360,9 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
     r->created_usec = (int64_t) wall_usec();
     r->timeout_usec = spec->timeout_usec ? spec->timeout_usec : m->cfg.default_timeout_usec;
     r->spec = spec_json(&s->spec);
-    if (store_begin(m->store, errp) < 0 || store_session_insert(m->store, r, errp) < 0) {
+    /* quota check + reservation + record, atomically, before any guest is touched */
+    if (session_admit_record(s, ret_refusal, errp) < 0) {
+        sessions_commit_now(m); /* the transaction the savepoint opened holds the write lock */
         session_record_clear(r);
         spec_free(&s->spec);
         free(s);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
@@ -49,6 +50,7 @@ typedef struct SessionsConfig {
     uint64_t artifact_max_total_bytes;
     uint32_t exec_uid, exec_gid;
     ExtractLimits extract;
+    AdmitQuota default_quota;         /* of tenants without their own ([quota] in the config) */
 } SessionsConfig;
 
 void sessions_config_defaults(SessionsConfig *c);
@@ -99,10 +101,12 @@ void sessions_start(Sessions *s);
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
 void sessions_free(Sessions *s);
 
-/* Checks the spec, records the session (state pending) and queues it for a guest. The spec
- * is copied. *ret_id gets the new id. */
+/* Checks the spec, admits it against spec->tenant_id's quota (reserving its guest-seconds),
+ * records the session (state pending) and queues it for a guest, all before any guest is
+ * touched. The spec is copied. *ret_id gets the new id. A quota refusal is E_QUOTA with
+ * *ret_refusal (may be NULL) saying which limit; nothing is recorded then. */
 int sessions_create(Sessions *s, const SessionSpec *spec, char ret_id[SESSION_ID_BYTES],
-                    Error **errp);
+                    AdmitRefusal *ret_refusal, Error **errp);
 /* Starts an exec in a running session; *ret_exec_id at once (E_CONFLICT if not running). */
 int sessions_exec(Sessions *s, const char *tenant, const char *id, const ExecSpec *spec,
                   uint32_t *ret_exec_id, Error **errp);

@@ -38,6 +38,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     r->spec = NULL; /* moved */
     s->mirror.fd = -1;
     s->state = ST_RUNNING; /* so that the end path runs; nothing is accepted from anyone */
+    session_admit_adopt(s);
     uint64_t seq;
     if (store_event_max_seq(m->store, s->rec.id, &seq, &err) == 0 && seq > s->rec.last_seq)
         s->rec.last_seq = seq; /* events written after the record's last update */
@@ -71,8 +72,9 @@ sessions_start(Sessions *m)
         log_info("%zu session(s) were live when the daemon last stopped: ending them "
                  "(host_restart) and salvaging their files", n);
     for (size_t i = 0; i < n; i++)
-        sessions_adopt(m, &v[i]);
+        sessions_adopt(m, &v[i]); /* ends each (settling its reservation) or starts salvage */
     session_records_free(v, n);
+    sessions_admit_reconcile(m); /* after the adoption: only what no live session holds */
     sessions_extract_appliance_tick(m);
     m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_FIRST_RUN_USEC,
                                         sessions_on_retention_start, m);

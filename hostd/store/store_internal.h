@@ -26,5 +26,9 @@ sqlite3_stmt *store_stmt(Store *s, StmtId id, Error **errp);
 int store_fail(Store *s, Error **errp, const char *what);
 /* Runs SQL without results. */
 int store_exec(Store *s, const char *sql, Error **errp);
+/* One-off statements (store_tenants.c): prepare, and step one that returns no row, then
+ * finalize it (E_CONFLICT on a constraint violation). */
+sqlite3_stmt *store_prepare(Store *s, const char *sql, Error **errp);
+int store_run(Store *s, sqlite3_stmt *st, const char *what, Error **errp);
 /* Opens a connection with the daemon's pragmas; readonly connections skip the schema. */
 int store_open_conn(const char *path, bool readonly, Store **ret, Error **errp);

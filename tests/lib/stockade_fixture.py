@@ -9,6 +9,13 @@ port, the project's images, real libvirtd and real guests. Standard library only
 Skips (exit 77, or failure under STOCKADE_MUST_WORK=1) when the host cannot run it.
 On exit the daemon is stopped with SIGTERM and the test fails if any domain with its
 prefix is left behind.
+
+Authentication (issue 5): TCP callers need a token. At start the fixture asks the daemon,
+over its unix socket (where the peer is an operator), for a token of the built-in tenant
+"default" and for an operator token; every TCP request then carries one of them: the
+operator token for /metrics and /v1/admin/..., the tenant token for everything else
+(pass token=... to speak as someone else, token=None to send none). Restarting on the same
+state directory asks again: tokens are per start, the tenant and its sessions stay.
 """
 import http.client
 import json
@@ -39,6 +46,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+AUTO = object()  # request(token=AUTO): the fixture's own token for that path
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP over the daemon's unix socket (the operator's way in)."""
+
+    def __init__(self, path, timeout=60):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
 class HttpError(Exception):
     def __init__(self, status, body):
         super().__init__(f"HTTP {status}: {body!r}")
@@ -62,6 +86,9 @@ class Daemon:
         self.keep_state = keep_state
         self.proc = None
         self.log_path = os.path.join(self.state, "stockaded.log")
+        self.socket_path = os.path.join(self.state, "state", "api.sock")
+        self.token = None        # tenant "default"
+        self.admin_token = None  # an operator token
 
     # ------------------------------------------------------------------ life cycle
     def config_text(self):
@@ -95,12 +122,18 @@ class Daemon:
         while time.time() < deadline:
             try:
                 self.get("/v1/health")
+                self.authorize()
                 return self
             except OSError:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"stockaded exited: {self.tail_log()}")
                 time.sleep(0.1)
         raise RuntimeError(f"stockaded did not answer: {self.tail_log()}")
+
+    def authorize(self):
+        """Tokens for the TCP requests, made over the unix socket."""
+        self.token = self.unix_call("POST", "/v1/admin/tenants/default/tokens")["token"]
+        self.admin_token = self.unix_call("POST", "/v1/admin/tokens")["token"]
 
     def tail_log(self, n=30):
         try:
@@ -149,9 +182,18 @@ class Daemon:
         return False
 
     # ------------------------------------------------------------------ HTTP
-    def request(self, method, path, body=None, raw=None, headers=None, timeout=60):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        hdrs = dict(headers or {})
+    def auth_headers(self, path, token=AUTO):
+        if token is AUTO:
+            admin = path.startswith("/metrics") or path.startswith("/v1/admin")
+            token = self.admin_token if admin else self.token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def request(self, method, path, body=None, raw=None, headers=None, timeout=60, token=AUTO,
+                unix=False):
+        conn = (UnixHTTPConnection(self.socket_path, timeout=timeout) if unix else
+                http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout))
+        hdrs = {} if unix else self.auth_headers(path, token)
+        hdrs.update(headers or {})
         data = raw
         if body is not None:
             data = json.dumps(body).encode()
@@ -162,11 +204,17 @@ class Daemon:
         conn.close()
         return r.status, r.getheaders(), payload
 
-    def call(self, method, path, body=None, raw=None, expect=(200, 201, 202)):
-        status, _, payload = self.request(method, path, body=body, raw=raw)
+    def call(self, method, path, body=None, raw=None, expect=(200, 201, 202), token=AUTO,
+             unix=False, headers=None):
+        status, _, payload = self.request(method, path, body=body, raw=raw, token=token,
+                                          unix=unix, headers=headers)
         if status not in expect:
             raise HttpError(status, payload)
         return json.loads(payload) if payload else None
+
+    def unix_call(self, method, path, body=None, expect=(200, 201, 202)):
+        """As an operator, over the unix socket."""
+        return self.call(method, path, body=body, expect=expect, unix=True)
 
     def get(self, path):
         return self.call("GET", path)
@@ -201,11 +249,11 @@ class Daemon:
         return self.wait(lambda: self.session(sid)["state"] == state and self.session(sid),
                          timeout, f"session {sid} to be {state}")
 
-    def events(self, sid, after=0, follow=False, timeout=300):
+    def events(self, sid, after=0, follow=False, timeout=300, token=AUTO):
         """Yields events (dicts) as they arrive; heartbeats are skipped."""
         q = f"/v1/sessions/{sid}/events?after={after}" + ("&follow=1" if follow else "")
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        conn.request("GET", q)
+        conn.request("GET", q, headers=self.auth_headers(q, token))
         r = conn.getresponse()
         if r.status != 200:
             raise HttpError(r.status, r.read())

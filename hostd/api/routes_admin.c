@@ -1,0 +1,384 @@
+/* Operator routes under /v1/admin: tenants, quotas, usage and tokens (issue 5). The route
+ * table lets only operators here (the unix socket or an operator token). Changes run on the
+ * loop thread against the writer and commit before the answer; reads use store readers.
+ * A new token's text is in exactly one response and nowhere else. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "api_internal.h"
+#include "render.h"
+#include "timeutil.h"
+
+/* Answers a failed change. The writer's transaction stays open after a failed statement (only
+ * the statement was undone): commit it now, as it holds SQLite's write lock until then. */
+static void
+admin_fail(ApiCtx *c, Error *err)
+{
+    (void) store_commit(c->api->d.store, NULL);
+    api_reply_error(c, err);
+}
+
+/* A tenant id from path segment 3, checked; answers 404 itself and returns NULL if bad. */
+static const char *
+admin_tenant_id(ApiCtx *c)
+{
+    const char *id = c->seg[3];
+    if (strcmp(id, API_TENANT_DEFAULT) != 0 && !admit_id_is_valid(API_TENANT_ID_PREFIX, id)) {
+        api_reply_errorf(c, E_NOT_FOUND, "no such tenant");
+        return NULL;
+    }
+    return id;
+}
+
+static void
+set_time(json_t *o, const char *key, int64_t usec)
+{
+    char ts[40];
+    if (usec <= 0) {
+        json_object_set_new(o, key, json_null());
+        return;
+    }
+    render_time(usec, ts, sizeof(ts));
+    json_object_set_new(o, key, json_string(ts));
+}
+
+static json_t *
+quota_json(const AdmitQuota *q)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < admit_quota_n_keys; i++)
+        json_object_set_new(o, admit_quota_keys[i].name,
+                            json_integer((json_int_t) admit_quota_get(q, &admit_quota_keys[i])));
+    return o;
+}
+
+static json_t *
+token_json(const TokenRecord *t, const char *secret /* NULL: never shown again */)
+{
+    json_t *o = json_pack("{s:s,s:s,s:b}", "id", t->id, "tenant", t->tenant_id, "admin", t->admin);
+    set_time(o, "created_at", t->created_usec);
+    if (secret)
+        json_object_set_new(o, "token", json_string(secret));
+    else
+        set_time(o, "revoked_at", t->revoked_usec);
+    return o;
+}
+
+/* ------------------------------------------------------------------ tenants */
+
+void
+route_admin_tenants_list(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_free_ TenantRecord *v = NULL;
+    size_t n = 0;
+    Store *s = store_reader_acquire(c->api->d.readers);
+    int r = store_tenant_list(s, &v, &n, &err);
+    store_reader_release(c->api->d.readers, s);
+    if (r < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s,s:s}", "id", v[i].id, "name", v[i].name);
+        set_time(o, "created_at", v[i].created_usec);
+        json_array_append_new(arr, o);
+    }
+    api_reply_json(c, 200, json_pack("{s:o}", "tenants", arr));
+}
+
+static bool
+tenant_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len > STORE_TENANT_NAME_MAX_BYTES || strlen(name) != len)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static void
+tenant_create_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    char token[ADMIT_TOKEN_TEXT_BYTES];
+    uint8_t idr[ADMIT_ID_RANDOM_CHARS];
+    TenantRecord t = {.created_usec = (int64_t) wall_usec()};
+    TokenRecord tok;
+    Store *st = c->api->d.store;
+
+    snprintf(t.name, sizeof(t.name), "%s", json_string_value(json_object_get(c->body, "name")));
+    if (getrandom(idr, sizeof(idr), 0) != (ssize_t) sizeof(idr)) {
+        api_reply_errorf(c, E_INTERNAL, "getrandom failed");
+        return;
+    }
+    admit_id_format(API_TENANT_ID_PREFIX, idr, t.id);
+    /* The quota row freezes today's defaults for this tenant. One commit (the token's) makes
+     * the tenant, its quota and its first token durable together. */
+    if (store_begin(st, &err) < 0 ||
+        store_tenant_insert(st, &t, c->api->d.default_quota, &err) < 0 ||
+        api_token_issue(st, t.id, false, token, &tok, &err) < 0) {
+        if (err->category == E_CONFLICT)
+            snprintf(err->message, sizeof(err->message), "a tenant with that name exists");
+        admin_fail(c, err);
+        return;
+    }
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "id", t.id, "name", t.name, "token", token,
+                          "token_id", tok.id);
+    explicit_bzero(token, sizeof(token));
+    set_time(o, "created_at", t.created_usec);
+    api_reply_json(c, 201, o);
+}
+
+void
+route_admin_tenant_create(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    json_t *name;
+
+    if (api_parse_body(c, &err) < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    name = json_object_get(c->body, "name");
+    if (!json_is_string(name) ||
+        !tenant_name_ok(json_string_value(name), json_string_length(name))) {
+        api_reply_errorf(c, E_INVALID, "name must be 1..%d bytes of text",
+                         STORE_TENANT_NAME_MAX_BYTES);
+        return;
+    }
+    api_on_loop(c, tenant_create_on_loop);
+}
+
+/* ------------------------------------------------------------------ quota */
+
+/* Applies the body's keys onto q; every key must be a known quota key with a value in range. */
+static int
+quota_apply(json_t *body, AdmitQuota *q, Error **errp)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        const AdmitQuotaKey *k = NULL;
+        for (size_t i = 0; i < admit_quota_n_keys && !k; i++)
+            if (strcmp(admit_quota_keys[i].name, key) == 0)
+                k = &admit_quota_keys[i];
+        if (!k)
+            return error_set(errp, E_INVALID, 0, "unknown quota key '%.40s'", key);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            (uint64_t) json_integer_value(v) > k->max)
+            return error_set(errp, E_INVALID, 0, "%s must be an integer in 0..%llu", k->name,
+                             (unsigned long long) k->max);
+        *admit_quota_field(q, k) = (uint64_t) json_integer_value(v);
+    }
+    return 0;
+}
+
+static void
+quota_put_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    Store *st = c->api->d.store;
+    const char *id = c->seg[3];
+    AdmitQuota q;
+
+    if (store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
+        quota_apply(c->body, &q, &err) < 0 || store_begin(st, &err) < 0 ||
+        store_quota_put(st, id, &q, &err) < 0 || store_commit(st, &err) < 0) {
+        admin_fail(c, err);
+        return;
+    }
+    json_t *o = quota_json(&q);
+    json_object_set_new(o, "tenant", json_string(id));
+    api_reply_json(c, 200, o);
+}
+
+void
+route_admin_quota_put(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!admin_tenant_id(c))
+        return;
+    if (api_parse_body(c, &err) < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    api_on_loop(c, quota_put_on_loop);
+}
+
+typedef struct {
+    TenantRecord tenant;
+    AdmitQuota quota;
+    AdmitUsage usage;
+    uint64_t counts[3]; /* reservations by ReservationState */
+} TenantUsage;
+
+/* A tenant's quota (and usage) through one reader. */
+static int
+usage_load(ApiCtx *c, const char *id, bool with_usage, TenantUsage *ret, Error **errp)
+{
+    Store *s = store_reader_acquire(c->api->d.readers);
+    int r = 0;
+    if (store_tenant_get(s, id, &ret->tenant, errp) < 0 ||
+        store_quota_get(s, id, c->api->d.default_quota, &ret->quota, errp) < 0)
+        r = -1;
+    else if (with_usage && (store_usage_get(s, id, &ret->usage, errp) < 0 ||
+                            store_reservation_counts(s, id, ret->counts, errp) < 0))
+        r = -1;
+    store_reader_release(c->api->d.readers, s);
+    return r;
+}
+
+static json_t *
+usage_render(const TenantUsage *tu, int64_t now_usec)
+{
+    const AdmitQuota *q = &tu->quota;
+    const AdmitUsage *u = &tu->usage;
+    uint64_t used = admit_wallet_used(u);
+    uint64_t level = admit_bucket_level(&u->bucket, q->sessions_per_minute, now_usec);
+    json_t *o = json_pack("{s:s,s:s,s:o}", "tenant", tu->tenant.id, "name", tu->tenant.name,
+                          "quota", quota_json(q));
+    json_object_set_new(o, "sessions",
+                        json_pack("{s:I,s:I}", "open", (json_int_t) u->open_sessions, "limit",
+                                  (json_int_t) q->max_sessions));
+    json_object_set_new(
+        o, "wallet_guest_seconds",
+        json_pack(
+            "{s:I,s:I,s:I,s:I}", "limit", (json_int_t) q->wallet_guest_seconds, "charged",
+            (json_int_t) u->charged_guest_s, "reserved", (json_int_t) u->reserved_guest_s,
+            "available",
+            (json_int_t) (used >= q->wallet_guest_seconds ? 0 : q->wallet_guest_seconds - used)));
+    json_object_set_new(o, "sessions_per_minute",
+                        json_pack("{s:I,s:I}", "limit", (json_int_t) q->sessions_per_minute,
+                                  "available", (json_int_t) (level / ADMIT_BUCKET_MILLI)));
+    json_object_set_new(o, "reservations",
+                        json_pack("{s:I,s:I,s:I}", "open",
+                                  (json_int_t) tu->counts[RESERVATION_OPEN], "charged",
+                                  (json_int_t) tu->counts[RESERVATION_CHARGED], "released",
+                                  (json_int_t) tu->counts[RESERVATION_RELEASED]));
+    return o;
+}
+
+/* Answers a tenant's quota, or with usage its usage report. */
+static void
+usage_reply(ApiCtx *c, bool with_usage)
+{
+    _cleanup_error_ Error *err = NULL;
+    TenantUsage tu;
+    const char *id = admin_tenant_id(c);
+
+    if (!id)
+        return;
+    if (usage_load(c, id, with_usage, &tu, &err) < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    api_reply_json(c, 200,
+                   with_usage ? usage_render(&tu, (int64_t) wall_usec())
+                              : json_pack("{s:s,s:o}", "tenant", tu.tenant.id, "quota",
+                                          quota_json(&tu.quota)));
+}
+
+void
+route_admin_quota_get(ApiCtx *c)
+{
+    usage_reply(c, false);
+}
+
+void
+route_admin_usage(ApiCtx *c)
+{
+    usage_reply(c, true);
+}
+
+/* ------------------------------------------------------------------ tokens */
+
+void
+route_admin_tokens_list(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_free_ TokenRecord *v = NULL;
+    TenantRecord t;
+    size_t n = 0;
+    const char *id = admin_tenant_id(c);
+
+    if (!id)
+        return;
+    Store *s = store_reader_acquire(c->api->d.readers);
+    int r =
+        store_tenant_get(s, id, &t, &err) < 0 || store_token_list(s, id, &v, &n, &err) < 0 ? -1 : 0;
+    store_reader_release(c->api->d.readers, s);
+    if (r < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, token_json(&v[i], NULL));
+    api_reply_json(c, 200, json_pack("{s:o}", "tokens", arr));
+}
+
+static void
+token_create_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    char token[ADMIT_TOKEN_TEXT_BYTES];
+    TokenRecord t;
+    TenantRecord tenant;
+    bool admin = c->extra != NULL;
+    const char *id = admin ? API_TENANT_DEFAULT : c->seg[3];
+
+    if (store_tenant_get(c->api->d.store, id, &tenant, &err) < 0 ||
+        api_token_issue(c->api->d.store, id, admin, token, &t, &err) < 0) {
+        admin_fail(c, err);
+        return;
+    }
+    json_t *o = token_json(&t, token);
+    explicit_bzero(token, sizeof(token));
+    api_reply_json(c, 201, o);
+}
+
+void
+route_admin_token_create(ApiCtx *c)
+{
+    if (admin_tenant_id(c))
+        api_on_loop(c, token_create_on_loop);
+}
+
+void
+route_admin_admin_token_create(ApiCtx *c)
+{
+    c->extra = (void *) 1; /* an operator token */
+    api_on_loop(c, token_create_on_loop);
+}
+
+static void
+token_revoke_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    Store *st = c->api->d.store;
+    TokenRecord t;
+
+    if (store_begin(st, &err) < 0 ||
+        store_token_revoke(st, c->seg[3], (int64_t) wall_usec(), &err) < 0 ||
+        store_commit(st, &err) < 0 || store_token_get(st, c->seg[3], &t, &err) < 0) {
+        admin_fail(c, err);
+        return;
+    }
+    api_reply_json(c, 200, token_json(&t, NULL));
+}
+
+void
+route_admin_token_revoke(ApiCtx *c)
+{
+    if (!admit_id_is_valid(API_TOKEN_ID_PREFIX, c->seg[3])) {
+        api_reply_errorf(c, E_NOT_FOUND, "no such token");
+        return;
+    }
+    api_on_loop(c, token_revoke_on_loop);
+}

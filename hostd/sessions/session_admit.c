@@ -1,0 +1,201 @@
+/* Admission and settlement: the sessions module's side of the tenant ledger (issue 5).
+ *
+ * Admission runs in sessions_create(), before the session is queued for a guest, so a
+ * refusal costs no pool_take() and no libvirt call. It is atomic: the loop thread is the
+ * only writer and runs one request at a time, and nothing between reading the tenant's usage
+ * and writing its reservation returns to the loop, so two concurrent requests (however many
+ * HTTP threads carried them) cannot both pass a limit. The writer also holds SQLite's write
+ * lock from its BEGIN IMMEDIATE, so not even another process could interleave. The check,
+ * the reservation, the bucket and the session's first record are one savepoint in the
+ * writer's transaction: all of them or none.
+ *
+ * Settlement runs when a session reaches ST_ENDED, from session_set_state(), inside the same
+ * transaction as the session's final state: a crash keeps both or neither. On restart,
+ * sessions_start() first ends the sessions an earlier run left live (each settles as it
+ * ends, from its own record), then sessions_admit_reconcile() settles any reservation still
+ * open whose session is no longer live. Either way a reservation ends exactly once (the
+ * store refuses a second end). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session_internal.h"
+#include "store_tenants.h"
+#include "timeutil.h"
+
+static int
+session_shape(Sessions *m, const char *pool, AdmitRequest *rq, Error **errp)
+{
+    PoolStatus st;
+    pool_status(m->pool, &st);
+    for (size_t i = 0; i < st.n_shapes; i++)
+        if (strcmp(st.shapes[i].name, pool) == 0) {
+            rq->vcpus = st.shapes[i].vcpus;
+            rq->memory_mib = st.shapes[i].memory_mib;
+            return 0;
+        }
+    return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", pool);
+}
+
+/* The check and the reservation; the caller holds a savepoint. */
+static int
+session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
+{
+    Sessions *m = s->mgr;
+    AdmitRequest rq = {.timeout_s = (s->rec.timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC};
+    int64_t now = (int64_t) wall_usec();
+    AdmitQuota q;
+    AdmitUsage u;
+    AdmitDecision d;
+
+    if (session_shape(m, s->spec.pool, &rq, errp) < 0 ||
+        store_quota_get(m->store, s->rec.tenant_id, &m->cfg.default_quota, &q, errp) < 0 ||
+        store_usage_get(m->store, s->rec.tenant_id, &u, errp) < 0)
+        return -1;
+    admit_decide(&q, &u, &rq, now, &d);
+    if (d.refusal.limit_id != ADMIT_OK) {
+        if (ret_refusal)
+            *ret_refusal = d.refusal;
+        return error_set(errp, E_QUOTA, 0, "quota exceeded: %s (limit %llu, used %llu)",
+                         admit_limit_name(d.refusal.limit_id), (unsigned long long) d.refusal.limit,
+                         (unsigned long long) d.refusal.used);
+    }
+    ReservationRecord res = {
+        .vcpus = rq.vcpus,
+        .reserved_guest_s = d.reserve_guest_s,
+        .output_bytes = MIN(m->cfg.output_limit_bytes, q.output_bytes),
+        .workspace_bytes = q.workspace_bytes, /* the mirror and the salvage take min() each */
+        .created_usec = now,
+    };
+    memcpy(res.tenant_id, s->rec.tenant_id, sizeof(res.tenant_id));
+    memcpy(res.session_id, s->rec.id, sizeof(res.session_id));
+    if (store_reservation_insert(m->store, &res, errp) < 0 ||
+        store_bucket_put(m->store, s->rec.tenant_id, &d.bucket, errp) < 0)
+        return -1;
+    s->output_limit_bytes = res.output_bytes;
+    s->workspace_limit_bytes = res.workspace_bytes;
+    return 0;
+}
+
+int
+session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp)
+{
+    Sessions *m = s->mgr;
+    if (store_savepoint(m->store, errp) < 0)
+        return -1;
+    if (session_admit(s, ret_refusal, errp) < 0 || artifacts_prepare(m, s->rec.id, errp) < 0 ||
+        store_session_insert(m->store, &s->rec, errp) < 0 ||
+        store_savepoint_release(m->store, errp) < 0) {
+        store_savepoint_rollback(m->store);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ settlement */
+
+/* Ends an open reservation from its session's record (NULL: the session is gone). */
+static int
+reservation_settle(Store *st, const ReservationRecord *res, const SessionRecord *rec, Error **errp)
+{
+    bool ran = rec && rec->started_usec > 0;
+    uint64_t charged = ran ? admit_charge_guest_s(res->reserved_guest_s, res->vcpus,
+                                                  rec->started_usec, rec->ended_usec)
+                           : 0;
+    int64_t ended = rec && rec->ended_usec > 0 ? rec->ended_usec : (int64_t) wall_usec();
+    return store_reservation_end(st, res->id, ran ? RESERVATION_CHARGED : RESERVATION_RELEASED,
+                                 charged, ended, errp);
+}
+
+void
+session_admit_settle(Session *s)
+{
+    _cleanup_error_ Error *err = NULL;
+    ReservationRecord res;
+    Store *st = s->mgr->store;
+
+    if (store_reservation_for_session(st, s->rec.id, &res, &err) < 0) {
+        if (err->category != E_NOT_FOUND) /* none: admitted before the ledger existed */
+            log_error("session %s: ledger: %s", s->rec.id, err->message);
+        return;
+    }
+    if (res.state == RESERVATION_OPEN && reservation_settle(st, &res, &s->rec, &err) < 0)
+        log_error("session %s: ledger: reservation %lld not settled: %s", s->rec.id,
+                  (long long) res.id, err->message);
+}
+
+void
+session_admit_adopt(Session *s)
+{
+    ReservationRecord res;
+    Sessions *m = s->mgr;
+    if (store_reservation_for_session(m->store, s->rec.id, &res, NULL) == 0) {
+        s->output_limit_bytes = res.output_bytes;
+        s->workspace_limit_bytes = res.workspace_bytes;
+        return;
+    }
+    s->output_limit_bytes = m->cfg.output_limit_bytes; /* admitted before the ledger existed */
+    s->workspace_limit_bytes = UINT64_MAX;
+}
+
+/* A reservation without a live session: its session ended (settle from the record) or is
+ * gone (release). 1 settled; 0 left alone (a record still unfinished was not adopted);
+ * -1 on a store error. */
+static int
+reconcile_one(Sessions *m, const ReservationRecord *res, Error **errp)
+{
+    _cleanup_error_ Error *get_err = NULL;
+    SessionRecord rec;
+    int r = 0;
+
+    if (store_session_get(m->store, res->session_id, &rec, &get_err) < 0) {
+        if (get_err->category != E_NOT_FOUND)
+            return error_set(errp, get_err->category, 0, "%s", get_err->message);
+        return reservation_settle(m->store, res, NULL, errp) < 0 ? -1 : 1;
+    }
+    if (strcmp(rec.state, "ended") == 0)
+        r = reservation_settle(m->store, res, &rec, errp) < 0 ? -1 : 1;
+    session_record_clear(&rec);
+    return r;
+}
+
+void
+sessions_admit_reconcile(Sessions *m)
+{
+    _cleanup_error_ Error *err = NULL;
+    ReservationRecord *v = NULL;
+    size_t n = 0, settled = 0;
+
+    if (store_reservations_open(m->store, &v, &n, &err) < 0 || store_begin(m->store, &err) < 0) {
+        log_error("restart reconciliation of the ledger: %s", err->message);
+        free(v);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sessions_find(m, NULL, v[i].session_id))
+            continue; /* live: it settles when it ends */
+        int r = reconcile_one(m, &v[i], &err);
+        if (r < 0)
+            log_error("ledger: reservation %lld: %s", (long long) v[i].id, err->message);
+        settled += r > 0;
+        error_free(err);
+        err = NULL;
+    }
+    free(v);
+    sessions_commit_now(m);
+    if (settled)
+        log_info("ledger: %zu open reservation(s) settled from their session records", settled);
+}
+
+uint64_t
+session_mirror_budget(const Session *s)
+{
+    return MIN(s->mgr->cfg.mirror_budget_bytes, s->workspace_limit_bytes);
+}
+
+void
+session_extract_limits(const Session *s, ExtractLimits *ret)
+{
+    *ret = s->mgr->cfg.extract;
+    ret->max_total_bytes = MIN(ret->max_total_bytes, s->workspace_limit_bytes);
+}
