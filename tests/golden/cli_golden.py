@@ -6,6 +6,7 @@ normalised (ids, times, durations, paths, counters: tests/integration/cli_helper
 tests/golden/cli/<case>.txt. STOCKADE_REGEN_GOLDEN=1 rewrites the files: review the diff.
 The cases run in order on one daemon; later ones use the tasks earlier ones made.
 """
+import difflib
 import os
 import re
 import shutil
@@ -40,17 +41,20 @@ class Golden:
         path = os.path.join(GOLDEN_DIR, f"{name}.txt")
         if REGEN:
             os.makedirs(GOLDEN_DIR, exist_ok=True)
-            with open(path, "w") as f:
+            with open(path, "w", newline="") as f:
                 f.write(text)
             return
         try:
-            with open(path) as f:
+            with open(path, newline="") as f:
                 want = f.read()
         except OSError:
             want = None
         if want != text:
             self.failures.append(name)
-            print(f"---- golden {name} differs; got:\n{text}---- wanted:\n{want}", file=sys.stderr)
+            diff = difflib.unified_diff((want or "").splitlines(True), text.splitlines(True),
+                                        f"{name}.txt (golden)", f"{name} (this run)")
+            print("".join(repr(x)[1:-1] + "\n" if x.strip("\n") != x.rstrip() else x
+                          for x in diff), file=sys.stderr)
 
 
 def listing(root):

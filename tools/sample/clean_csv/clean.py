@@ -52,7 +52,7 @@ def main():
         seen.add(clean)
         kept.append(clean)
     with open(dst, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(header)
         w.writerows(kept)
     print(f"wrote {len(kept)} rows to {dst} ({dropped} dropped)")
