@@ -147,53 +147,88 @@ render_other(json_t *ev)
 }
 
 static void
-render_details(json_t *ev, const char *type, int width)
+render_created(json_t *ev)
+{
+    printf("kind=");
+    print_field_str(ev, "kind");
+    printf(" pool=");
+    print_field_str(ev, "pool");
+    printf(" timeout=%lld s", (long long) event_int(ev, "timeout_ms", 0) / 1000);
+}
+
+static void
+render_started(json_t *ev)
+{
+    printf("[%lld] pid %lld", (long long) event_int(ev, "exec_id", 0),
+           (long long) event_int(ev, "pid", 0));
+}
+
+static void
+render_failed(json_t *ev)
+{
+    printf("[%lld] could not start: ", (long long) event_int(ev, "exec_id", 0));
+    print_field_str(ev, "message");
+}
+
+static void
+render_file(json_t *ev)
 {
     char size[16];
+    format_bytes((uint64_t) MAX(event_int(ev, "size", 0), 0), size, sizeof(size));
+    print_field_str(ev, "path");
+    printf(" %s ", size);
+    print_field_str(ev, "mirror");
+}
+
+static void
+render_destroyed(json_t *ev)
+{
+    printf("in %lld ms", (long long) event_int(ev, "destroy_ms", 0));
+}
+
+static void
+render_timeout(json_t *ev)
+{
+    printf("after %lld s", (long long) event_int(ev, "timeout_ms", 0) / 1000);
+}
+
+static void
+render_limit(json_t *ev)
+{
+    char size[16];
+    format_bytes((uint64_t) MAX(event_int(ev, "limit_bytes", 0), 0), size, sizeof(size));
+    printf("output over %s: the session ends", size);
+}
+
+static void
+render_guest_error(json_t *ev)
+{
+    print_field_str(ev, "message");
+}
+
+static void
+render_details(json_t *ev, const char *type, int width)
+{
+    static const struct {
+        const char *type;
+        void (*fn)(json_t *ev);
+    } renderers[] = {
+        {"session.created", render_created}, {"session.state", render_state},
+        {"session.timeout", render_timeout}, {"exec.requested", render_argv},
+        {"exec.started", render_started},    {"exec.exited", render_exited},
+        {"exec.failed", render_failed},      {"file.changed", render_file},
+        {"artifacts", render_artifacts},     {"guest.destroyed", render_destroyed},
+        {"limit.output", render_limit},      {"guest.error", render_guest_error},
+    };
     if (strcmp(type, "exec.stdout") == 0 || strcmp(type, "exec.stderr") == 0) {
-        render_output(ev, width);
+        render_output(ev, width); /* one shown line per line of output */
         return;
     }
-    if (strcmp(type, "session.created") == 0) {
-        printf("kind=");
-        print_field_str(ev, "kind");
-        printf(" pool=");
-        print_field_str(ev, "pool");
-        printf(" timeout=%lld s", (long long) event_int(ev, "timeout_ms", 0) / 1000);
-    } else if (strcmp(type, "session.state") == 0) {
-        render_state(ev);
-    } else if (strcmp(type, "exec.requested") == 0) {
-        render_argv(ev);
-    } else if (strcmp(type, "exec.started") == 0) {
-        printf("[%lld] pid %lld", (long long) event_int(ev, "exec_id", 0),
-               (long long) event_int(ev, "pid", 0));
-    } else if (strcmp(type, "exec.exited") == 0) {
-        render_exited(ev);
-    } else if (strcmp(type, "exec.failed") == 0) {
-        printf("[%lld] could not start: ", (long long) event_int(ev, "exec_id", 0));
-        print_field_str(ev, "message");
-    } else if (strcmp(type, "file.changed") == 0) {
-        format_bytes((uint64_t) MAX(event_int(ev, "size", 0), 0), size, sizeof(size));
-        print_field_str(ev, "path");
-        printf(" %s ", size);
-        print_field_str(ev, "mirror");
-    } else if (strcmp(type, "artifacts") == 0) {
-        render_artifacts(ev);
-    } else if (strcmp(type, "guest.destroyed") == 0) {
-        printf("in %lld ms", (long long) event_int(ev, "destroy_ms", 0));
-    } else if (strcmp(type, "session.timeout") == 0 || strcmp(type, "limit.output") == 0) {
-        json_t *v = json_object_get(ev, type[0] == 's' ? "timeout_ms" : "limit_bytes");
-        format_bytes((uint64_t) (json_is_integer(v) ? json_integer_value(v) : 0), size,
-                     sizeof(size));
-        if (type[0] == 's')
-            printf("after %lld s", (long long) (json_integer_value(v) / 1000));
-        else
-            printf("output over %s: the session ends", size);
-    } else if (strcmp(type, "guest.error") == 0) {
-        print_field_str(ev, "message");
-    } else {
-        render_other(ev);
-    }
+    void (*fn)(json_t *) = render_other;
+    for (size_t i = 0; i < ELEMENTSOF(renderers); i++)
+        if (strcmp(type, renderers[i].type) == 0)
+            fn = renderers[i].fn;
+    fn(ev);
     putchar('\n');
 }
 

@@ -91,9 +91,9 @@ run_on_resume(void *userdata, uint64_t after, const char *why)
         cli_warn(st->cli, "lost the event stream (%s); resuming after event %" PRIu64, why, after);
 }
 
-/* The POST /v1/tasks body. */
+/* The POST /v1/tasks body. Symlinks and special files in uploaded folders are skipped: says so. */
 static int
-run_body(const RunArgs *a, json_t **ret, Error **errp)
+run_body(Cli *cli, const RunArgs *a, json_t **ret, Error **errp)
 {
     UploadList u;
     json_t *files = NULL;
@@ -104,6 +104,9 @@ run_body(const RunArgs *a, json_t **ret, Error **errp)
             upload_list_free(&u);
             return -1;
         }
+    if (u.skipped)
+        cli_warn(cli, "%zu symlink%s or special file%s not uploaded (e.g. %s)", u.skipped,
+                 u.skipped == 1 ? "" : "s", u.skipped == 1 ? "" : "s", u.first_skipped);
     int r = upload_files_json(&u, &files, errp);
     upload_list_free(&u);
     if (r < 0)
@@ -325,7 +328,7 @@ run_task(Cli *cli, RunArgs *a)
 
     if (!a->no_download && a->download && download_dir_check(a->download, &err) < 0)
         return cli_usage_error(cli, "%s", err->message);
-    if (run_body(a, &body, &err) < 0)
+    if (run_body(cli, a, &body, &err) < 0)
         return cli_report(cli, err, true);
     if (!(st.client = cli_client(cli, &err)))
         return cli_report(cli, err, true);

@@ -226,6 +226,16 @@ follow_session_over(Follow *f, bool *ret_over, Error **errp)
     return 0;
 }
 
+/* A stream ended cleanly: is there nothing more to follow? */
+static bool
+follow_done(Follow *f)
+{
+    bool over = false;
+    if (linesplit_pending(&f->lines)) /* it ended inside a line: not cleanly after all */
+        return false;
+    return !f->follow || f->saw_end || (follow_session_over(f, &over, NULL) == 0 && over);
+}
+
 static void
 sleep_usec(uint64_t usec)
 {
@@ -275,12 +285,9 @@ follow_events(Follow *f, FollowEnd *ret, Error **errp)
         if (r == 0 && res.end == CLIENT_STREAM_DROPPED && first && !res.answered)
             return error_set(errp, E_UNAVAILABLE, 0, "%s", res.why);
         first = false;
-        if (r == 0 && res.end == CLIENT_STREAM_DONE && !linesplit_pending(&f->lines)) {
-            bool over = true;
-            if (!f->follow || f->saw_end || (follow_session_over(f, &over, NULL) == 0 && over)) {
-                *ret = FOLLOW_ENDED;
-                return 0;
-            }
+        if (r == 0 && res.end == CLIENT_STREAM_DONE && follow_done(f)) {
+            *ret = FOLLOW_ENDED;
+            return 0;
         }
         if (f->after != before) {
             last_progress = now_usec();

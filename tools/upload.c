@@ -65,11 +65,10 @@ note_skipped(UploadList *u, const char *local)
         log_escape(u->first_skipped, sizeof(u->first_skipped), local, strlen(local));
 }
 
+/* The caps, each refused with the limit and what to do instead. */
 static int
-add_entry(UploadList *u, const char *local, const char *remote, const struct stat *st, Error **errp)
+check_caps(const UploadList *u, const char *esc, const char *remote, uint64_t size, Error **errp)
 {
-    char esc[160];
-    log_escape(esc, sizeof(esc), local, strlen(local));
     if (!upload_remote_ok(remote))
         return error_set(errp, E_INVALID, 0,
                          "upload %s: '%.100s' is not a workspace path (relative, no '.' or '..', "
@@ -79,17 +78,27 @@ add_entry(UploadList *u, const char *local, const char *remote, const struct sta
         return error_set(errp, E_INVALID, 0,
                          "upload: more than %d files; pack them into an archive and upload that",
                          UPLOAD_FILES_MAX);
-    if ((uint64_t) st->st_size > u->max_file_bytes)
+    if (size > u->max_file_bytes)
         return error_set(errp, E_INVALID, 0,
-                         "upload %s: %lld bytes is over the cap of %llu MiB per file; fetch large "
+                         "upload %s: %llu bytes is over the cap of %llu MiB per file; fetch large "
                          "inputs from inside the job or compress them",
-                         esc, (long long) st->st_size,
+                         esc, (unsigned long long) size,
                          (unsigned long long) (u->max_file_bytes >> 20));
-    if (u->total_bytes + (uint64_t) st->st_size > u->max_total_bytes)
+    if (u->total_bytes + size > u->max_total_bytes)
         return error_set(errp, E_INVALID, 0,
                          "upload: over the cap of %llu MiB in all (at %s); upload less, or fetch "
                          "large inputs from inside the job",
                          (unsigned long long) (u->max_total_bytes >> 20), esc);
+    return 0;
+}
+
+static int
+add_entry(UploadList *u, const char *local, const char *remote, const struct stat *st, Error **errp)
+{
+    char esc[160];
+    log_escape(esc, sizeof(esc), local, strlen(local));
+    if (check_caps(u, esc, remote, (uint64_t) st->st_size, errp) < 0)
+        return -1;
     for (size_t i = 0; i < u->n; i++)
         if (strcmp(u->v[i].remote, remote) == 0)
             return error_set(errp, E_INVALID, 0,
