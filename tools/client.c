@@ -515,8 +515,6 @@ hint_for_status(long status)
         return "see its state with: stockade sessions get ID";
     case 413:
         return "the daemon caps a request at [api] max_body_mib (default 64 MiB)";
-    case 429:
-        return "wait and retry, or raise the tenant's quota (stockade quota)";
     case 431:
         return "the request head is too large";
     case 502:
@@ -532,23 +530,35 @@ hint_for_status(long status)
     }
 }
 
-/* " (limit 4, used 4, retry after 30 s)" for quota answers. */
+/* What to do about a 429: wait (retry_after seconds), or have an operator raise the limit
+ * named by "quota" (retry_after null: waiting does not help). */
 static void
-quota_detail(json_t *err, char *out, size_t cap)
+quota_hint(json_t *err, char *out, size_t cap)
 {
-    json_t *limit = json_object_get(err, "limit"), *used = json_object_get(err, "used");
-    json_t *retry = json_object_get(err, "retry_after");
-    out[0] = '\0';
-    if (json_is_integer(limit) && json_is_integer(used) && json_is_integer(retry))
-        snprintf(out, cap, " (limit %lld, used %lld, retry after %lld s)",
-                 (long long) json_integer_value(limit), (long long) json_integer_value(used),
-                 (long long) json_integer_value(retry));
+    json_t *retry = json_object_get(err, "retry_after"), *key = json_object_get(err, "quota");
+    char opt[40] = "LIMIT";
+    if (json_is_string(key) && json_string_length(key) < sizeof(opt) &&
+        strspn(json_string_value(key), "abcdefghijklmnopqrstuvwxyz_") == json_string_length(key)) {
+        snprintf(opt, sizeof(opt), "%s", json_string_value(key));
+        for (char *p = opt; *p; p++)
+            *p = *p == '_' ? '-' : *p;
+    }
+    if (json_is_integer(retry))
+        snprintf(out, cap,
+                 "retry after %lld s, or raise the tenant's quota (stockade quota "
+                 "TENANT --%s N)",
+                 (long long) json_integer_value(retry), opt);
+    else
+        snprintf(out, cap,
+                 "waiting does not help: an operator must raise the tenant's quota "
+                 "(stockade quota TENANT --%s N)",
+                 opt);
 }
 
 int
 client_map_error(long status, const char *body, size_t len, Error **errp)
 {
-    char msg[CLIENT_MESSAGE_MAX_BYTES], code[48] = "", extra[96] = "";
+    char msg[CLIENT_MESSAGE_MAX_BYTES], code[48] = "", quota[160];
     json_t *o = json_loadb(body ? body : "", len, 0, NULL);
     json_t *e = json_object_get(o, "error");
     json_t *m = json_object_get(e, "message"), *cd = json_object_get(e, "code");
@@ -562,12 +572,15 @@ client_map_error(long status, const char *body, size_t len, Error **errp)
     if (json_is_string(cd) && json_string_length(cd) < sizeof(code) &&
         strspn(json_string_value(cd), "abcdefghijklmnopqrstuvwxyz_") == json_string_length(cd))
         snprintf(code, sizeof(code), " %s", json_string_value(cd));
-    if (status == 429)
-        quota_detail(e, extra, sizeof(extra));
-    json_decref(o);
     const char *hint = hint_for_status(status);
-    return error_set(errp, category_for_status(status), 0, "%s%s (HTTP %ld%s)%s%s", msg, extra,
-                     status, code, hint ? "; " : "", hint ? hint : "");
+    if (status == 429) {
+        quota_hint(e, quota, sizeof(quota));
+        hint = quota;
+    }
+    int r = error_set(errp, category_for_status(status), 0, "%s (HTTP %ld%s)%s%s", msg, status,
+                      code, hint ? "; " : "", hint ? hint : "");
+    json_decref(o);
+    return r;
 }
 
 char *

@@ -32,7 +32,8 @@ argv_of(const char *line)
 {
     Argv *a = calloc(1, sizeof(*a));
     char *copy = strdup(line), *save = NULL;
-    for (char *tok = strtok_r(copy, " ", &save); tok && a->argc < 31; tok = strtok_r(NULL, " ", &save))
+    for (char *tok = strtok_r(copy, " ", &save); tok && a->argc < 31;
+         tok = strtok_r(NULL, " ", &save))
         a->argv[a->argc++] = strdup(tok);
     free(copy);
     return a;
@@ -313,7 +314,8 @@ test_table_color_and_cut(void **state)
     fclose(f);
     assert_non_null(strstr(buf, "\033[32mg\033[0m"));
     assert_non_null(strstr(buf, "xxx...  "));
-    assert_null(strstr(buf, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+    assert_null(
+        strstr(buf, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
     free(buf);
     table_free(t);
 }
@@ -382,7 +384,8 @@ test_linesplit(void **state)
     const char *stream = "{\"a\":1}\n\n{\"b\":22}\npartial";
     linesplit_init(&ls, 16);
     for (size_t i = 0; i < strlen(stream); i++) /* one byte at a time */
-        assert_int_equal(linesplit_feed(&ls, (const uint8_t *) stream + i, 1, collect, &l, &err), 0);
+        assert_int_equal(linesplit_feed(&ls, (const uint8_t *) stream + i, 1, collect, &l, &err),
+                         0);
     assert_int_equal(l.n, 3);
     assert_string_equal(l.got[0], "{\"a\":1}");
     assert_string_equal(l.got[1], "");
@@ -391,7 +394,8 @@ test_linesplit(void **state)
     linesplit_reset(&ls);
     assert_false(linesplit_pending(&ls));
     const char *big = "0123456789abcdefXYZ\n"; /* 19 > 16 */
-    assert_int_equal(linesplit_feed(&ls, (const uint8_t *) big, strlen(big), collect, &l, &err), -1);
+    assert_int_equal(linesplit_feed(&ls, (const uint8_t *) big, strlen(big), collect, &l, &err),
+                     -1);
     assert_int_equal(err->category, E_GUEST);
     error_free(err);
     linesplit_free(&ls);
@@ -424,10 +428,14 @@ test_event_parse(void **state)
     const char *hb = "{\"type\":\"heartbeat\",\"ts\":\"x\"}\r";
     assert_int_equal(event_parse(hb, strlen(hb), &ev, &seq, &err), 0);
     assert_int_equal(event_parse("", 0, &ev, &seq, &err), 0);
-    static const char *const bad[] = {
-        "[1,2]", "{\"seq\":0,\"type\":\"a\"}", "{\"seq\":-3,\"type\":\"a\"}", "{\"seq\":1}",
-        "{\"seq\":1,\"type\":\"A B\"}", "{\"seq\":\"1\",\"type\":\"a\"}", "{\"seq\":1,\"seq\":2,\"type\":\"a\"}",
-        "not json"};
+    static const char *const bad[] = {"[1,2]",
+                                      "{\"seq\":0,\"type\":\"a\"}",
+                                      "{\"seq\":-3,\"type\":\"a\"}",
+                                      "{\"seq\":1}",
+                                      "{\"seq\":1,\"type\":\"A B\"}",
+                                      "{\"seq\":\"1\",\"type\":\"a\"}",
+                                      "{\"seq\":1,\"seq\":2,\"type\":\"a\"}",
+                                      "not json"};
     for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
         err = NULL;
         if (event_parse(bad[i], strlen(bad[i]), &ev, &seq, &err) != -1)
@@ -453,9 +461,13 @@ test_map_error(void **state)
          "no session ses_x (HTTP 404 not_found)"},
         {409, "{\"error\":{\"code\":\"conflict\",\"message\":\"ended\"}}", E_CONFLICT,
          "stockade sessions get ID"},
-        {429, "{\"error\":{\"code\":\"quota_exceeded\",\"message\":\"m\",\"limit\":4,\"used\":4,"
-              "\"retry_after\":30}}",
-         E_QUOTA, "(limit 4, used 4, retry after 30 s)"},
+        {429,
+         "{\"error\":{\"code\":\"quota_exceeded\",\"message\":\"m\",\"limit\":4,\"used\":4,"
+         "\"retry_after\":30}}",
+         E_QUOTA, "retry after 30 s, or raise"},
+        {429, "{\"error\":{\"quota\":\"max_sessions\",\"retry_after\":null,\"message\":\"m\"}}",
+         E_QUOTA,
+         "an operator must raise the tenant's quota (stockade quota TENANT --max-sessions N)"},
         {413, "", E_TOO_LARGE, "max_body_mib"},
         {503, "<html>", E_UNAVAILABLE, "retry shortly"},
         {500, "{\"error\":{\"message\":\"\\u001b[2Jboom\"}}", E_INTERNAL, "\\x1b[2Jboom"},
@@ -464,8 +476,8 @@ test_map_error(void **state)
     };
     for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
         Error *err = NULL;
-        assert_int_equal(client_map_error(cases[i].status, cases[i].body, strlen(cases[i].body), &err),
-                         -1);
+        assert_int_equal(
+            client_map_error(cases[i].status, cases[i].body, strlen(cases[i].body), &err), -1);
         assert_int_equal(err->category, cases[i].cat);
         if (!strstr(err->message, cases[i].want))
             fail_msg("%ld: '%s' lacks '%s'", cases[i].status, err->message, cases[i].want);
@@ -519,7 +531,7 @@ test_exit_codes(void **state)
     assert_string_equal(watch_outcome(&w, false), "failed");
     w = watched("cancelled", false, -1, 0, false, false);
     assert_int_equal(watch_exit_code(&w, false), 130);
-    static const char *const daemon_ends[] = {"output_limit", "guest_error", "no_capacity",
+    static const char *const daemon_ends[] = {"output_limit",  "guest_error",  "no_capacity",
                                               "host_shutdown", "host_restart", "closed"};
     for (size_t i = 0; i < ELEMENTSOF(daemon_ends); i++) {
         w = watched(daemon_ends[i], false, -1, 0, false, false);
@@ -567,15 +579,24 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_defaults),   cmocka_unit_test(test_run_options),
-        cmocka_unit_test(test_run_without_dashdash), cmocka_unit_test(test_run_errors),
-        cmocka_unit_test(test_run_help),       cmocka_unit_test(test_exec_args),
-        cmocka_unit_test(test_remote_spec),    cmocka_unit_test(test_uint_and_cwd),
-        cmocka_unit_test(test_term_escape),    cmocka_unit_test(test_table),
-        cmocka_unit_test(test_table_color_and_cut), cmocka_unit_test(test_formats),
-        cmocka_unit_test(test_linesplit),      cmocka_unit_test(test_event_parse),
-        cmocka_unit_test(test_map_error),      cmocka_unit_test(test_escape_path),
-        cmocka_unit_test(test_exit_codes),     cmocka_unit_test(test_watch_events),
+        cmocka_unit_test(test_run_defaults),
+        cmocka_unit_test(test_run_options),
+        cmocka_unit_test(test_run_without_dashdash),
+        cmocka_unit_test(test_run_errors),
+        cmocka_unit_test(test_run_help),
+        cmocka_unit_test(test_exec_args),
+        cmocka_unit_test(test_remote_spec),
+        cmocka_unit_test(test_uint_and_cwd),
+        cmocka_unit_test(test_term_escape),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_table_color_and_cut),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_linesplit),
+        cmocka_unit_test(test_event_parse),
+        cmocka_unit_test(test_map_error),
+        cmocka_unit_test(test_escape_path),
+        cmocka_unit_test(test_exit_codes),
+        cmocka_unit_test(test_watch_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
