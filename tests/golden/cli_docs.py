@@ -43,7 +43,8 @@ def conf_settings(path):
 def check_config(src, build):
     conf = os.path.join(src, "tools", "stockaded.conf")
     missing = [k for k in config_keys(src) if k not in conf_settings(conf)]
-    assert not missing, f"tools/stockaded.conf lacks keys of hostd/config.c: {missing}"
+    assert not missing, ("tools/stockaded.conf lacks keys of hostd/config.c: "
+                         f"{missing}; add each as a '# key = default' line in its section")
     with open(conf) as f:
         text = f.read()
     text = re.sub(r"(?m)^# ([a-z_]+ = \S+)$", r"\1", text)
