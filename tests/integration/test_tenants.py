@@ -13,6 +13,7 @@ libvirtd and real guests. One scenario per run:
   isolation   tenant A's token on tenant B's session: 404 on every session route
   revoked     a revoked token is 401, so is a missing or malformed one; operator tokens
 """
+import http.client
 import json
 import math
 import os
@@ -104,14 +105,23 @@ def scenario_concurrent():
         gate, results = threading.Barrier(100), []
         lock = threading.Lock()
 
-        def one():
-            gate.wait()  # all 100 requests leave together
-            r = d.request("POST", "/v1/sessions", body={"pool": "minimal", "timeout_s": 120},
-                          token=t["token"])
+        def one(i):
+            # The API allows 64 TCP connections per client address (api/README.md): spread
+            # the 100 over 4 loopback source addresses so all of them can be open at once.
+            conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=120,
+                                              source_address=(f"127.0.0.{2 + i % 4}", 0))
+            conn.connect()
+            gate.wait()  # all 100 connected; the requests leave together
+            conn.request("POST", "/v1/sessions", body=json.dumps({"pool": "minimal",
+                                                                  "timeout_s": 120}),
+                         headers={"Authorization": f"Bearer {t['token']}",
+                                  "Content-Type": "application/json"})
+            r = conn.getresponse()
             with lock:
-                results.append(r)
+                results.append((r.status, r.getheaders(), r.read()))
+            conn.close()
 
-        threads = [threading.Thread(target=one) for _ in range(100)]
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(100)]
         t0 = time.time()
         for th in threads:
             th.start()
