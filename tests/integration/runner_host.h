@@ -17,7 +17,7 @@
 #define ELEMENTSOF_RH(x) (sizeof(x) / sizeof((x)[0]))
 #define RH_UID 1000
 #define RH_GID 1000
-#define RH_TIMEOUT_MS 10000
+#define RH_TIMEOUT_MS 60000 /* a bound, not a target: generous for loaded machines */
 #define RH_MIRROR_BUDGET_BYTES (4u * 1024u * 1024u)
 #define RH_MIRROR_MAX_FILE_BYTES (128u * 1024u)
 
