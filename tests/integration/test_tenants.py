@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from stockade_fixture import Daemon  # noqa: E402
 
 MINIMAL = {"minimal": dict(warm=1, slots=2)}
+WALLET_ONE = 300  # guest-seconds: one 1-vCPU session of 300 s; it runs and ends well within
 
 
 # ------------------------------------------------------------------ helpers
@@ -215,7 +216,8 @@ def scenario_ledger():
         assert r["charged_guest_s"] == want, (sid, r, s, want)
         total += want
         if ran:
-            api_total += r["vcpus"] * (wall(recs[sid]["ended_at"]) - wall(recs[sid]["started_at"]))
+            api_total += min(r["reserved_guest_s"], r["vcpus"] * (
+                wall(recs[sid]["ended_at"]) - wall(recs[sid]["started_at"])))
     assert recs[ids[2]]["end_reason"] == "host_restart" and recs[ids[4]]["end_reason"] == \
         "host_restart", recs
     assert res[ids[4]]["state"] == "released", "the pending session was charged"
@@ -249,16 +251,16 @@ def scenario_wallet():
 
         # a wallet for exactly one session: the second waits for the first's refund
         d.unix_call("PUT", f"/v1/admin/tenants/{broke['id']}/quota",
-                    {"wallet_guest_seconds": 60})
-        _, _, one = create(d, broke, timeout_s=60)
-        check_refusal(*create(d, broke, expect=(429,), timeout_s=1), "wallet_guest_seconds", 60,
-                      60, 5)
+                    {"wallet_guest_seconds": WALLET_ONE})
+        _, _, one = create(d, broke, timeout_s=WALLET_ONE)
+        check_refusal(*create(d, broke, expect=(429,), timeout_s=1), "wallet_guest_seconds",
+                      WALLET_ONE, WALLET_ONE, 5)
         wait_state(d, broke, one["id"], "running")
         d.call("DELETE", f"/v1/sessions/{one['id']}", token=broke["token"])
         wait_state(d, broke, one["id"], "ended")
         w = usage(d, broke)["wallet_guest_seconds"]
-        assert 0 < w["charged"] < 60 and w["reserved"] == 0, w
-        assert w["available"] == 60 - w["charged"], w  # the rest was refunded
+        assert 0 < w["charged"] < WALLET_ONE and w["reserved"] == 0, w
+        assert w["available"] == WALLET_ONE - w["charged"], w  # the rest was refunded
 
         # per-session caps: refused whatever the wallet says
         caps = new_tenant(d, "caps", max_timeout_s=30, max_memory_mib=100, max_vcpus=0)
@@ -293,7 +295,7 @@ def scenario_wallet():
         wait_state(d, slow, r1["id"], "ended")
         print(f"wallet ok: empty wallet 429 with no guest touched (restores {restores:.0f}, "
               f"busy 0); one-session wallet charged {w['charged']} and refunded "
-              f"{60 - w['charged']}; caps, rate (retry_after {b['error']['retry_after']} s) "
+              f"{WALLET_ONE - w['charged']}; caps, rate (retry_after {b['error']['retry_after']} s) "
               f"and output cap enforced")
 
 
