@@ -65,7 +65,10 @@ tb_header(TarBuf *t, const char *name, char type, uint32_t mode, uint64_t size, 
     h[156] = (uint8_t) type;
     if (link)
         strncpy((char *) h + 157, link, 100);
-    memcpy(h + 257, "ustar\0" "00", 8);
+    memcpy(h + 257,
+           "ustar\0"
+           "00",
+           8);
     memset(h + 148, ' ', 8);
     for (size_t i = 0; i < TB_BLOCK; i++)
         sum += h[i];
@@ -162,16 +165,16 @@ test_untar_hostile(void **state)
     TarBuf t = {0};
     DownloadResult res;
     int r;
-    tb_header(&t, "link", '2', 0777, 0, "/etc/passwd");     /* symlink */
-    tb_header(&t, "hard", '1', 0644, 0, "/etc/shadow");     /* hard link */
-    tb_header(&t, "dev", '3', 0666, 0, NULL);               /* char device */
-    tb_header(&t, "fifo", '6', 0666, 0, NULL);              /* FIFO */
-    tb_file(&t, "/abs.txt", 0644, "abs\n");                 /* absolute */
-    tb_file(&t, "../up.txt", 0644, "up\n");                 /* .. */
-    tb_file(&t, "a/../../up2.txt", 0644, "up\n");           /* .. inside */
-    tb_file(&t, "suid", 04755, "x");                        /* setuid */
-    tb_header(&t, "ln", '2', 0777, 0, "/tmp");              /* symlink to a directory, */
-    tb_file(&t, "ln/escaped.txt", 0644, "escaped\n");       /* then a file "through" it */
+    tb_header(&t, "link", '2', 0777, 0, "/etc/passwd"); /* symlink */
+    tb_header(&t, "hard", '1', 0644, 0, "/etc/shadow"); /* hard link */
+    tb_header(&t, "dev", '3', 0666, 0, NULL);           /* char device */
+    tb_header(&t, "fifo", '6', 0666, 0, NULL);          /* FIFO */
+    tb_file(&t, "/abs.txt", 0644, "abs\n");             /* absolute */
+    tb_file(&t, "../up.txt", 0644, "up\n");             /* .. */
+    tb_file(&t, "a/../../up2.txt", 0644, "up\n");       /* .. inside */
+    tb_file(&t, "suid", 04755, "x");                    /* setuid */
+    tb_header(&t, "ln", '2', 0777, 0, "/tmp");          /* symlink to a directory, */
+    tb_file(&t, "ln/escaped.txt", 0644, "escaped\n");   /* then a file "through" it */
     tb_file(&t, "ok.txt", 0644, "ok\n");
     tb_end(&t);
     char *dir = extract(&t, &res, &r);
@@ -329,9 +332,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_untar_regular),  cmocka_unit_test(test_untar_hostile),
+        cmocka_unit_test(test_untar_regular),   cmocka_unit_test(test_untar_hostile),
         cmocka_unit_test(test_untar_malformed), cmocka_unit_test(test_dir_check),
-        cmocka_unit_test(test_upload_tree),    cmocka_unit_test(test_upload_caps),
+        cmocka_unit_test(test_upload_tree),     cmocka_unit_test(test_upload_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
