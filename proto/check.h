@@ -16,3 +16,10 @@ bool check_charset(const char *s, const char *extra);
 /* Printable ASCII only (0x20..0x7e). */
 bool check_printable(const char *s);
 bool check_env(Stockade__Runner__EnvVar *const *env, size_t n, size_t *ret_bytes);
+
+/* Tunnel messages (check_tunnel.c), the same rules on both ends. */
+int check_tunnel_open(const Stockade__Runner__TunnelOpen *o, char *err, size_t errcap);
+int check_tunnel_open_result(const Stockade__Runner__TunnelOpenResult *r, char *err, size_t errcap);
+int check_tunnel_data(const Stockade__Runner__TunnelData *d, char *err, size_t errcap);
+int check_tunnel_credit(const Stockade__Runner__TunnelCredit *c, char *err, size_t errcap);
+int check_tunnel_close(const Stockade__Runner__TunnelClose *c, char *err, size_t errcap);

@@ -111,6 +111,14 @@ check_guest_body(const GuestMsg *m, char *err, size_t errcap)
         return check_error(m->error, err, errcap);
     case STOCKADE__RUNNER__GUEST_MSG__BODY_PONG:
         return check_known(&m->pong->base) ? 0 : FAIL("pong: unknown fields");
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN:
+        return check_tunnel_open(m->tunnel_open, err, errcap);
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_DATA:
+        return check_tunnel_data(m->tunnel_data, err, errcap);
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CREDIT:
+        return check_tunnel_credit(m->tunnel_credit, err, errcap);
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CLOSE:
+        return check_tunnel_close(m->tunnel_close, err, errcap);
     default:
         return FAIL("guest message without a body");
     }
@@ -128,6 +136,10 @@ msg_check_guest(const GuestMsg *m, char *err, size_t errcap)
     case STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT:
     case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT:
     case STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED:
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN:
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_DATA:
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CREDIT:
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CLOSE:
         if (m->req_id != 0)
             return FAIL("unsolicited message with req_id %u", m->req_id);
         return 0;

@@ -29,6 +29,9 @@ check_session_config(const Stockade__Runner__SessionConfig *c, char *err, size_t
             c->mirror->max_file_bytes > c->mirror->budget_bytes)
             return FAIL("hello.config.mirror: budget over cap or max_file_bytes over budget");
     }
+    if (c->egress && (!check_known(&c->egress->base) || c->egress->max_streams == 0 ||
+                      c->egress->max_streams > TUNNEL_STREAMS_MAX))
+        return FAIL("hello.config.egress.max_streams: 1..%d", TUNNEL_STREAMS_MAX);
     return 0;
 }
 
@@ -124,6 +127,21 @@ check_prepare(const Stockade__Runner__Prepare *p, char *err, size_t errcap)
     return 0;
 }
 
+bool
+msg_host_needs_req_id(int body_case)
+{
+    switch (body_case) {
+    case STOCKADE__RUNNER__HOST_MSG__BODY_STDIN:
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_OPEN_RESULT:
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_DATA:
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_CREDIT:
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_CLOSE:
+        return false;
+    default:
+        return true;
+    }
+}
+
 static int
 check_host_body(const HostMsg *m, char *err, size_t errcap)
 {
@@ -157,6 +175,14 @@ check_host_body(const HostMsg *m, char *err, size_t errcap)
         return check_known(&m->ping->base) ? 0 : FAIL("ping: unknown fields");
     case STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE:
         return check_prepare(m->prepare, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_OPEN_RESULT:
+        return check_tunnel_open_result(m->tunnel_open_result, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_DATA:
+        return check_tunnel_data(m->tunnel_data, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_CREDIT:
+        return check_tunnel_credit(m->tunnel_credit, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_CLOSE:
+        return check_tunnel_close(m->tunnel_close, err, errcap);
     default:
         return FAIL("host message without a body");
     }
@@ -169,8 +195,7 @@ msg_check_host(const HostMsg *m, char *err, size_t errcap)
         return FAIL("host message: unknown fields");
     if (check_host_body(m, err, errcap) < 0)
         return -1;
-    bool needs_id = m->body_case != STOCKADE__RUNNER__HOST_MSG__BODY_STDIN;
-    if (needs_id != (m->req_id != 0))
-        return FAIL("req_id must be 0 for stdin and nonzero otherwise");
+    if (msg_host_needs_req_id(m->body_case) != (m->req_id != 0))
+        return FAIL("req_id must be 0 for stdin and tunnel messages, nonzero otherwise");
     return 0;
 }

@@ -25,6 +25,9 @@ void msg_free_guest(GuestMsg *m);
 int msg_check_host(const HostMsg *m, char *err, size_t errcap);
 int msg_check_guest(const GuestMsg *m, char *err, size_t errcap);
 
+/* False for the host messages that carry no req_id (Stdin and the tunnel messages). */
+bool msg_host_needs_req_id(int body_case);
+
 /* Encodes header + message into out[0..cap). Returns -1 (errno EMSGSIZE) when the message
  * is over FRAME_MAX_BYTES or does not fit in cap. */
 int msg_encode_host(const HostMsg *m, uint8_t *out, size_t cap, size_t *ret_len);

@@ -3,7 +3,7 @@
  * is a protocol change: bump PROTOCOL_VERSION. */
 #pragma once
 
-#define PROTOCOL_VERSION 2 /* 2: Prepare */
+#define PROTOCOL_VERSION 3 /* 2: Prepare; 3: egress tunnel */
 
 #define FRAME_HDR_BYTES 4
 #define FRAME_MAX_BYTES (512u * 1024u)   /* one encoded message */
@@ -35,6 +35,14 @@
 #define NAME_MAX_BYTES 255
 #define PATH_MAX_DEPTH 64
 #define LIST_MAX_ENTRIES 4096
+
+/* Egress tunnel (runner.proto "Tunnel"; arithmetic in flow.h). The window bounds what one
+ * stream can make the receiver buffer; streams x window bounds a session. */
+#define TUNNEL_STREAMS_MAX 128
+#define TUNNEL_WINDOW_BYTES (128u * 1024u)
+#define TUNNEL_DATA_MAX_BYTES (64u * 1024u)
+#define TUNNEL_HOST_MAX_BYTES 255
+#define TUNNEL_PORT_MAX 65535
 
 #define VERSION_MAX_BYTES 64
 #define ERROR_MESSAGE_MAX_BYTES 256

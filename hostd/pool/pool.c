@@ -422,7 +422,7 @@ guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp)
 {
     if (g->state != SLOT_BUSY || !g->ch)
         return error_set(errp, E_CONFLICT, 0, "guest %s is gone", g->name);
-    if (m->body_case != STOCKADE__RUNNER__HOST_MSG__BODY_STDIN)
+    if (msg_host_needs_req_id(m->body_case))
         m->req_id = channel_next_req_id(g->ch);
     if (channel_send(g->ch, m, errp) < 0)
         return -1;
@@ -450,6 +450,12 @@ guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_
     int r = guest_send(g, &m, ret_req_id, errp);
     explicit_bzero(entropy, sizeof(entropy));
     return r;
+}
+
+size_t
+guest_send_backlog_bytes(const Guest *g)
+{
+    return g->ch ? channel_outq_bytes(g->ch) : 0;
 }
 
 void

@@ -123,8 +123,11 @@ Guest *pool_take(Pool *p, const char *shape, const GuestOps *ops, void *userdata
  * the id of the Ack to wait for. */
 int guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
                 Error **errp);
-/* Sends a message; sets m->req_id (except for Stdin) and returns it in *ret_req_id. */
+/* Sends a message; sets m->req_id (except for Stdin and tunnel messages, which have none) and
+ * returns it in *ret_req_id. */
 int guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp);
+/* Bytes queued for the guest and not yet written (bulk senders hold back above a bound). */
+size_t guest_send_backlog_bytes(const Guest *g);
 void guest_set_reading(Guest *g, bool on);
 const char *guest_name(const Guest *g);
 const char *guest_workspace_path(const Guest *g);

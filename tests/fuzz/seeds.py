@@ -50,7 +50,31 @@ guest_out = field(5, 2, field(1, 0, 1) + field(2, 0, 1) + field(3, 2, b"42\n"))
 guest_exit = field(6, 2, field(1, 0, 1) + field(4, 0, 1234) + field(6, 0, 2048))
 guest_err = field(1, 0, 9) + field(10, 2, field(1, 0, 2) + field(2, 2, b"bad"))
 
+# Protocol 3: the egress tunnel (config.egress, then a stream's whole life both ways).
+hello_egress = (field(1, 0, 1_700_000_000_000_000_000) + field(2, 2, bytes(range(64)))
+                + field(3, 2, config + field(8, 2, field(1, 0, 32))))
+host_hello_egress = field(1, 0, 1) + field(2, 2, hello_egress)
+guest_topen = field(12, 2, field(1, 0, 1) + field(2, 2, b"0x7f.1") + field(3, 0, 80))
+guest_tdata = field(13, 2, field(1, 0, 1) + field(2, 2, b"GET / HTTP/1.1\r\n\r\n"))
+guest_teof = field(13, 2, field(1, 0, 1) + field(3, 0, 1))
+guest_tcredit = field(14, 2, field(1, 0, 1) + field(2, 0, 32768))
+guest_tclose = field(15, 2, field(1, 0, 1) + field(2, 0, 1))
+host_tresult = field(12, 2, field(1, 0, 1) + field(2, 0, 2) + field(3, 2, b"denied"))
+host_tdata = field(13, 2, field(1, 0, 1) + field(2, 2, b"HTTP/1.1 302 Found\r\n\r\n")
+                   + field(3, 0, 1))
+host_tcredit = field(14, 2, field(1, 0, 1) + field(2, 0, 131072))
+host_tclose = field(15, 2, field(1, 0, 1))
+bad_tcredit = field(14, 2, field(1, 0, 1) + field(2, 0, 131073))  # over the window
+bad_tdata = field(13, 2, field(1, 0, 1))                            # empty without eof
+bad_topen = field(12, 2, field(1, 0, 2) + field(2, 2, b"a b") + field(3, 0, 70000))
+
 seeds = {
+    "hello_egress": b"\x07" + frame(host_hello_egress),
+    "tunnel_guest": b"\x13" + frame(guest_topen) + frame(guest_tdata) + frame(guest_teof)
+    + frame(guest_tcredit) + frame(guest_tclose),
+    "tunnel_host": b"\x21" + frame(host_tresult) + frame(host_tdata) + frame(host_tcredit)
+    + frame(host_tclose),
+    "tunnel_bad": b"\x02" + frame(bad_tcredit) + frame(bad_tdata) + frame(bad_topen),
     "hello": b"\x03" + frame(host_hello),
     "exec": b"\x11" + frame(host_exec),
     "put_ping": b"\x05" + frame(host_put) + frame(host_ping),

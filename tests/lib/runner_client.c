@@ -225,7 +225,7 @@ runner_client_send(RunnerClient *c, HostMsg *m, int timeout_ms, uint32_t *ret_re
     static uint8_t buf[FRAME_HDR_BYTES + FRAME_MAX_BYTES];
     size_t len;
 
-    if (m->req_id == 0 && m->body_case != STOCKADE__RUNNER__HOST_MSG__BODY_STDIN)
+    if (m->req_id == 0 && msg_host_needs_req_id(m->body_case))
         m->req_id = c->next_req_id++;
     if (msg_encode_host(m, buf, sizeof(buf), &len) < 0)
         return client_fail(c, EMSGSIZE, "message too large to encode");
@@ -333,6 +333,14 @@ msg_exec_id(const GuestMsg *m)
         return m->output->exec_id;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT:
         return m->exec_exit->exec_id;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN:
+        return m->tunnel_open->stream_id;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_DATA:
+        return m->tunnel_data->stream_id;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CREDIT:
+        return m->tunnel_credit->stream_id;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CLOSE:
+        return m->tunnel_close->stream_id;
     default:
         return 0;
     }

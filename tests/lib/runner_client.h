@@ -32,8 +32,8 @@ const char *runner_client_error(const RunnerClient *c);
  * stash) until the runner echoes it, and returns the Ready that follows (nonce checked). */
 int runner_client_sync(RunnerClient *c, uint64_t nonce, int timeout_ms, GuestMsg **ret_ready);
 
-/* Sends m. A zero req_id is replaced by a fresh one (except for Stdin, which has none);
- * *ret_req_id (if not NULL) gets the one used. */
+/* Sends m. A zero req_id is replaced by a fresh one (except for Stdin and the tunnel
+ * messages, which have none); *ret_req_id (if not NULL) gets the one used. */
 int runner_client_send(RunnerClient *c, HostMsg *m, int timeout_ms, uint32_t *ret_req_id);
 /* Sends raw bytes (malformed frames, markers) as they are. */
 int runner_client_send_raw(RunnerClient *c, const void *data, size_t len, int timeout_ms);
@@ -43,6 +43,7 @@ int runner_client_call(RunnerClient *c, HostMsg *m, int timeout_ms, GuestMsg **r
 /* The next message not yet returned: kept ones first, then from the wire. */
 int runner_client_next(RunnerClient *c, int timeout_ms, GuestMsg **ret);
 /* The next message whose body is body_case (others are kept for runner_client_next), e.g.
- * the ExecExit of an exec while its output is still arriving. match_exec_id 0 = any. */
+ * the ExecExit of an exec while its output is still arriving. match_exec_id 0 = any; for
+ * tunnel messages it matches the stream id. */
 int runner_client_wait_for(RunnerClient *c, int body_case, uint32_t match_exec_id, int timeout_ms,
                            GuestMsg **ret);

@@ -355,6 +355,110 @@ test_guest_checks(void **state)
     assert_int_equal(msg_check_guest(&m, err, sizeof(err)), -1);
 }
 
+/* Tunnel messages (protocol 3): req_id 0 both ways, every size and range named in
+ * runner.proto, and the egress config of Hello. */
+static void
+test_tunnel_checks(void **state)
+{
+    (void) state;
+    GuestMsg g = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    HostMsg h = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__TunnelOpen o = STOCKADE__RUNNER__TUNNEL_OPEN__INIT;
+    Stockade__Runner__TunnelData d = STOCKADE__RUNNER__TUNNEL_DATA__INIT;
+    Stockade__Runner__TunnelCredit c = STOCKADE__RUNNER__TUNNEL_CREDIT__INIT;
+    Stockade__Runner__TunnelOpenResult r = STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__INIT;
+    static uint8_t big[TUNNEL_DATA_MAX_BYTES + 1];
+    char host[TUNNEL_HOST_MAX_BYTES + 2], err[256];
+
+    g.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN;
+    g.tunnel_open = &o;
+    o.stream_id = 1;
+    o.host = "0x7f.1";
+    o.port = 80;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), 0);
+    g.req_id = 3; /* tunnel messages are unsolicited */
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), -1);
+    g.req_id = 0;
+    static const struct {
+        const char *host;
+        uint32_t port, id;
+        bool ok;
+    } opens[] = {
+        {"[::ffff:169.254.169.254]", 443, 1, true},
+        {"a b", 80, 1, false},
+        {"", 80, 1, false},
+        {"a\x7f", 80, 1, false},
+        {"x", 0, 1, false},
+        {"x", 65536, 1, false},
+        {"x", 1, 0, false},
+    };
+    for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+        o.host = (char *) opens[i].host;
+        o.port = opens[i].port;
+        o.stream_id = opens[i].id;
+        if ((msg_check_guest(&g, err, sizeof(err)) == 0) != opens[i].ok)
+            fail_msg("open '%s':%u id %u", opens[i].host, opens[i].port, opens[i].id);
+    }
+    memset(host, 'h', sizeof(host) - 1);
+    host[TUNNEL_HOST_MAX_BYTES] = '\0';
+    o.host = host;
+    o.port = 1;
+    o.stream_id = 1;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), 0);
+    host[TUNNEL_HOST_MAX_BYTES] = 'h';
+    host[TUNNEL_HOST_MAX_BYTES + 1] = '\0';
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), -1);
+
+    g.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_DATA;
+    g.tunnel_data = &d;
+    d.stream_id = 1;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), -1); /* empty without eof */
+    d.eof = true;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), 0);
+    d.data.data = big;
+    d.data.len = TUNNEL_DATA_MAX_BYTES;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), 0);
+    d.data.len = TUNNEL_DATA_MAX_BYTES + 1;
+    assert_int_equal(msg_check_guest(&g, err, sizeof(err)), -1);
+
+    h.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_CREDIT;
+    h.tunnel_credit = &c;
+    c.stream_id = 1;
+    c.bytes = TUNNEL_WINDOW_BYTES;
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), 0);
+    h.req_id = 7; /* no req_id host -> guest either */
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), -1);
+    h.req_id = 0;
+    c.bytes = TUNNEL_WINDOW_BYTES + 1;
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), -1);
+    c.bytes = 0;
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), -1);
+
+    h.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_OPEN_RESULT;
+    h.tunnel_open_result = &r;
+    r.stream_id = 1;
+    r.code = STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__CODE__DENIED;
+    r.message = "169.254.169.254 is Link Local (RFC 3927)";
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), 0);
+    r.code = 0;
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), -1);
+    r.code = STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__CODE__TIMEOUT + 1;
+    assert_int_equal(msg_check_host(&h, err, sizeof(err)), -1);
+
+    HelloFixture f;
+    Stockade__Runner__EgressConfig ec = STOCKADE__RUNNER__EGRESS_CONFIG__INIT;
+    hello_fixture(&f);
+    f.config.egress = &ec;
+    ec.max_streams = TUNNEL_STREAMS_MAX;
+    assert_int_equal(msg_check_host(&f.msg, err, sizeof(err)), 0);
+    ec.max_streams = TUNNEL_STREAMS_MAX + 1;
+    assert_int_equal(msg_check_host(&f.msg, err, sizeof(err)), -1);
+    ec.max_streams = 0;
+    assert_int_equal(msg_check_host(&f.msg, err, sizeof(err)), -1);
+    assert_false(msg_host_needs_req_id(STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_DATA));
+    assert_true(msg_host_needs_req_id(STOCKADE__RUNNER__HOST_MSG__BODY_PING));
+}
+
 static void
 test_decode_garbage(void **state)
 {
@@ -415,6 +519,7 @@ main(void)
         cmocka_unit_test(test_exec_limits),
         cmocka_unit_test(test_prepare_limits),
         cmocka_unit_test(test_guest_checks),
+        cmocka_unit_test(test_tunnel_checks),
         cmocka_unit_test(test_decode_garbage),
         cmocka_unit_test(test_paths),
     };
