@@ -91,6 +91,26 @@ dispatch_simple(Server *s, const HostMsg *m, const WsCtx *ws, Error **err)
     }
 }
 
+static bool
+dispatch_is_tunnel(int body_case)
+{
+    return body_case == HBODY(TUNNEL_OPEN_RESULT) || body_case == HBODY(TUNNEL_DATA) ||
+           body_case == HBODY(TUNNEL_CREDIT) || body_case == HBODY(TUNNEL_CLOSE);
+}
+
+/* Tunnel messages have no reply; what goes wrong is reported as an Error with req_id 0. */
+static void
+dispatch_tunnel(Server *s, const HostMsg *m)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    if (!s->proxy)
+        error_set(&err, E_INVALID, 0, "tunnel message in a session without egress");
+    else if (proxy_on_host_msg(s->proxy, m, &err) == 0)
+        return;
+    dispatch_reply_error(s, 0, err);
+}
+
 static void
 dispatch_ready(Server *s, const HostMsg *m)
 {
@@ -103,6 +123,10 @@ dispatch_ready(Server *s, const HostMsg *m)
                        .session_env = &ss->env};
     _cleanup_error_ Error *err = NULL;
 
+    if (dispatch_is_tunnel(m->body_case)) {
+        dispatch_tunnel(s, m);
+        return;
+    }
     switch (m->body_case) {
     case HBODY(EXEC):
         if (exec_start(s->execs, &ctx, m->exec, m->req_id, &err) < 0)

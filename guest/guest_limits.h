@@ -44,6 +44,18 @@
 #define MIRROR_PENDING_MAX 1024 /* distinct paths waiting to be sent */
 #define MIRROR_EVENT_BUF_BYTES (64u * 1024u)
 
+/* ---- egress proxy (proxy.c, proxyreq.c): 127.0.0.1:PROXY_PORT inside the guest */
+#define PROXY_PORT 3128
+#define PROXY_URL_FORMAT "http://127.0.0.1:%u" /* HTTP(S)_PROXY of execs, with PROXY_PORT */
+#define PROXY_NO_PROXY "localhost,127.0.0.1,::1"
+#define PROXY_HEAD_MAX_BYTES (16u * 1024u) /* request line + headers of one client request */
+#define PROXY_HEADERS_MAX 64               /* header lines in that head */
+#define PROXY_METHOD_MAX_BYTES 16
+#define PROXY_REWRITE_MAX_BYTES (PROXY_HEAD_MAX_BYTES + 512u) /* the origin-form head sent on */
+#define PROXY_REPLY_MAX_BYTES 512 /* the proxy's own answers (200 for CONNECT, errors) */
+#define PROXY_ACCEPTS_PER_TURN 16 /* connections accepted per loop turn */
+#define PROXY_POLL_FDS_MAX (1 + TUNNEL_STREAMS_MAX) /* the listener and every client */
+
 /* ---- shutdown and disconnects (serve.c) */
 #define SHUTDOWN_KILL_WAIT_MSEC 2000 /* wait for killed trees to empty before unmounting */
 #define SHUTDOWN_FLUSH_MSEC 1000     /* try this long to deliver the Ack */

@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/module.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -190,6 +193,27 @@ init_cgroups(void)
     return statfs(INIT_CGROUP_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_MAGIC;
 }
 
+/* The loopback interface up, so the egress proxy (and programs talking to themselves) can use
+ * 127.0.0.1. It is the guest's only interface: there is no NIC and no resolver
+ * configuration, so nothing else is reachable and no name resolves. */
+static void
+init_loopback_up(void)
+{
+    struct ifreq ifr = {0};
+    _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        goto fail_log;
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        goto fail_log;
+    return;
+
+fail_log:
+    log_warn("loopback interface: %m; the egress proxy will not be reachable");
+}
+
 static void
 init_protect_self(void)
 {
@@ -210,6 +234,7 @@ init_boot(const BootConfig *cfg, InitResult *ret, Error **errp)
         return -1;
     (void) mkdir(INIT_WORKSPACE, 0755); /* the initramfs case; the root image has it */
     bool cgroups = init_cgroups();
+    init_loopback_up();
     init_protect_self();
     int fd = port_open_wait(cfg->port, PORT_WAIT_MSEC, errp);
     if (fd < 0)

@@ -1,12 +1,13 @@
 /* stockade-runner: arguments and process setup only.
  *
  *   stockade-runner                    as PID 1 in a guest: boot (init.h), then serve the port
- *   stockade-runner --serve-fd FD --workspace DIR [--cgroup-root DIR] [--debug]
- *                                      serve the protocol on FD as an ordinary process (tests):
+ *   stockade-runner --serve-fd FD --workspace DIR [--cgroup-root DIR] [--proxy-port N]
+ *                   [--debug]          serve the protocol on FD as an ordinary process (tests):
  *                                      Hello does not set the clock, touch the entropy pool,
  *                                      set the hostname or mount anything (DIR is already the
  *                                      workspace); exec trees use DIR's cgroup v2 children with
- *                                      --cgroup-root, else process groups (tree.h).
+ *                                      --cgroup-root, else process groups (tree.h); the egress
+ *                                      proxy listens on 127.0.0.1:N (default PROXY_PORT).
  * Exit status (not PID 1): 0 after Shutdown or when the peer closed FD, 1 on failure, 2 on
  * bad usage. PID 1 never exits: it powers the guest off on Shutdown or on any failure. */
 #include <errno.h>
@@ -35,6 +36,7 @@ typedef struct Args {
     int serve_fd;
     const char *workspace;
     const char *cgroup_root;
+    uint16_t proxy_port;
     bool debug;
 } Args;
 
@@ -42,7 +44,8 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: %s --serve-fd FD --workspace DIR [--cgroup-root DIR] [--debug]\n"
+            "usage: %s --serve-fd FD --workspace DIR [--cgroup-root DIR] [--proxy-port N] "
+            "[--debug]\n"
             "       (as PID 1 it takes no arguments and boots from the kernel command "
             "line)\n",
             RUNNER_IDENT);
@@ -55,12 +58,14 @@ parse_args(int argc, char **argv, Args *ret)
         {"serve-fd", required_argument, NULL, 'f'},
         {"workspace", required_argument, NULL, 'w'},
         {"cgroup-root", required_argument, NULL, 'c'},
+        {"proxy-port", required_argument, NULL, 'p'},
         {"debug", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
     };
-    Args a = {.serve_fd = -1};
+    Args a = {.serve_fd = -1, .proxy_port = PROXY_PORT};
+    long port;
     char *end;
     int c;
 
@@ -77,6 +82,13 @@ parse_args(int argc, char **argv, Args *ret)
             break;
         case 'c':
             a.cgroup_root = optarg;
+            break;
+        case 'p':
+            errno = 0;
+            port = strtol(optarg, &end, 10);
+            if (errno || *end || port < 1 || port > TUNNEL_PORT_MAX)
+                return -1;
+            a.proxy_port = (uint16_t) port;
             break;
         case 'd':
             a.debug = true;
@@ -145,7 +157,8 @@ main_pid1(void)
     ServeConfig cfg = {.pid1 = true,
                        .port_fd = init.port_fd,
                        .workspace = INIT_WORKSPACE,
-                       .cgroup_root = init.cgroups ? INIT_CGROUP_ROOT : NULL};
+                       .cgroup_root = init.cgroups ? INIT_CGROUP_ROOT : NULL,
+                       .proxy_port = PROXY_PORT};
     log_debug("serving %s", boot.port);
     if (serve_run(&cfg, &end, &err) < 0)
         main_pid1_fatal(err);
@@ -186,7 +199,8 @@ main(int argc, char **argv)
     ServeConfig cfg = {.pid1 = false,
                        .port_fd = args.serve_fd,
                        .workspace = args.workspace,
-                       .cgroup_root = args.cgroup_root};
+                       .cgroup_root = args.cgroup_root,
+                       .proxy_port = args.proxy_port};
     if (serve_run(&cfg, &end, &err) < 0) {
         log_error("%s", err->message);
         return 1;

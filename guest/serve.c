@@ -19,7 +19,7 @@
 #include "timeutil.h"
 
 enum { PFD_PORT, PFD_SIGNAL, PFD_MIRROR, PFD_FIXED };
-#define POLL_FDS_MAX (PFD_FIXED + EXEC_POLL_FDS_MAX)
+#define POLL_FDS_MAX (PFD_FIXED + EXEC_POLL_FDS_MAX + PROXY_POLL_FDS_MAX)
 
 /* Writes Ready{0} blocking: returns 0 once a host is connected and took it, 1 when the
  * write fails (EPIPE: a socket peer that closed for good; the host will never come back). */
@@ -137,8 +137,9 @@ serve_on_signal(Server *s)
         log_error("reap: %s", err->message);
 }
 
+/* Fixed fds, then the execs' (*ret_n_exec of them), then the proxy's. */
 static size_t
-serve_build_poll(Server *s, struct pollfd *pfd)
+serve_build_poll(Server *s, struct pollfd *pfd, size_t *ret_n_exec)
 {
     size_t space;
     short port_events = 0;
@@ -152,7 +153,11 @@ serve_build_poll(Server *s, struct pollfd *pfd)
     pfd[PFD_SIGNAL] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
     pfd[PFD_MIRROR] =
         (struct pollfd){.fd = s->mirror ? mirror_fd(s->mirror) : -1, .events = POLLIN};
-    return PFD_FIXED + exec_poll_add(s->execs, pfd + PFD_FIXED, POLL_FDS_MAX - PFD_FIXED);
+    size_t n = PFD_FIXED + exec_poll_add(s->execs, pfd + PFD_FIXED, EXEC_POLL_FDS_MAX);
+    *ret_n_exec = n - PFD_FIXED;
+    if (s->proxy)
+        n += proxy_poll_add(s->proxy, pfd + n, POLL_FDS_MAX - n);
+    return n;
 }
 
 /* Work that needs no fd: deadlines and one mirror record. Returns the poll timeout. */
@@ -161,10 +166,13 @@ serve_idle_work(Server *s)
 {
     _cleanup_error_ Error *exec_err = NULL;
     _cleanup_error_ Error *mirror_err = NULL;
+    _cleanup_error_ Error *proxy_err = NULL;
     uint64_t now = now_usec();
 
     if (exec_tick(s->execs, now, &exec_err) < 0)
         log_error("exec: %s", exec_err->message);
+    if (s->proxy && proxy_flush(s->proxy, &proxy_err) < 0)
+        log_error("egress proxy: %s", proxy_err->message);
     if (s->mirror && mirror_has_work(s->mirror) && outq_has_room(&s->q) &&
         mirror_send_next(s->mirror, &s->q, &mirror_err) < 0)
         log_error("mirror: %s", mirror_err->message);
@@ -180,12 +188,14 @@ serve_turn(Server *s, Error **errp)
     struct pollfd pfd[POLL_FDS_MAX];
     _cleanup_error_ Error *mirror_err = NULL;
     _cleanup_error_ Error *exec_err = NULL;
+    _cleanup_error_ Error *proxy_err = NULL;
+    size_t n_exec;
 
     serve_process_input(s);
     if (s->shutdown_requested)
         return 0;
     int timeout = serve_idle_work(s);
-    size_t n = serve_build_poll(s, pfd);
+    size_t n = serve_build_poll(s, pfd, &n_exec);
     if (poll(pfd, n, timeout) < 0)
         return errno == EINTR ? 0 : error_set(errp, E_INTERNAL, errno, "poll");
     if (pfd[PFD_PORT].revents && serve_port_events(s, pfd[PFD_PORT].revents))
@@ -194,8 +204,11 @@ serve_turn(Server *s, Error **errp)
         serve_on_signal(s);
     if (pfd[PFD_MIRROR].revents && mirror_on_events(s->mirror, &mirror_err) < 0)
         log_error("mirror: %s", mirror_err->message);
-    if (exec_poll_handle(s->execs, pfd + PFD_FIXED, n - PFD_FIXED, &exec_err) < 0)
+    if (exec_poll_handle(s->execs, pfd + PFD_FIXED, n_exec, &exec_err) < 0)
         log_error("exec: %s", exec_err->message);
+    size_t at = PFD_FIXED + n_exec;
+    if (s->proxy && proxy_poll_handle(s->proxy, pfd + at, n - at, &proxy_err) < 0)
+        log_error("egress proxy: %s", proxy_err->message);
     return 0;
 }
 
@@ -257,6 +270,7 @@ serve_close(Server *s)
         (void) session_shutdown(s, NULL); /* waits for the trees; PID 1 also unmounts */
     }
     mirror_free(s->mirror);
+    proxy_free(s->proxy);
     exec_table_free(s->execs);
     session_clear(&s->session);
     outq_clear(&s->q);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -20,6 +21,7 @@ typedef struct ServeConfig {
     int port_fd;             /* borrowed */
     const char *workspace;   /* the real workspace directory (mount point when pid1) */
     const char *cgroup_root; /* writable cgroup v2 directory for exec trees; NULL = fallback */
+    uint16_t proxy_port;     /* the egress proxy's port on 127.0.0.1 (PROXY_PORT in a guest) */
 } ServeConfig;
 
 typedef enum {

@@ -9,6 +9,7 @@
 #include "frame.h"
 #include "mirror.h"
 #include "outq.h"
+#include "proxy.h"
 #include "serve.h"
 
 typedef struct Session {
@@ -27,6 +28,7 @@ typedef struct Server {
     OutQueue q;
     ExecTable *execs;
     Mirror *mirror;
+    Proxy *proxy; /* the egress proxy, when Hello asked for egress */
     Session session;
     int sig_fd;
     bool shutdown_requested;

@@ -130,6 +130,32 @@ session_guest_setup(Server *s, const Stockade__Runner__Hello *h, Error **errp)
     return session_mount_workspace(s, c->workspace_device, errp);
 }
 
+/* With egress, every exec gets the proxy in its environment, before the session's own
+ * variables (which may replace them). */
+static int
+session_env_new(const Stockade__Runner__SessionConfig *c, uint16_t proxy_port, EnvList *ret)
+{
+    static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+                                             "https_proxy"};
+    EnvList env = {0};
+    char url[sizeof(PROXY_URL_FORMAT) + 8];
+
+    snprintf(url, sizeof(url), PROXY_URL_FORMAT, (unsigned) proxy_port);
+    for (size_t i = 0; c->egress && i < ELEMENTSOF(proxy_vars); i++)
+        if (env_list_set(&env, proxy_vars[i], url) < 0)
+            goto fail_clear;
+    if ((c->egress && (env_list_set(&env, "NO_PROXY", PROXY_NO_PROXY) < 0 ||
+                       env_list_set(&env, "no_proxy", PROXY_NO_PROXY) < 0)) ||
+        env_list_add_vars(&env, c->env, c->n_env) < 0)
+        goto fail_clear;
+    *ret = env;
+    return 0;
+
+fail_clear:
+    env_list_clear(&env);
+    return -1;
+}
+
 int
 session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp)
 {
@@ -144,12 +170,16 @@ session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp)
     if (fchownat(ws, "", c->uid, c->gid, AT_EMPTY_PATH) < 0)
         return error_set(errp, E_IO, errno, "chown the workspace");
     EnvList env = {0};
-    if (env_list_add_vars(&env, c->env, c->n_env) < 0) {
-        env_list_clear(&env);
+    if (session_env_new(c, s->cfg->proxy_port, &env) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "session env");
+    if (c->egress &&
+        !(s->proxy = proxy_new(&s->q, s->cfg->proxy_port, c->egress->max_streams, errp))) {
+        env_list_clear(&env);
+        return -1;
     }
     if (c->mirror &&
         !(s->mirror = mirror_new(ws, c->mirror->budget_bytes, c->mirror->max_file_bytes, errp))) {
+        proxy_free(TAKE_PTR(s->proxy));
         env_list_clear(&env);
         return -1;
     }
@@ -195,6 +225,7 @@ session_shutdown(Server *s, Error **errp)
     session_wait_execs(s);
     mirror_free(s->mirror);
     s->mirror = NULL;
+    proxy_free(TAKE_PTR(s->proxy)); /* before the unmount: clients may hold workspace files */
     s->session.ws_fd = safe_close(s->session.ws_fd);
     if (!s->cfg->pid1)
         return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fdutil.h"
+#include "runner_limits.h"
 #include "timeutil.h"
 
 typedef enum {
@@ -17,9 +18,12 @@ typedef enum {
     SEC_API,
     SEC_SESSIONS,
     SEC_QUOTA,
+    SEC_EGRESS,
     SEC_POOL,
 } Section;
-typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL } KeyType;
+/* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
+ * appended to an EgressPolicy (a key may repeat). */
+typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MIB, K_HOSTS, K_CIDRS } KeyType;
 
 typedef struct {
     Section section;
@@ -36,6 +40,7 @@ typedef struct {
 #define HC(field) offsetof(DaemonConfig, http.field)
 #define SC(field) offsetof(DaemonConfig, sessions.field)
 #define QC(field) offsetof(DaemonConfig, sessions.default_quota.field)
+#define EC(field) offsetof(DaemonConfig, sessions.egress.field)
 
 static const Key keys[] = {
     {SEC_DAEMON, "state_dir", K_STR, DC(state_dir), CONFIG_PATH_MAX_BYTES, 0, 0},
@@ -88,6 +93,15 @@ static const Key keys[] = {
      ADMIT_RATE_MAX_PER_MINUTE},
     {SEC_QUOTA, "output_bytes", K_U64, QC(output_bytes), 0, 0, ADMIT_QUOTA_VALUE_MAX},
     {SEC_QUOTA, "workspace_bytes", K_U64, QC(workspace_bytes), 0, 0, ADMIT_QUOTA_VALUE_MAX},
+    /* [egress]: the allowed set sessions may ask for, and per-session limits (policy.h) */
+    {SEC_EGRESS, "allow_hosts", K_HOSTS, EC(allowed), 0, 0, 0},
+    {SEC_EGRESS, "allow_cidrs", K_CIDRS, EC(allowed), 0, 0, 0},
+    {SEC_EGRESS, "max_streams", K_UINT, EC(limits.max_streams), 0, 1, TUNNEL_STREAMS_MAX},
+    {SEC_EGRESS, "max_streams_total", K_UINT, EC(limits.max_streams_total), 0, 1, 10000000},
+    {SEC_EGRESS, "max_bytes_in_mib", K_MIB, EC(limits.max_bytes_in), 0, 1, 1024 * 1024},
+    {SEC_EGRESS, "max_bytes_out_mib", K_MIB, EC(limits.max_bytes_out), 0, 1, 1024 * 1024},
+    {SEC_EGRESS, "connect_timeout_s", K_USEC, EC(limits.connect_timeout_usec), 0, 1, 300},
+    {SEC_EGRESS, "max_denied_events", K_UINT, EC(limits.max_denied_events), 0, 0, 10000000},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -195,6 +209,11 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
             return error_set(errp, E_INVALID, 0, "line %u: accel must be auto, kvm or tcg",
                              line);
         return 0;
+    case K_HOSTS:
+    case K_CIDRS:
+        if (egress_policy_add_list((EgressPolicy *) field, v, k->type == K_CIDRS, errp) < 0)
+            return error_prefix(errp, "line %u: %s", line, k->name);
+        return 0;
     default:
         break;
     }
@@ -205,6 +224,8 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
         *(unsigned *) field = (unsigned) n;
     else if (k->type == K_U64)
         *(uint64_t *) field = n;
+    else if (k->type == K_MIB)
+        *(uint64_t *) field = n << 20;
     else
         *(uint64_t *) field = n * USEC_PER_SEC;
     return 0;
@@ -276,7 +297,8 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
         const char *name;
         Section sec;
     } plain[] = {{"daemon", SEC_DAEMON}, {"limits", SEC_LIMITS},     {"timeouts", SEC_TIMEOUTS},
-                 {"api", SEC_API},       {"sessions", SEC_SESSIONS}, {"quota", SEC_QUOTA}};
+                 {"api", SEC_API},       {"sessions", SEC_SESSIONS}, {"quota", SEC_QUOTA},
+                 {"egress", SEC_EGRESS}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(s, plain[i].name) == 0) {
             *ret = plain[i].sec;

@@ -18,6 +18,10 @@
  *   [quota]             max_sessions, wallet_guest_seconds, max_vcpus, max_memory_mib,
  *                       max_timeout_s, sessions_per_minute, output_bytes, workspace_bytes:
  *                       the limits of tenants without their own (a new tenant gets a copy)
+ *   [egress]            allow_hosts (names, "*.suffix", "*"), allow_cidrs (operator mirrors:
+ *                       exempt from the private-range refusal): comma-separated, repeatable;
+ *                       max_streams, max_streams_total, max_bytes_in_mib, max_bytes_out_mib,
+ *                       connect_timeout_s, max_denied_events (per session; hostd/egress)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */
@@ -28,6 +32,7 @@
 
 #include "error.h"
 #include "http.h"
+#include "policy.h"
 #include "pool.h"
 #include "sessions.h"
 

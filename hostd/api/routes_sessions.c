@@ -17,6 +17,7 @@ spec_free(SessionSpec *sp)
     api_free_argv(sp->argv, sp->argc);
     api_free_files(sp->files, sp->n_files);
     free(sp->cwd);
+    free(sp->egress); /* the strings are the body's */
     free(sp);
 }
 
@@ -47,6 +48,36 @@ create_on_loop(ApiCtx *c)
     api_reply_json(c, 201, o);
 }
 
+/* "egress": true (the server's whole allowed set) or a list of host patterns and CIDRs. The
+ * strings stay in the body, borrowed until the loop is done; sessions checks them. */
+static int
+parse_egress(json_t *v, SessionSpec *sp, Error **errp)
+{
+    if (!v || json_is_null(v) || json_is_false(v))
+        return 0;
+    if (json_is_true(v)) {
+        sp->egress_all = true;
+        return 0;
+    }
+    if (!json_is_array(v) || json_array_size(v) > SESSION_EGRESS_ENTRIES_MAX)
+        return error_set(errp, E_INVALID, 0,
+                         "egress must be true or a list of at most %d host "
+                         "patterns and CIDRs",
+                         SESSION_EGRESS_ENTRIES_MAX);
+    size_t n = json_array_size(v);
+    if (!(sp->egress = calloc(n + 1, sizeof(char *))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "egress");
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(v, i);
+        if (!json_is_string(a) || json_string_length(a) == 0 ||
+            json_string_length(a) > EGRESS_ENTRY_MAX_BYTES ||
+            strlen(json_string_value(a)) != json_string_length(a))
+            return error_set(errp, E_INVALID, 0, "egress[%zu] must be a host pattern or a CIDR", i);
+        sp->egress[sp->n_egress++] = (char *) json_string_value(a);
+    }
+    return 0;
+}
+
 static int
 parse_spec(ApiCtx *c, bool task, SessionSpec *sp, Error **errp)
 {
@@ -62,7 +93,8 @@ parse_spec(ApiCtx *c, bool task, SessionSpec *sp, Error **errp)
         return error_set(errp, E_INVALID, 0, "mirror must be true or false");
     sp->mirror = mirror ? json_is_true(mirror) : true;
     if (api_json_timeout(b, "timeout_s", &sp->timeout_usec, errp) < 0 ||
-        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0)
+        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0 ||
+        parse_egress(json_object_get(b, "egress"), sp, errp) < 0)
         return -1;
     if (!task)
         return 0;

@@ -65,6 +65,7 @@ session_release_guest(Session *s)
     s->sync_timer = 0;
     s->accepting = false;
     mirror_abort(s);
+    session_egress_stop(s); /* every stream closes before the guest goes */
     pool_release(s->mgr->pool, s->guest, session_on_gone, s);
 }
 

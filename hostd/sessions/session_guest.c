@@ -60,6 +60,7 @@ session_bind_guest(Session *s, Guest *g)
 {
     Stockade__Runner__SessionConfig cfg = STOCKADE__RUNNER__SESSION_CONFIG__INIT;
     Stockade__Runner__MirrorConfig mirror = STOCKADE__RUNNER__MIRROR_CONFIG__INIT;
+    Stockade__Runner__EgressConfig egress;
     Stockade__Runner__EnvVar *envs = calloc(s->spec.n_env + 1, sizeof(*envs));
     Stockade__Runner__EnvVar **envp = calloc(s->spec.n_env + 1, sizeof(*envp));
     _cleanup_error_ Error *err = NULL;
@@ -86,6 +87,7 @@ session_bind_guest(Session *s, Guest *g)
         mirror.max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, mirror.budget_bytes);
         cfg.mirror = &mirror;
     }
+    session_egress_start(s, &cfg, &egress);
     session_set_state(s, ST_STARTING, NULL);
     if (guest_hello(g, &cfg, &s->hello_req, &err) < 0) {
         log_warn("session %s: hello to %s failed: %s", s->rec.id, guest_name(g), err->message);
@@ -293,6 +295,10 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
 
     if (!s->accepting)
         return; /* after a stop event nothing from the guest counts */
+    if (session_egress_is_tunnel(m->body_case)) {
+        session_egress_on_message(s, m);
+        return;
+    }
     switch (m->body_case) {
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ACK:
         if (m->req_id == s->hello_req && s->state == ST_STARTING)

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "egress.h"
 #include "histogram.h"
 #include "sessions.h"
 
@@ -96,6 +97,7 @@ struct Session {
     uint64_t extract_started_usec;
     size_t disk_index;
     bool held_disk; /* an earlier run's disk, held in the pool until salvaged */
+    EgressSession *egress;          /* from Hello until the guest is released, when it asked */
     uint64_t output_limit_bytes;    /* min(global, tenant quota), set at admission */
     uint64_t workspace_limit_bytes; /* tenant cap on the live mirror and on the salvage, each */
     Session *next, *next_pending, *next_touched;
@@ -114,6 +116,7 @@ struct Sessions {
     Session *touched;
     TimerId commit_timer, appliance_timer, retention_timer, stop_timer;
     ExtractAppliance *appliance;
+    EgressResolver *egress_resolver;   /* only when the operator allows any egress */
     ExtractAppliance *appliance_dying; /* being shut down on a worker during stop */
     enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
     Session *extract_waiting; /* sessions whose extraction waits for the appliance */
@@ -166,6 +169,20 @@ void session_admit_adopt(Session *s);       /* an earlier run's session: its cap
 void sessions_admit_reconcile(Sessions *m); /* restart: settle what no live session holds */
 uint64_t session_mirror_budget(const Session *s);
 void session_extract_limits(const Session *s, ExtractLimits *ret);
+
+/* session_egress.c */
+int sessions_egress_init(Sessions *m, Error **errp);
+void sessions_egress_free(Sessions *m);
+int session_egress_check_spec(Sessions *m, const SessionSpec *sp, Error **errp);
+int session_egress_copy_spec(SessionSpec *dst, const SessionSpec *src);
+void session_egress_free_spec(SessionSpec *sp);
+json_t *session_egress_spec_json(const SessionSpec *sp);
+/* Creates the EgressSession and fills cfg->egress (with *ec) when the session asked. */
+void session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
+                          Stockade__Runner__EgressConfig *ec);
+void session_egress_stop(Session *s); /* every stream closes; idempotent */
+bool session_egress_is_tunnel(int body_case);
+void session_egress_on_message(Session *s, const GuestMsg *m);
 
 /* mirror.c */
 void mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c);

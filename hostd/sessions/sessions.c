@@ -32,6 +32,7 @@ sessions_config_defaults(SessionsConfig *c)
     c->exec_uid = 1000;
     c->exec_gid = 1000;
     extract_limits_default(&c->extract);
+    egress_config_defaults(&c->egress); /* egress off until [egress] allows something */
     c->default_quota = (AdmitQuota){
         .max_sessions = 16,
         .wallet_guest_seconds = 100 * 3600, /* 100 vCPU-hours */
@@ -136,6 +137,8 @@ spec_check(Sessions *m, const SessionSpec *sp, Error **errp)
                          (unsigned long long) (m->cfg.max_timeout_usec / USEC_PER_SEC));
     if (!env_ok(sp->env, sp->n_env))
         return error_set(errp, E_INVALID, 0, "env: bad name, value or count");
+    if (session_egress_check_spec(m, sp, errp) < 0)
+        return -1;
     if (!sp->is_task)
         return 0;
     if (argv_check(sp->argv, sp->argc, NULL, 0, sp->cwd, errp) < 0)
@@ -166,6 +169,7 @@ spec_free(SessionSpec *sp)
         free(sp->files[i].path), free(sp->files[i].data);
     free(sp->env), free(sp->argv), free(sp->files), free(sp->cwd);
     free((char *) sp->tenant_id), free((char *) sp->pool);
+    session_egress_free_spec(sp);
     memset(sp, 0, sizeof(*sp));
 }
 
@@ -200,7 +204,7 @@ spec_copy(SessionSpec *dst, const SessionSpec *src)
         if (f->len)
             memcpy(t->data, f->data, f->len);
     }
-    return 0;
+    return session_egress_copy_spec(dst, src);
 }
 
 static char *
@@ -214,6 +218,8 @@ spec_json(const SessionSpec *sp)
         json_object_set_new(o, "argv", argv);
         json_object_set_new(o, "files", json_integer((json_int_t) sp->n_files));
     }
+    if (sp->egress_all || sp->n_egress > 0)
+        json_object_set_new(o, "egress", session_egress_spec_json(sp));
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;
@@ -232,6 +238,7 @@ session_free(Session *s)
         }
     session_exec_free_all(s);
     mirror_abort(s);
+    session_egress_stop(s);
     spec_free(&s->spec);
     session_record_clear(&s->rec);
     error_free(s->xerr);
@@ -309,6 +316,10 @@ sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
         return error_set(errp, E_IO, e, "create %s", cfg->state_dir);
     }
     m->cfg.state_dir = strdup(cfg->state_dir);
+    if (sessions_egress_init(m, errp) < 0) {
+        sessions_free(m);
+        return -1;
+    }
     pool_set_on_idle(pool, sessions_on_pool_idle, m);
     *ret = m;
     return 0;
@@ -321,6 +332,7 @@ sessions_free(Sessions *m)
         return;
     while (m->all)
         session_free(m->all);
+    sessions_egress_free(m);
     loop_cancel_timer(m->loop, m->commit_timer);
     loop_cancel_timer(m->loop, m->appliance_timer);
     loop_cancel_timer(m->loop, m->retention_timer);

@@ -24,6 +24,7 @@
 #include "eventhub.h"
 #include "extract.h"
 #include "loop.h"
+#include "policy.h"
 #include "pool.h"
 #include "store.h"
 #include "workq.h"
@@ -32,6 +33,7 @@
 #define SESSION_ARGV_MAX 256
 #define SESSION_ENV_MAX 128
 #define SESSION_FILES_MAX 1024   /* files uploaded with a task */
+#define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
 
@@ -50,6 +52,7 @@ typedef struct SessionsConfig {
     uint64_t artifact_max_total_bytes;
     uint32_t exec_uid, exec_gid;
     ExtractLimits extract;
+    EgressConfig egress;              /* the operator's allowed set and per-session limits */
     AdmitQuota default_quota;         /* of tenants without their own ([quota] in the config) */
 } SessionsConfig;
 
@@ -80,6 +83,10 @@ typedef struct SessionSpec {
     char *cwd;                 /* NULL = /workspace */
     TaskFile *files;
     size_t n_files;
+    /* egress (hostd/egress): host patterns and CIDRs within the operator's allowed set */
+    char **egress;
+    size_t n_egress;
+    bool egress_all; /* "egress": true: the operator's whole allowed set */
 } SessionSpec;
 
 typedef struct ExecSpec {

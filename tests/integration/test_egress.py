@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""Egress (issue 7) end to end: a real stockaded, real guests (python image, TCG here) and an
+upstream HTTP server in a network namespace of its own, reached over a veth pair.
+
+    netns stkeg-XXXXXX: veth 10.213.0.2/30, python3 HTTP server on :8080
+    host:               veth 10.213.0.1/30  <- stockaded connects from here
+    [egress] allow_cidrs = 10.213.0.0/30, allow_hosts = localhost, ip6-localhost, ...
+
+One daemon, one run (fast enough under TCG):
+  1. requests for egress outside the operator's set are refused (400);
+  2. session A fetches a file through the proxy, plain HTTP and CONNECT, byte-exact (plus an
+     odd spelling of the allowed address); figures: throughput, connection setup latency;
+  3. every denied form (odd IPv4 spellings, mapped/NAT64/6to4/Teredo, private, metadata, ...)
+     is refused with 403 and recorded as egress.denied; a name resolving to loopback too;
+  4. a 302 to a private address comes back to the guest as is, the daemon never follows it;
+  5. no DNS and no NIC in the guest;
+  6. session B opens 10 000 streams and hits its limit while A keeps fetching correctly and
+     the API keeps answering;
+  7. when sessions end every stream closes (egress.closed, egress.summary); a session
+     without egress has no proxy at all.
+The namespace and the veth pair are removed at the end, on failure and on SIGTERM too.
+"""
+import atexit
+import hashlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon, HttpError, skip  # noqa: E402
+
+SERVER, HOST_SIDE, PORT = "10.213.0.2", "10.213.0.1", 8080
+FILE_BYTES = 8 * 1024 * 1024
+FLOOD_STREAMS = int(os.environ.get("STOCKADE_EGRESS_FLOOD", "10000"))  # override to debug
+STREAMS_TOTAL = 300      # [egress] max_streams_total: B hits it
+DENIED_EVENTS = 200      # [egress] max_denied_events
+PY = {"python": dict(warm=2, slots=2, memory_mib=384)}
+EGRESS_CONF = f"""
+[egress]
+allow_hosts = localhost, *.example.invalid
+allow_cidrs = 10.213.0.0/30
+max_streams = 32
+max_streams_total = {STREAMS_TOTAL}
+max_denied_events = {DENIED_EVENTS}
+connect_timeout_s = 5
+"""
+
+SERVER_PY = r"""
+import http.server, sys
+DIR, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def log_message(self, fmt, *args):
+        with open(LOG, "a") as f:
+            f.write(f"{self.command} {self.path}\n")
+    def reply(self, code, body, headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        if self.path == "/redirect":
+            return self.reply(302, b"", [("Location", "http://169.254.169.254/latest/meta-data/")])
+        if self.path == "/small":
+            return self.reply(200, b"hello\n")
+        if self.path == "/file.bin":
+            with open(DIR + "/file.bin", "rb") as f:
+                return self.reply(200, f.read(), [("Content-Type", "application/octet-stream")])
+        self.reply(404, b"no\n")
+http.server.ThreadingHTTPServer((sys.argv[4], PORT), H).serve_forever()
+"""
+
+# ---------------------------------------------------------------- guest programs
+GUEST_COMMON = r"""
+import hashlib, json, os, socket, time, urllib.error, urllib.request
+S, P = "10.213.0.2", 8080
+def proxy_ask(head, want=b"\r\n\r\n"):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+    s.sendall(head)
+    data = b""
+    while want not in data:
+        c = s.recv(4096)
+        if not c:
+            break
+        data += c
+    return s, data
+def status(data):
+    return int(data.split()[1]) if data.startswith(b"HTTP/") else 0
+"""
+
+FETCH = GUEST_COMMON + r"""
+res = {}
+t0 = time.time()
+with urllib.request.urlopen(f"http://{S}:{P}/file.bin", timeout=300) as r:
+    data = r.read()
+res["plain_secs"] = time.time() - t0
+res["plain_sha"], res["plain_len"] = hashlib.sha256(data).hexdigest(), len(data)
+t0 = time.time()
+s, head = proxy_ask(f"CONNECT {S}:{P} HTTP/1.1\r\nHost: {S}:{P}\r\n\r\n".encode())
+assert status(head) == 200, head
+s.sendall(f"GET /file.bin HTTP/1.0\r\nHost: {S}\r\n\r\n".encode())
+buf = bytearray()
+while True:
+    c = s.recv(1 << 16)
+    if not c:
+        break
+    buf += c
+body = bytes(buf).split(b"\r\n\r\n", 1)[1]
+res["connect_secs"] = time.time() - t0
+res["connect_sha"] = hashlib.sha256(body).hexdigest()
+lat = []
+for i in range(20):
+    t = time.time()
+    s, head = proxy_ask(f"CONNECT {S}:{P} HTTP/1.1\r\n\r\n".encode())
+    lat.append(time.time() - t)
+    assert status(head) == 200, head
+    s.close()
+lat.sort()
+res["setup_ms_median"], res["setup_ms_max"] = lat[10] * 1000, lat[-1] * 1000
+with urllib.request.urlopen("http://0xa.0xd5.0.2:8080/small", timeout=60) as r:
+    res["odd_spelling"] = r.read().decode()
+print(json.dumps(res))
+"""
+
+DENIED_FORMS = [
+    # host as written, the reason egress.denied must give
+    ("2852039166", "forbidden_address"), ("0x7f.1", "forbidden_address"),
+    ("0251.0376.0251.0376", "forbidden_address"), ("[::ffff:169.254.169.254]", "forbidden_address"),
+    ("127.1", "forbidden_address"), ("0x7f000001", "forbidden_address"),
+    ("017700000001", "forbidden_address"), ("0177.0.0.1", "forbidden_address"),
+    ("127.0.0.1", "forbidden_address"), ("169.254.169.254", "forbidden_address"),
+    ("0xa9fea9fe", "forbidden_address"), ("[::1]", "forbidden_address"),
+    ("[::]", "forbidden_address"), ("0.0.0.0", "forbidden_address"), ("0", "forbidden_address"),
+    ("100.64.0.1", "forbidden_address"), ("192.168.1.1", "forbidden_address"),
+    ("172.16.0.1", "forbidden_address"), ("10.0.0.1", "forbidden_address"),
+    ("[fc00::1]", "forbidden_address"), ("[fe80::1]", "forbidden_address"),
+    ("224.0.0.1", "forbidden_address"), ("192.0.2.1", "forbidden_address"),
+    ("255.255.255.255", "forbidden_address"), ("[64:ff9b::a9fe:a9fe]", "forbidden_address"),
+    ("[2002:a9fe:a9fe::]", "forbidden_address"),
+    ("[2001:0:4136:e378:8000:63bf:5601:5601]", "forbidden_address"),
+    ("[::ffff:10.0.0.1]", "forbidden_address"),
+    ("[fe80::1%25eth0]", "bad_host"), ("127.0.0.1.", "bad_host"), ("1.2.3.256", "bad_host"),
+    ("localhost", "forbidden_address"), ("LocalHost.", "forbidden_address"),
+    ("evil.example.org", "not_allowed"), ("8.8.8.8", "not_allowed"),
+]
+
+DENY = GUEST_COMMON + r"""
+import sys
+forms = json.loads(sys.argv[1])
+out = {}
+for host in forms:
+    s, a = proxy_ask(f"CONNECT {host}:80 HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    s.close()
+    s, b = proxy_ask(f"GET http://{host}/latest/meta-data/ HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    s.close()
+    out[host] = [status(a), status(b)]
+print(json.dumps(out))
+"""
+
+REDIRECT = GUEST_COMMON + r"""
+class NoFollow(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+try:
+    urllib.request.build_opener(NoFollow).open(f"http://{S}:{P}/redirect", timeout=60)
+    print(json.dumps({"status": 200}))
+except urllib.error.HTTPError as e:
+    print(json.dumps({"status": e.code, "location": e.headers.get("Location")}))
+"""
+
+NO_NETWORK = r"""
+import json, os, socket
+res = {"ifaces": sorted(os.listdir("/sys/class/net")),
+       "resolv_conf": open("/etc/resolv.conf").read() if os.path.exists("/etc/resolv.conf") else None}
+try:
+    res["dns"] = str(socket.getaddrinfo("example.com", 80))
+except socket.gaierror as e:
+    res["dns"] = "failed: " + str(e)
+try:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(3)
+    u.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01",
+             ("8.8.8.8", 53))
+    res["udp53"] = "answered: " + repr(u.recvfrom(512))
+except OSError as e:
+    res["udp53"] = "failed: " + str(e)
+try:
+    socket.create_connection(("10.213.0.2", 8080), timeout=3)
+    res["direct"] = "connected"
+except OSError as e:
+    res["direct"] = "failed: " + str(e)
+res["proxy_env"] = os.environ.get("HTTP_PROXY")
+print(json.dumps(res))
+"""
+
+FLOOD = GUEST_COMMON + r"""
+N, BATCH = int(os.environ["FLOOD"]), 24
+counts, t0, done = {}, time.time(), 0
+def count(k):
+    counts[k] = counts.get(k, 0) + 1
+while done < N:
+    socks = []
+    for i in range(min(BATCH, N - done)):
+        try:
+            s = socket.create_connection(("127.0.0.1", 3128), timeout=60)
+            s.sendall(f"CONNECT {S}:{P} HTTP/1.1\r\n\r\n".encode())
+            socks.append(s)
+        except OSError as e:
+            count("connect:" + type(e).__name__)
+    for s in socks:
+        try:
+            d = s.recv(64)
+            count(str(status(d)) if d else "eof")
+        except OSError as e:
+            count(type(e).__name__)
+        s.close()
+    done += BATCH
+print(json.dumps({"counts": counts, "secs": time.time() - t0}))
+"""
+
+FETCH_LOOP = GUEST_COMMON + r"""
+import sys
+shas, t0 = [], time.time()
+while time.time() - t0 < float(sys.argv[1]) or len(shas) < 2:
+    with urllib.request.urlopen(f"http://{S}:{P}/file.bin", timeout=300) as r:
+        shas.append(hashlib.sha256(r.read()).hexdigest())
+print(json.dumps({"shas": shas, "secs": time.time() - t0}))
+"""
+
+
+# ---------------------------------------------------------------- the upstream namespace
+class Upstream:
+    """A network namespace with a veth pair and an HTTP server; always removed."""
+
+    def __init__(self):
+        tag = secrets.token_hex(3)
+        self.ns, self.va, self.vb = f"stkeg-{tag}", f"stkeg{tag}a", f"stkeg{tag}b"
+        self.dir = tempfile.mkdtemp(prefix="stockade-egress.")
+        self.log = os.path.join(self.dir, "requests.log")
+        self.server = None
+        self.data = os.urandom(FILE_BYTES)
+        self.sha = hashlib.sha256(self.data).hexdigest()
+
+    def run(self, *args, ns=False):
+        cmd = (["ip", "netns", "exec", self.ns] if ns else []) + list(args)
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+
+    def start(self):
+        if subprocess.run(["ip", "-V"], capture_output=True).returncode != 0:
+            skip("ip(8) is missing (iproute2)")
+        atexit.register(self.remove)
+        self.run("ip", "netns", "add", self.ns)
+        self.run("ip", "link", "add", self.va, "type", "veth", "peer", "name", self.vb)
+        self.run("ip", "link", "set", self.vb, "netns", self.ns)
+        self.run("ip", "addr", "add", f"{HOST_SIDE}/30", "dev", self.va)
+        self.run("ip", "link", "set", self.va, "up")
+        self.run("ip", "addr", "add", f"{SERVER}/30", "dev", self.vb, ns=True)
+        self.run("ip", "link", "set", self.vb, "up", ns=True)
+        self.run("ip", "link", "set", "lo", "up", ns=True)
+        with open(os.path.join(self.dir, "file.bin"), "wb") as f:
+            f.write(self.data)
+        script = os.path.join(self.dir, "server.py")
+        with open(script, "w") as f:
+            f.write(SERVER_PY)
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable, script,
+                                        self.dir, str(PORT), self.log, SERVER])
+        deadline = time.time() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{SERVER}:{PORT}/small", timeout=2) as r:
+                    assert r.read() == b"hello\n"
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        open(self.log, "w").close()  # the probe above is not the guests' doing
+        return self
+
+    def requests(self):
+        with open(self.log) as f:
+            return f.read().splitlines()
+
+    def remove(self):
+        if self.server:
+            self.server.kill()
+            self.server.wait()
+            self.server = None
+        subprocess.run(["ip", "link", "del", self.va], capture_output=True)
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        subprocess.run(["rm", "-rf", self.dir], capture_output=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.remove()
+        gone = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert self.ns not in gone, f"namespace {self.ns} left behind"
+        return False
+
+
+# ---------------------------------------------------------------- sessions and execs
+def new_session(d, egress, timeout_s=900):
+    body = {"pool": "python", "timeout_s": timeout_s, "mirror": False}
+    if egress is not None:
+        body["egress"] = egress
+    sid = d.call("POST", "/v1/sessions", body=body, expect=(201,))["id"]
+    d.wait_state(sid, "running", timeout=300)
+    return sid
+
+
+def start_exec(d, sid, script, args=(), env=None, timeout_s=600):
+    body = {"argv": ["python3", "-c", script, *args], "timeout_s": timeout_s}
+    if env:
+        body["env"] = env
+    return d.call("POST", f"/v1/sessions/{sid}/exec", body=body, expect=(202,))["exec_id"]
+
+
+def wait_exec(d, sid, exec_id, timeout=600):
+    """The exec's stdout as JSON, once it exited 0."""
+    out, err = [], []
+    for ev in d.events(sid, follow=True, timeout=timeout):
+        if ev.get("exec_id") != exec_id:
+            continue
+        if ev["type"] == "exec.stdout":
+            out.append(ev.get("data", ""))
+        elif ev["type"] == "exec.stderr":
+            err.append(ev.get("data", ""))
+        elif ev["type"] in ("exec.exited", "exec.failed"):
+            assert ev.get("exit_code") == 0, (ev, "".join(err)[-2000:])
+            return json.loads("".join(out))
+    raise AssertionError(f"exec {exec_id} of {sid}: the event stream ended")
+
+
+def run(d, sid, script, args=(), env=None, timeout=600):
+    return wait_exec(d, sid, start_exec(d, sid, script, args, env, timeout), timeout)
+
+
+def events_of(d, sid, prefix="egress."):
+    return [e for e in d.events(sid) if e["type"].startswith(prefix)]
+
+
+# ---------------------------------------------------------------- the steps
+def check_refused_requests(d):
+    for egress in (["pypi.org"], ["10.0.0.0/8"], ["127.0.0.1"], ["*"], "yes", [""] * 1):
+        try:
+            d.call("POST", "/v1/sessions", body={"pool": "python", "egress": egress},
+                   expect=(201,))
+        except HttpError as e:
+            assert e.status == 400, (egress, e)
+            continue
+        raise AssertionError(f"egress {egress!r} was accepted")
+
+
+def check_fetch(d, sid, up):
+    r = run(d, sid, FETCH)
+    assert r["plain_len"] == FILE_BYTES and r["plain_sha"] == up.sha, r
+    assert r["connect_sha"] == up.sha, r
+    assert r["odd_spelling"] == "hello\n", r
+    mib = FILE_BYTES / 2**20
+    print(f"fetch {mib:.0f} MiB: plain HTTP {r['plain_secs']:.2f} s "
+          f"({mib / r['plain_secs']:.1f} MiB/s), CONNECT {r['connect_secs']:.2f} s "
+          f"({mib / r['connect_secs']:.1f} MiB/s); CONNECT setup median "
+          f"{r['setup_ms_median']:.1f} ms, max {r['setup_ms_max']:.1f} ms")
+    allowed = [e for e in events_of(d, sid) if e["type"] == "egress.allowed"]
+    assert allowed and all(e["address"] == SERVER for e in allowed), allowed
+    return r
+
+
+def check_denied(d, sid):
+    forms = [h for h, _ in DENIED_FORMS]
+    got = run(d, sid, DENY, [json.dumps(forms)])
+    for host, reason in DENIED_FORMS:
+        assert got[host] == [403, 403], (host, got[host])
+    denied = {}
+    for e in events_of(d, sid):
+        if e["type"] == "egress.denied":
+            denied.setdefault(e["host"], []).append(e)
+    for host, reason in DENIED_FORMS:
+        evs = denied.get(host, [])
+        assert len(evs) == 2, (host, evs)  # CONNECT and plain GET: one decision each
+        assert all(e["reason"] == reason for e in evs), (host, reason, evs)
+    for host in ("localhost", "LocalHost."):  # a name that resolves to loopback
+        assert denied[host][0]["address"] in ("127.0.0.1", "::1"), denied[host]
+    print(f"denied: {len(DENIED_FORMS)} forms x 2 refused (403) and recorded")
+
+
+def check_redirect(d, sid, up):
+    before = len(up.requests())
+    r = run(d, sid, REDIRECT)
+    assert r == {"status": 302, "location": "http://169.254.169.254/latest/meta-data/"}, r
+    time.sleep(1)
+    assert up.requests()[before:] == ["GET /redirect"], up.requests()[before:]
+    allowed = [e for e in events_of(d, sid) if e["type"] == "egress.allowed"]
+    assert all(e["address"] == SERVER for e in allowed), allowed
+    print("redirect: 302 passed back to the guest, not followed")
+
+
+def check_no_network(d, sid):
+    r = run(d, sid, NO_NETWORK)
+    assert r["ifaces"] == ["lo"], r
+    assert r["dns"].startswith("failed"), r
+    assert r["udp53"].startswith("failed"), r
+    assert r["direct"].startswith("failed"), r
+    assert r["proxy_env"] == "http://127.0.0.1:3128", r
+    print(f"no network: interfaces {r['ifaces']}, dns {r['dns']!r}, udp {r['udp53']!r}")
+
+
+def probe_api(d, stop, worst):
+    while not stop.is_set():
+        t = time.time()
+        d.get("/v1/health")
+        worst[0] = max(worst[0], time.time() - t)
+        time.sleep(0.2)
+
+
+def check_flood(d, a, b, up):
+    stop, worst = threading.Event(), [0.0]
+    prober = threading.Thread(target=probe_api, args=(d, stop, worst), daemon=True)
+    prober.start()
+    t0 = time.time()
+    flood = start_exec(d, b, FLOOD, env={"FLOOD": str(FLOOD_STREAMS)}, timeout_s=900)
+    fetch = start_exec(d, a, FETCH_LOOP, ["30"])
+    fr = wait_exec(d, a, fetch)
+    r = wait_exec(d, b, flood, timeout=900)
+    stop.set()
+    prober.join()
+    counts = r["counts"]
+    assert sum(counts.values()) == FLOOD_STREAMS, counts
+    assert counts.get("200", 0) <= STREAMS_TOTAL, counts
+    assert counts.get("429", 0) >= FLOOD_STREAMS - STREAMS_TOTAL - counts.get("503", 0) \
+        - sum(v for k, v in counts.items() if not k.isdigit()), counts
+    assert fr["shas"] and all(s == up.sha for s in fr["shas"]), fr
+    assert worst[0] < 2.0, f"the API took {worst[0]:.2f} s to answer during the flood"
+    evs = events_of(d, b)
+    allowed = sum(e["type"] == "egress.allowed" for e in evs)
+    denied = sum(e["type"] == "egress.denied" for e in evs)
+    over = counts.get("429", 0) > DENIED_EVENTS
+    assert allowed <= STREAMS_TOTAL, (allowed, counts)
+    assert denied == (DENIED_EVENTS if over else counts.get("429", 0)), (denied, counts)
+    assert sum(e["type"] == "egress.suppressed" for e in evs) == int(over), counts
+    print(f"flood: {FLOOD_STREAMS} streams in {r['secs']:.1f} s -> {counts}; meanwhile A "
+          f"fetched {len(fr['shas'])} x 8 MiB intact; API worst {worst[0] * 1000:.0f} ms; "
+          f"whole step {time.time() - t0:.0f} s")
+    return counts
+
+
+def check_end(d, sids, flood_counts):
+    for sid in sids:
+        d.call("DELETE", f"/v1/sessions/{sid}", expect=(200, 202))
+    for sid in sids:
+        d.wait_state(sid, "ended", timeout=300)
+    for sid in sids:
+        evs = events_of(d, sid)
+        allowed = {e["stream"] for e in evs if e["type"] == "egress.allowed"}
+        closed = {e["stream"] for e in evs if e["type"] == "egress.closed"}
+        assert allowed == closed, (sid, allowed - closed)
+        summary = [e for e in evs if e["type"] == "egress.summary"]
+        assert len(summary) == 1, summary
+        assert summary[0]["allowed"] == len(allowed), summary
+    summary = [e for e in events_of(d, sids[1]) if e["type"] == "egress.summary"][0]
+    assert summary["denied"] >= flood_counts.get("429", 0), (summary, flood_counts)
+    assert summary["denied_unrecorded"] == max(0, summary["denied"] - DENIED_EVENTS), summary
+    print(f"end: every allowed stream closed; B summary {summary}")
+
+
+def check_no_egress(d):
+    sid = new_session(d, None)
+    r = run(d, sid, NO_NETWORK.replace('("10.213.0.2", 8080)', '("127.0.0.1", 3128)'))
+    assert r["proxy_env"] is None and r["direct"].startswith("failed"), r
+    d.call("DELETE", f"/v1/sessions/{sid}", expect=(200, 202))
+    print("a session without egress has no proxy")
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root (network namespaces, libvirt)")
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # atexit and finally still run
+    t0 = time.time()
+    with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF) as d:
+        d.wait_ready()
+        check_refused_requests(d)
+        a = new_session(d, ["10.213.0.0/30", "localhost"])
+        b = new_session(d, ["10.213.0.0/30"])
+        check_fetch(d, a, up)
+        check_denied(d, a)
+        check_redirect(d, a, up)
+        check_no_network(d, a)
+        counts = check_flood(d, a, b, up)
+        check_end(d, [a, b], counts)
+        check_no_egress(d)
+    print(f"egress ok in {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
