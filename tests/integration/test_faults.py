@@ -50,29 +50,31 @@ def files_back(d, sid, n):
         assert status == 200 and body == f"{i}\n".encode(), (i, status, body)
 
 
-def guest_dies(sig, conf=""):
-    with Daemon(pools=MINIMAL, extra_conf=conf) as d:
-        d.wait_ready()
-        sid = task(d, ["sh", "-c", WRITER])
-        wait_ticks(d, sid, 8)
-        time.sleep(1.5)  # the workspace commits its journal every second
-        os.kill(qemu_pid(d, sid), sig)
-        s = ended(d, sid)
-        assert s["end_reason"] == "guest_error", s
-        files_back(d, sid, 8)  # everything written before the fault (mirror + salvage)
-        d.wait(d.pool_full, 120, "a replacement guest")
-        ok = task(d, ["echo", "after"])
-        assert ended(d, ok)["end_reason"] == "completed"
-        print(f"{signal.Signals(sig).name}: session ended guest_error, files 1..8 back, "
-              f"pool refilled")
+SHARED_CONF = "[timeouts]\nhealth_interval_s = 2\nping_timeout_s = 3\n"
 
 
-def scenario_qemu_killed():
-    guest_dies(signal.SIGKILL)
+def guest_dies(d, sig):
+    d.wait(d.pool_full, 300, "a full pool")
+    sid = task(d, ["sh", "-c", WRITER])
+    wait_ticks(d, sid, 8)
+    time.sleep(1.5)  # the workspace commits its journal every second
+    os.kill(qemu_pid(d, sid), sig)
+    s = ended(d, sid)
+    assert s["end_reason"] == "guest_error", s
+    files_back(d, sid, 8)  # everything written before the fault (mirror + salvage)
+    d.wait(d.pool_full, 120, "a replacement guest")
+    ok = task(d, ["echo", "after"])
+    assert ended(d, ok)["end_reason"] == "completed"
+    print(f"{signal.Signals(sig).name}: session ended guest_error, files 1..8 back, "
+          f"pool refilled")
 
 
-def scenario_qemu_stopped():
-    guest_dies(signal.SIGSTOP, "[timeouts]\nhealth_interval_s = 2\nping_timeout_s = 3\n")
+def scenario_qemu_killed(d):
+    guest_dies(d, signal.SIGKILL)
+
+
+def scenario_qemu_stopped(d):
+    guest_dies(d, signal.SIGSTOP)
 
 
 def restart_libvirtd():
@@ -90,19 +92,18 @@ def restart_libvirtd():
     raise AssertionError("libvirtd did not come back")
 
 
-def scenario_libvirtd_restart():
-    with Daemon(pools=MINIMAL) as d:
-        d.wait_ready()
-        live = task(d, ["sh", "-c", WRITER])
-        wait_ticks(d, live, 3)
-        restart_libvirtd()  # the running guest survives; the daemon's connection does not
-        wait_ticks(d, live, 6)
-        d.post(f"/v1/sessions/{live}/cancel")  # destroy + restore through a new connection
-        assert ended(d, live)["end_reason"] == "cancelled"
-        d.wait(d.pool_full, 120, "a guest restored after the libvirtd restart")
-        ok = task(d, ["echo", "after"])
-        assert ended(d, ok)["end_reason"] == "completed"
-        print("libvirtd restart: live session kept running, cancel and refill worked after")
+def scenario_libvirtd_restart(d):
+    d.wait(d.pool_full, 300, "a full pool")
+    live = task(d, ["sh", "-c", WRITER])
+    wait_ticks(d, live, 3)
+    restart_libvirtd()  # the running guest survives; the daemon's connection does not
+    wait_ticks(d, live, 6)
+    d.post(f"/v1/sessions/{live}/cancel")  # destroy + restore through a new connection
+    assert ended(d, live)["end_reason"] == "cancelled"
+    d.wait(d.pool_full, 120, "a guest restored after the libvirtd restart")
+    ok = task(d, ["echo", "after"])
+    assert ended(d, ok)["end_reason"] == "completed"
+    print("libvirtd restart: live session kept running, cancel and refill worked after")
 
 
 def scenario_kill9():
@@ -175,11 +176,31 @@ def scenario_disk_full():
         os.rmdir(mnt)
 
 
+SHARED = ("qemu_killed", "qemu_stopped", "libvirtd_restart")
+OWN = ("kill9", "disk_full")
+
+
+def run(names):
+    """The guest-level faults share one daemon (it survives them); kill9 and disk_full need
+    state of their own."""
+    shared = [n for n in names if n in SHARED]
+    if shared:
+        with Daemon(pools=MINIMAL, extra_conf=SHARED_CONF) as d:
+            d.wait_ready()
+            for n in shared:
+                print(f"== {n}", flush=True)
+                globals()["scenario_" + n](d)
+    for n in names:
+        if n in OWN:
+            print(f"== {n}", flush=True)
+            globals()["scenario_" + n]()
+
+
 if __name__ == "__main__":
-    scenarios = {n[len("scenario_"):]: f for n, f in globals().items()
-                 if n.startswith("scenario_")}
-    if len(sys.argv) != 2 or sys.argv[1] not in scenarios:
-        print(f"usage: {sys.argv[0]} {'|'.join(scenarios)}", file=sys.stderr)
+    known = SHARED + OWN
+    names = known if sys.argv[1:] == ["all"] else tuple(sys.argv[1:])
+    if not names or any(n not in known for n in names):
+        print(f"usage: {sys.argv[0]} all | {' '.join(known)} ...", file=sys.stderr)
         sys.exit(2)
-    scenarios[sys.argv[1]]()
+    run(names)
     print("ok")

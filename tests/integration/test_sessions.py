@@ -56,73 +56,76 @@ def workspace(d, sid):
     return tarfile.open(fileobj=io.BytesIO(body)), dict(headers)
 
 
-def scenario_stream():
-    with Daemon(pools=PY) as d:
-        d.wait_ready()
-        sid = task(d, ["python3", "prog.py"], files=[("prog.py", PROGRESSIVE)])
-        got, times = [], []
-        for ev in d.events(sid, follow=True):
-            got.append(ev)
-            times.append(time.time())
-        check_seq(got)
-        types = [e["type"] for e in got]
-        assert types[0] == "session.created" and types[-1] == "session.state", types
-        assert got[-1]["state"] == "ended" and got[-1]["exit_code"] == 0, got[-1]
-        out = [e["data"] for e in got if e["type"] == "exec.stdout"]
-        assert "".join(out) == "".join(f"step {i}\n" for i in range(1, 6)) + "done\n", out
-        started = types.index("exec.started")
-        assert started < types.index("exec.stdout") and types.index("exec.exited") > max(
-            i for i, t in enumerate(types) if t == "exec.stdout")
-        # streamed as produced: the first and last step lines arrived >= 1 s apart
-        steps = [t for e, t in zip(got, times) if e.get("data", "").startswith("step")]
-        assert steps[-1] - steps[0] > 0.8, f"output arrived in one burst: {steps}"
-        mirrored = {e["path"] for e in got if e["type"] == "file.changed"}
-        assert {f"out/step{i}.txt" for i in range(1, 6)} <= mirrored, mirrored
-        tar, headers = workspace(d, sid)
-        assert headers.get("X-Stockade-Workspace") == "final"
-        names = tar.getnames()
-        for i in range(1, 6):
-            assert tar.extractfile(f"out/step{i}.txt").read() == f"result {i}\n".encode(), names
-        s = d.session(sid)
-        assert s["state"] == "ended" and s["end_reason"] == "completed" and s["exit_code"] == 0
-        print(f"stream ok: {len(got)} events, output over {steps[-1] - steps[0]:.1f} s")
+# Pools and config shared by the scenarios that run on one daemon ("shared").
+SHARED_POOLS = {"python": dict(warm=1, slots=3, memory_mib=384),
+                "minimal": dict(warm=1, slots=2)}
+SHARED_CONF = "[sessions]\nextract_max_files = 1000\nmirror_budget_mib = 1\n"
 
 
-def scenario_cancel():
-    with Daemon(pools=PY) as d:
-        d.wait_ready()
-        restores_before = metric(d, "stockade_pool_restores_total")
-        sid = task(d, ["python3", "w.py"], files=[("w.py", SLOW_WRITER)], timeout_s=300)
-        last = 0
-        stream = d.events(sid, follow=True)
-        for ev in stream:
-            if ev["type"] == "exec.stdout":
-                last = max(last, max(int(x.split()[1]) for x in ev["data"].split("\n") if x))
-            if last >= 12:
-                break
-        t0 = time.time()
-        r = d.post(f"/v1/sessions/{sid}/cancel")
-        answered = time.time() - t0
-        assert r["state"] == "stopping" and answered < 1.0, (r, answered)
-        events = list(d.events(sid, follow=True))
-        check_seq(events)
-        cancel_at = next(i for i, e in enumerate(events) if e["type"] == "session.state"
-                         and e.get("reason") == "cancelled")
-        after = [e for e in events[cancel_at:] if e["type"].startswith("exec.")
-                 or e["type"] == "file.changed"]
-        assert not after, f"guest output accepted after the cancel event: {after}"
-        assert events[-1]["state"] == "ended"
-        art = next(e for e in events if e["type"] == "artifacts")
-        tar, _ = workspace(d, sid)
-        names = set(tar.getnames())
-        for i in range(1, last + 1):  # every file written before the kill is back, whole
-            n = f"out/part{i:03}.txt"
-            assert n in names, f"{n} missing; have {sorted(names)}"
-            assert tar.extractfile(n).read() == f"part {i}\n".encode() * 100, n
-        d.wait(d.pool_full, 120, "a fresh guest in the cancelled one's place")
-        assert metric(d, "stockade_pool_restores_total") > restores_before
-        print(f"cancel ok: answered in {answered * 1000:.0f} ms, {last} files printed before "
-              f"the cancel, {len(names)} entries back, salvage {art['salvage_ms']} ms")
+def scenario_stream(d):
+    sid = task(d, ["python3", "prog.py"], files=[("prog.py", PROGRESSIVE)])
+    got, times = [], []
+    for ev in d.events(sid, follow=True):
+        got.append(ev)
+        times.append(time.time())
+    check_seq(got)
+    types = [e["type"] for e in got]
+    assert types[0] == "session.created" and types[-1] == "session.state", types
+    assert got[-1]["state"] == "ended" and got[-1]["exit_code"] == 0, got[-1]
+    out = [e["data"] for e in got if e["type"] == "exec.stdout"]
+    assert "".join(out) == "".join(f"step {i}\n" for i in range(1, 6)) + "done\n", out
+    started = types.index("exec.started")
+    assert started < types.index("exec.stdout") and types.index("exec.exited") > max(
+        i for i, t in enumerate(types) if t == "exec.stdout")
+    # streamed as produced: the first and last step lines arrived >= 1 s apart
+    steps = [t for e, t in zip(got, times) if e.get("data", "").startswith("step")]
+    assert steps[-1] - steps[0] > 0.8, f"output arrived in one burst: {steps}"
+    mirrored = {e["path"] for e in got if e["type"] == "file.changed"}
+    assert {f"out/step{i}.txt" for i in range(1, 6)} <= mirrored, mirrored
+    tar, headers = workspace(d, sid)
+    assert headers.get("X-Stockade-Workspace") == "final"
+    names = tar.getnames()
+    for i in range(1, 6):
+        assert tar.extractfile(f"out/step{i}.txt").read() == f"result {i}\n".encode(), names
+    s = d.session(sid)
+    assert s["state"] == "ended" and s["end_reason"] == "completed" and s["exit_code"] == 0
+    print(f"stream ok: {len(got)} events, output over {steps[-1] - steps[0]:.1f} s")
+
+
+def scenario_cancel(d):
+    d.wait(d.pool_full, 300, "a full pool")
+    restores_before = metric(d, "stockade_pool_restores_total")
+    sid = task(d, ["python3", "w.py"], files=[("w.py", SLOW_WRITER)], timeout_s=300)
+    last = 0
+    stream = d.events(sid, follow=True)
+    for ev in stream:
+        if ev["type"] == "exec.stdout":
+            last = max(last, max(int(x.split()[1]) for x in ev["data"].split("\n") if x))
+        if last >= 12:
+            break
+    t0 = time.time()
+    r = d.post(f"/v1/sessions/{sid}/cancel")
+    answered = time.time() - t0
+    assert r["state"] == "stopping" and answered < 1.0, (r, answered)
+    events = list(d.events(sid, follow=True))
+    check_seq(events)
+    cancel_at = next(i for i, e in enumerate(events) if e["type"] == "session.state"
+                     and e.get("reason") == "cancelled")
+    after = [e for e in events[cancel_at:] if e["type"].startswith("exec.")
+             or e["type"] == "file.changed"]
+    assert not after, f"guest output accepted after the cancel event: {after}"
+    assert events[-1]["state"] == "ended"
+    art = next(e for e in events if e["type"] == "artifacts")
+    tar, _ = workspace(d, sid)
+    names = set(tar.getnames())
+    for i in range(1, last + 1):  # every file written before the kill is back, whole
+        n = f"out/part{i:03}.txt"
+        assert n in names, f"{n} missing; have {sorted(names)}"
+        assert tar.extractfile(n).read() == f"part {i}\n".encode() * 100, n
+    d.wait(d.pool_full, 120, "a fresh guest in the cancelled one's place")
+    assert metric(d, "stockade_pool_restores_total") > restores_before
+    print(f"cancel ok: answered in {answered * 1000:.0f} ms, {last} files printed before "
+          f"the cancel, {len(names)} entries back, salvage {art['salvage_ms']} ms")
 
 
 def metric(d, name):
@@ -133,21 +136,20 @@ def metric(d, name):
     raise AssertionError(f"metric {name} missing")
 
 
-def scenario_timeout():
-    with Daemon(pools={"minimal": dict(warm=1, slots=2)}) as d:
-        d.wait_ready()
-        t0 = time.time()
-        sid = task(d, ["sh", "-c", "echo started; sleep 1000"], timeout_s=5, pool="minimal")
-        # nobody follows the events: the daemon's own timer must end it
-        s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 90, "the timeout")
-        took = time.time() - t0
-        assert s["end_reason"] == "timed_out", s
-        assert 4.5 < took < 60, took
-        events = list(d.events(sid))
-        assert any(e["type"] == "exec.exited" and e["reason"] == "timed_out" for e in events) \
-            or any(e["type"] == "session.timeout" for e in events), events
-        assert metric(d, "stockade_timeouts_total") >= 1
-        print(f"timeout ok: ended timed_out after {took:.1f} s with no client connected")
+def scenario_timeout(d):
+    d.wait(d.pool_full, 300, "a full pool")
+    t0 = time.time()
+    sid = task(d, ["sh", "-c", "echo started; sleep 1000"], timeout_s=5, pool="minimal")
+    # nobody follows the events: the daemon's own timer must end it
+    s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 90, "the timeout")
+    took = time.time() - t0
+    assert s["end_reason"] == "timed_out", s
+    assert 4.5 < took < 60, took
+    events = list(d.events(sid))
+    assert any(e["type"] == "exec.exited" and e["reason"] == "timed_out" for e in events) \
+        or any(e["type"] == "session.timeout" for e in events), events
+    assert metric(d, "stockade_timeouts_total") >= 1
+    print(f"timeout ok: ended timed_out after {took:.1f} s with no client connected")
 
 
 HOSTILE = r"""
@@ -166,33 +168,32 @@ sync
 """
 
 
-def scenario_hostile():
-    conf = "[sessions]\nextract_max_files = 1000\nmirror_budget_mib = 1\n"
-    with Daemon(pools={"minimal": dict(warm=1, slots=2)}, extra_conf=conf) as d:
-        d.wait_ready()
-        sid = task(d, ["sh", "-c", HOSTILE], timeout_s=240, pool="minimal")
-        s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 300, "the task")
-        assert s.get("exit_code") == 0, (s, [e for e in d.events(sid)
-                                             if e["type"] not in ("file.changed",)][-8:])
-        art = s["artifacts"]
-        assert art["truncated"], f"1000-file cap not reported: {art}"
-        root = os.path.join(d.state, "state", "artifacts", sid, "files")
-        count = 0
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            for n in dirnames + filenames:
-                p = os.path.join(dirpath, n)
-                st = os.lstat(p)
-                assert not os.path.islink(p), f"symlink written: {p}"
-                assert (st.st_mode & 0o170000) in (0o040000, 0o100000), f"not file/dir: {p}"
-                assert not st.st_mode & 0o7000, f"setuid/setgid/sticky: {p}"
-                if os.path.isfile(p):
-                    count += 1
-                    assert st.st_blocks * 512 < 64 << 20 and st.st_size < 64 << 20, p
-        assert not os.path.exists(os.path.join(root, "fifo")), "FIFO extracted"
-        assert not os.path.exists(os.path.join(root, "huge.sparse")), "1 TiB file extracted"
-        assert count <= 1000, f"{count} files despite a 1000-file cap"
-        assert os.path.realpath(root).startswith(os.path.realpath(d.state)), root
-        print(f"hostile ok: {count} regular files, artifacts {art}")
+def scenario_hostile(d):
+    # runs on SHARED_CONF: a 1000-file cap, a 1 MiB mirror budget
+    d.wait(d.pool_full, 300, "a full pool")
+    sid = task(d, ["sh", "-c", HOSTILE], timeout_s=240, pool="minimal")
+    s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 300, "the task")
+    assert s.get("exit_code") == 0, (s, [e for e in d.events(sid)
+                                         if e["type"] not in ("file.changed",)][-8:])
+    art = s["artifacts"]
+    assert art["truncated"], f"1000-file cap not reported: {art}"
+    root = os.path.join(d.state, "state", "artifacts", sid, "files")
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            assert not os.path.islink(p), f"symlink written: {p}"
+            assert (st.st_mode & 0o170000) in (0o040000, 0o100000), f"not file/dir: {p}"
+            assert not st.st_mode & 0o7000, f"setuid/setgid/sticky: {p}"
+            if os.path.isfile(p):
+                count += 1
+                assert st.st_blocks * 512 < 64 << 20 and st.st_size < 64 << 20, p
+    assert not os.path.exists(os.path.join(root, "fifo")), "FIFO extracted"
+    assert not os.path.exists(os.path.join(root, "huge.sparse")), "1 TiB file extracted"
+    assert count <= 1000, f"{count} files despite a 1000-file cap"
+    assert os.path.realpath(root).startswith(os.path.realpath(d.state)), root
+    print(f"hostile ok: {count} regular files, artifacts {art}")
 
 
 def scenario_restart():
@@ -229,11 +230,29 @@ def scenario_restart():
           "host_restart with its files")
 
 
+SHARED = ("stream", "cancel", "timeout", "hostile")
+
+
+def run(names):
+    """Scenarios in SHARED run one after another on one daemon (a daemon start costs ~30 s
+    here: the extraction appliance boots under TCG); restart needs its own daemons."""
+    shared = [n for n in names if n in SHARED]
+    if shared:
+        with Daemon(pools=SHARED_POOLS, extra_conf=SHARED_CONF) as d:
+            d.wait_ready()
+            for n in shared:
+                print(f"== {n}", flush=True)
+                globals()["scenario_" + n](d)
+    if "restart" in names:
+        print("== restart", flush=True)
+        scenario_restart()
+
+
 if __name__ == "__main__":
-    scenarios = {n[len("scenario_"):]: f for n, f in globals().items()
-                 if n.startswith("scenario_")}
-    if len(sys.argv) != 2 or sys.argv[1] not in scenarios:
-        print(f"usage: {sys.argv[0]} {'|'.join(scenarios)}", file=sys.stderr)
+    known = SHARED + ("restart",)
+    names = known if sys.argv[1:] == ["all"] else tuple(sys.argv[1:])
+    if not names or any(n not in known for n in names):
+        print(f"usage: {sys.argv[0]} all | {' '.join(known)} ...", file=sys.stderr)
         sys.exit(2)
-    scenarios[sys.argv[1]]()
+    run(names)
     print("ok")

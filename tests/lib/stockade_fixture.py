@@ -17,6 +17,8 @@ operator token for /metrics and /v1/admin/..., the tenant token for everything e
 (pass token=... to speak as someone else, token=None to send none). Restarting on the same
 state directory asks again: tokens are per start, the tenant and its sessions stay.
 """
+import contextlib
+import hashlib
 import http.client
 import json
 import os
@@ -70,6 +72,29 @@ class HttpError(Exception):
         self.body = body
 
 
+def cached_state(build, pools, extra_conf):
+    """A state directory shared by every test daemon of this build with the same pools and
+    config, so snapshots (and the accel verdict) are made once per build, not once per test:
+    a daemon start then restores instead of cold-booting every slot. The database, artifacts
+    and logs of the previous test are removed; tests using it must not run at the same time
+    (ctest RUN_SERIAL). STOCKADE_TEST_FRESH_STATE=1 gives every test a fresh directory."""
+    sig = hashlib.sha256(json.dumps([sorted(pools.items()), extra_conf],
+                                    sort_keys=True).encode()).hexdigest()[:8]
+    root = os.path.join(build, "test-state", sig)
+    os.makedirs(os.path.join(build, "test-state"), exist_ok=True)
+    os.makedirs(root, exist_ok=True)
+    for p in (os.path.dirname(root), root):
+        os.chmod(p, 0o711)
+    st = os.path.join(root, "state")
+    for name in ("stockade.db", "stockade.db-wal", "stockade.db-shm", "status.json"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(st, name))
+    shutil.rmtree(os.path.join(st, "artifacts"), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(root, "stockaded.log"))
+    return root, f"stkc{sig[:6]}-"
+
+
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
                  keep_state=False):
@@ -78,6 +103,10 @@ class Daemon:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
         self.pools = pools or {"minimal": dict(warm=1, slots=2)}
         self.extra_conf = extra_conf
+        cached = (state_dir is None and prefix is None and not keep_state and
+                  os.environ.get("STOCKADE_TEST_FRESH_STATE") != "1")
+        if cached:
+            state_dir, prefix = cached_state(self.build, self.pools, extra_conf)
         self.own_state = state_dir is None
         self.state = state_dir or tempfile.mkdtemp(prefix="stockade-it.")
         os.chmod(self.state, 0o711)  # QEMU runs as libvirt-qemu: it must traverse to the disks
