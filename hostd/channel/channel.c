@@ -76,9 +76,11 @@ outq_reserve(Channel *c, size_t n)
     if (c->out_len - c->out_off + n > CHANNEL_OUTQ_MAX_BYTES)
         return -1;
     if (c->out_len + n > c->out_cap) {
-        memmove(c->outq, c->outq + c->out_off, c->out_len - c->out_off);
-        c->out_len -= c->out_off;
-        c->out_off = 0;
+        if (c->out_off > 0) { /* compact first (never with a NULL queue: out_off is 0 then) */
+            memmove(c->outq, c->outq + c->out_off, c->out_len - c->out_off);
+            c->out_len -= c->out_off;
+            c->out_off = 0;
+        }
         size_t cap = MAX(c->out_cap * 2, c->out_len + n);
         uint8_t *q = realloc(c->outq, cap);
         if (!q)

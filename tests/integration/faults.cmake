@@ -11,5 +11,5 @@ foreach(group "guest;qemu_killed qemu_stopped libvirtd_restart" "kill9;kill9"
              COMMAND ${STOCKADE_FAULT_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_faults.py ${scenarios})
     set_tests_properties(integration_faults_${name} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE
-        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR}")
+        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()

@@ -9,5 +9,5 @@ foreach(group "shared;stream cancel timeout hostile" "restart;restart")
              COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_sessions.py ${scenarios})
     set_tests_properties(integration_sessions_${name} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE
-        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR}")
+        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()

@@ -101,6 +101,8 @@ class Daemon:
         self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
         if not self.build:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
+        # another build's images (the sanitizer build has none of its own)
+        self.images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(self.build, "images")
         self.pools = pools or {"minimal": dict(warm=1, slots=2)}
         self.extra_conf = extra_conf
         cached = (state_dir is None and prefix is None and not keep_state and
@@ -122,7 +124,7 @@ class Daemon:
     # ------------------------------------------------------------------ life cycle
     def config_text(self):
         lines = ["[daemon]", f"state_dir = {self.state}/state",
-                 f"image_dir = {self.build}/images", f"domain_prefix = {self.prefix}",
+                 f"image_dir = {self.images}", f"domain_prefix = {self.prefix}",
                  "workspace_mib = 128", "[api]", f"tcp_port = {self.port}",
                  "request_timeout_s = 30"]
         for name, p in self.pools.items():
@@ -136,7 +138,7 @@ class Daemon:
             skip("needs root (libvirt qemu:///system, guest disks)")
         exe = os.path.join(self.build, "hostd", "stockaded")
         for name, p in self.pools.items():
-            img = os.path.join(self.build, "images", p.get("image", name), "manifest.json")
+            img = os.path.join(self.images, p.get("image", name), "manifest.json")
             if not os.path.exists(img):
                 skip(f"image {p.get('image', name)} is not built ({img})")
         if subprocess.run(["virsh", "-c", "qemu:///system", "version"],

@@ -77,6 +77,8 @@ send_output(int fd, const char *text)
     send_guest(fd, &m);
 }
 
+static const char earlier[] = "\x7f\xff junk from an earlier life";
+
 static void *
 fake_guest(void *arg)
 {
@@ -91,7 +93,7 @@ fake_guest(void *arg)
     uint64_t nonce = frame_sync_nonce(marker);
     switch (f->script) {
     case SCRIPT_OK:
-        assert_int_equal(write_all(fd, "\x7f\xff junk from an earlier life", 30), 0);
+        assert_int_equal(write_all(fd, earlier, sizeof(earlier) - 1), 0);
         frame_put_sync(stale, nonce ^ 1);
         assert_int_equal(write_all(fd, stale, sizeof(stale)), 0);
         assert_int_equal(write_all(fd, marker, sizeof(marker)), 0);
