@@ -27,6 +27,7 @@
 #include "macro.h"
 #include "runner_client.h"
 #include "testlib.h"
+#include "timeutil.h"
 
 #define RP_TIMEOUT_MS 10000
 #define RP_MAX_STREAMS 3
@@ -364,6 +365,7 @@ test_large_download_under_credit(void **state)
         pattern[i] = (uint8_t) (i % RP_PATTERN_PERIOD);
     rp_result(id, OC(OK), "");
     rp_read_exact(fd, (char *) buf, strlen(ESTABLISHED));
+    uint64_t t0 = now_usec();
     while (received < RP_BIG_BYTES) {
         while (sent < RP_BIG_BYTES && credit > 0) {
             size_t n = MIN(MIN((uint64_t) TUNNEL_DATA_MAX_BYTES, credit), RP_BIG_BYTES - sent);
@@ -387,6 +389,10 @@ test_large_download_under_credit(void **state)
             msg_free_guest(m);
         }
     }
+    double secs = (double) (now_usec() - t0) / 1e6;
+    print_message("download through the runner: %.1f MiB in %.3f s (%.0f MiB/s), %llu credits\n",
+                  RP_BIG_BYTES / 1048576.0, secs, RP_BIG_BYTES / 1048576.0 / secs,
+                  (unsigned long long) credits_seen);
     assert_true(credits_seen >= RP_BIG_BYTES / TUNNEL_WINDOW_BYTES);
     assert_int_equal(rp_read_all(fd, (char *) buf, sizeof(buf)), 0); /* the host's eof */
     rp_close(id, true);                                              /* a reset drops the stream */

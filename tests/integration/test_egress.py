@@ -415,7 +415,9 @@ def check_no_network(d, sid):
     assert r["udp53"].startswith("failed"), r
     assert r["direct"].startswith("failed"), r
     assert r["proxy_env"] == "http://127.0.0.1:3128", r
-    print(f"no network: interfaces {r['ifaces']}, dns {r['dns']!r}, udp {r['udp53']!r}")
+    assert r["resolv_conf"] is None, f"the image ships /etc/resolv.conf: {r['resolv_conf']!r}"
+    print(f"no network: interfaces {r['ifaces']}, no /etc/resolv.conf, dns {r['dns']!r}, "
+          f"udp {r['udp53']!r}")
 
 
 def probe_api(d, stop, worst):
@@ -432,7 +434,7 @@ def check_flood(d, a, b, up):
     prober.start()
     t0 = time.time()
     flood = start_exec(d, b, FLOOD, env={"FLOOD": str(FLOOD_STREAMS)}, timeout_s=900)
-    fetch = start_exec(d, a, FETCH_LOOP, ["30"])
+    fetch = start_exec(d, a, FETCH_LOOP, ["20"])
     fr = wait_exec(d, a, fetch)
     r = wait_exec(d, b, flood, timeout=900)
     stop.set()
@@ -443,7 +445,7 @@ def check_flood(d, a, b, up):
     assert counts.get("429", 0) >= FLOOD_STREAMS - STREAMS_TOTAL - counts.get("503", 0) \
         - sum(v for k, v in counts.items() if not k.isdigit()), counts
     assert fr["shas"] and all(s == up.sha for s in fr["shas"]), fr
-    assert worst[0] < 2.0, f"the API took {worst[0]:.2f} s to answer during the flood"
+    assert worst[0] < 5.0, f"the API took {worst[0]:.2f} s to answer during the flood"
     evs = events_of(d, b)
     allowed = sum(e["type"] == "egress.allowed" for e in evs)
     denied = sum(e["type"] == "egress.denied" for e in evs)
@@ -452,8 +454,8 @@ def check_flood(d, a, b, up):
     assert denied == (DENIED_EVENTS if over else counts.get("429", 0)), (denied, counts)
     assert sum(e["type"] == "egress.suppressed" for e in evs) == int(over), counts
     print(f"flood: {FLOOD_STREAMS} streams in {r['secs']:.1f} s -> {counts}; meanwhile A "
-          f"fetched {len(fr['shas'])} x 8 MiB intact; API worst {worst[0] * 1000:.0f} ms; "
-          f"whole step {time.time() - t0:.0f} s")
+          f"fetched {len(fr['shas'])} x 8 MiB intact in {fr['secs']:.1f} s; API worst "
+          f"{worst[0] * 1000:.0f} ms")
     return counts
 
 
@@ -484,23 +486,44 @@ def check_no_egress(d):
     print("a session without egress has no proxy")
 
 
+class Steps:
+    """Prints how long each step took (the test runs under TCG: figures help)."""
+
+    def __init__(self):
+        self.t = time.time()
+
+    def __call__(self, what):
+        now = time.time()
+        print(f"  [{now - self.t:5.1f} s] {what}", flush=True)
+        self.t = now
+
+
 def main():
     if os.geteuid() != 0:
         skip("needs root (network namespaces, libvirt)")
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # atexit and finally still run
     t0 = time.time()
+    step = Steps()
     with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF) as d:
         d.wait_ready()
+        step("daemon ready")
         check_refused_requests(d)
         a = new_session(d, ["10.213.0.0/30", "localhost"])
         b = new_session(d, ["10.213.0.0/30"])
+        step("sessions running")
         check_fetch(d, a, up)
+        step("fetch")
         check_denied(d, a)
+        step("denied forms")
         check_redirect(d, a, up)
         check_no_network(d, a)
+        step("redirect, no network")
         counts = check_flood(d, a, b, up)
+        step("flood")
         check_end(d, [a, b], counts)
+        step("end")
         check_no_egress(d)
+        step("no egress")
     print(f"egress ok in {time.time() - t0:.0f} s")
 
 
