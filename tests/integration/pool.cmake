@@ -6,8 +6,9 @@ target_compile_definitions(stockade_poolharness PUBLIC
 target_link_libraries(stockade_poolharness PUBLIC stockade_pool stockade_testlib)
 
 add_executable(test_pool ${CMAKE_CURRENT_LIST_DIR}/test_pool.c)
-target_link_libraries(test_pool PRIVATE stockade_poolharness)
-foreach(scenario clones refill restart wedged)
+find_package(Threads REQUIRED)
+target_link_libraries(test_pool PRIVATE stockade_poolharness Threads::Threads)
+foreach(scenario clones refill restart wedged impostor)
     add_test(NAME integration_pool_${scenario} COMMAND test_pool ${scenario})
     set_tests_properties(integration_pool_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

@@ -1,10 +1,16 @@
 /* Integration tests of the warm pool (issue 3): real libvirtd, real guests restored from the
  * project's minimal image. One scenario per invocation: test_pool <scenario>. */
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "poolharness.h"
@@ -200,12 +206,159 @@ scenario_wedged(void)
     harness_cleanup(&h);
 }
 
+/* ------------------------------------------------------------------ impostor */
+
+/* Waits for a new socket file at `path` (another inode than `old_ino`: the slot's next
+ * restore), connects to it before the daemon does, and writes garbage until told to stop. */
+typedef struct Impostor {
+    char path[sizeof(((struct sockaddr_un *) 0)->sun_path)];
+    ino_t old_ino;
+    atomic_bool stop;
+    atomic_bool connected;
+    atomic_ullong garbage_bytes, guest_bytes;
+} Impostor;
+
+static int
+impostor_connect(const Impostor *im)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+
+    if (stat(im->path, &st) < 0 || st.st_ino == im->old_ino)
+        return -1;
+    memcpy(sa.sun_path, im->path, sizeof(sa.sun_path));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void *
+impostor_main(void *arg)
+{
+    Impostor *im = arg;
+    int fd = -1;
+    unsigned char garbage[4096], in[4096];
+
+    while (!atomic_load(&im->stop) && fd < 0) {
+        fd = impostor_connect(im);
+        if (fd < 0)
+            usleep(200);
+    }
+    if (fd < 0)
+        return NULL;
+    atomic_store(&im->connected, true);
+    for (size_t i = 0; i < sizeof(garbage); i++) /* a huge length prefix, then noise */
+        garbage[i] = (unsigned char) (i < 4 ? 0x7f : (i * 131u) ^ 0x5a);
+    while (!atomic_load(&im->stop)) {
+        ssize_t w = send(fd, garbage, sizeof(garbage), MSG_NOSIGNAL);
+        if (w > 0)
+            atomic_fetch_add(&im->garbage_bytes, (unsigned long long) w);
+        ssize_t r = recv(fd, in, sizeof(in), 0);
+        if (r > 0)
+            atomic_fetch_add(&im->guest_bytes, (unsigned long long) r);
+        else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            break; /* QEMU went away: the guest was destroyed */
+        usleep(1000);
+    }
+    close(fd);
+    return NULL;
+}
+
+typedef struct ImpostorWait {
+    Harness *h;
+    uint64_t broken_before;
+} ImpostorWait;
+
+static bool
+cond_broken(void *userdata)
+{
+    ImpostorWait *w = userdata;
+    PoolStatus st;
+    pool_status(w->h->pool, &st);
+    return st.broken > w->broken_before;
+}
+
+/* A process on the host connects to a restored guest's channel socket before the daemon
+ * and writes garbage: the daemon's sync goes unanswered, so it destroys that guest and
+ * restores a fresh one, while a guest already handed out keeps answering. */
+static void
+scenario_impostor(void)
+{
+    Harness h;
+    TestSession a, b;
+    const char *argv[] = {"echo", "alive", NULL};
+    HarnessOptions o = {
+        .image = "minimal", .warm = 1, .slots = 2, .sync_timeout_usec = 5 * USEC_PER_SEC};
+
+    harness_start_opts(&h, &o);
+    wait_full(&h);
+    TEST_CHECK(ts_take(&h, &b, "bystander"), "take b: %s", b.error_message);
+    wait_full(&h); /* the other slot is restored and idle */
+    TEST_CHECK(ts_take(&h, &a, "victim"), "take a: %s", a.error_message);
+    TEST_CHECK(ts_run(&a, argv, EXEC_TIMEOUT_USEC) == 0, "a: %s", a.error_message);
+
+    Impostor im = {0};
+    struct stat st0;
+    int n = snprintf(im.path, sizeof(im.path), "%s/guests/%s/channel.sock", h.state_dir,
+                     guest_name(a.g));
+    TEST_CHECK(n > 0 && (size_t) n < sizeof(im.path), "socket path too long for sun_path");
+    TEST_CHECK(stat(im.path, &st0) == 0, "no channel socket at %s", im.path);
+    im.old_ino = st0.st_ino;
+    PoolStatus before;
+    pool_status(h.pool, &before);
+    pthread_t t;
+    TEST_CHECK(pthread_create(&t, NULL, impostor_main, &im) == 0, "pthread_create");
+    ts_release(&a); /* the slot is destroyed and restored: the impostor is waiting for it */
+
+    ImpostorWait w = {.h = &h, .broken_before = before.broken};
+    uint64_t t0 = now_usec();
+    bool destroyed = harness_run_until(&h, cond_broken, &w, 60 * USEC_PER_SEC);
+    double secs = (double) (now_usec() - t0) / 1e6;
+    for (int i = 0; i < 3; i++) /* b answers while the impostor is at work */
+        TEST_CHECK(ts_run(&b, argv, EXEC_TIMEOUT_USEC) == 0 && strcmp(b.out, "alive\n") == 0,
+                   "b stopped answering: %s", b.error_message);
+    atomic_store(&im.stop, true);
+    pthread_join(t, NULL);
+    printf("impostor: connected=%d, wrote %llu bytes of garbage, read %llu bytes meant for the "
+           "daemon; slot failed after %.1f s\n",
+           (int) atomic_load(&im.connected), (unsigned long long) atomic_load(&im.garbage_bytes),
+           (unsigned long long) atomic_load(&im.guest_bytes), secs);
+    TEST_CHECK(atomic_load(&im.connected), "the impostor never connected to %s", im.path);
+    TEST_CHECK(atomic_load(&im.garbage_bytes) > 0, "the impostor wrote nothing");
+    TEST_CHECK(destroyed, "a guest whose channel an impostor took was not failed within 60 s");
+
+    /* The slot comes back with a fresh restore and a clean channel, and serves a session. */
+    wait_full(&h);
+    PoolStatus after;
+    pool_status(h.pool, &after);
+    printf("restores %llu -> %llu, destroys %llu -> %llu, broken %llu -> %llu\n",
+           (unsigned long long) before.restores, (unsigned long long) after.restores,
+           (unsigned long long) before.destroys, (unsigned long long) after.destroys,
+           (unsigned long long) before.broken, (unsigned long long) after.broken);
+    TEST_CHECK(after.restores >= before.restores + 2, "the failed slot was not restored again");
+    TEST_CHECK(after.destroys >= before.destroys + 2, "the impostor's guest was not destroyed");
+    TestSession c;
+    TEST_CHECK(ts_take(&h, &c, "after-impostor"), "take c: %s", c.error_message);
+    TEST_CHECK(ts_run(&c, argv, EXEC_TIMEOUT_USEC) == 0 && strcmp(c.out, "alive\n") == 0,
+               "fresh guest after the impostor: %s", c.error_message);
+    ts_release(&c);
+    ts_release(&b);
+    harness_stop(&h);
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    harness_cleanup(&h);
+}
+
 int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s clones|refill|restart|wedged\n", argv[0]);
+        fprintf(stderr, "usage: %s clones|refill|restart|wedged|impostor\n", argv[0]);
         return 2;
     }
     if (strcmp(argv[1], "clones") == 0)
@@ -216,6 +369,8 @@ main(int argc, char **argv)
         scenario_restart();
     else if (strcmp(argv[1], "wedged") == 0)
         scenario_wedged();
+    else if (strcmp(argv[1], "impostor") == 0)
+        scenario_impostor();
     else
         return 2;
     printf("ok\n");

@@ -26,8 +26,7 @@ harness_check_host(Harness *h, const char *image)
     if (geteuid() != 0)
         test_skip("needs root (libvirt qemu:///system, guest disks)");
     if (virt_open("qemu:///system", &v, &err) < 0)
-        test_skip("libvirtd is not reachable: %s (start virtlogd -d; libvirtd -d)",
-                  err->message);
+        test_skip("libvirtd is not reachable: %s (start virtlogd -d; libvirtd -d)", err->message);
     virt_close(v);
     snprintf(h->image_dir, sizeof(h->image_dir), "%s/%s", STOCKADE_TEST_IMAGE_DIR, image);
     snprintf(manifest, sizeof(manifest), "%s/manifest.json", h->image_dir);
@@ -59,8 +58,14 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
         h->cfg.health_interval_usec = o->health_interval_usec;
     if (o->ping_timeout_usec)
         h->cfg.ping_timeout_usec = o->ping_timeout_usec;
-    h->shape = (PoolShapeConfig){.name = o->image, .image_dir = h->image_dir, .vcpus = 1,
-                                 .memory_mib = 256, .warm = o->warm, .slots = o->slots};
+    if (o->sync_timeout_usec)
+        h->cfg.sync_timeout_usec = o->sync_timeout_usec;
+    h->shape = (PoolShapeConfig){.name = o->image,
+                                 .image_dir = h->image_dir,
+                                 .vcpus = 1,
+                                 .memory_mib = 256,
+                                 .warm = o->warm,
+                                 .slots = o->slots};
     h->cfg.shapes = &h->shape;
     h->cfg.n_shapes = 1;
     if (loop_new(&h->loop, &err) < 0 || workq_new(h->loop, 6, &h->q, &err) < 0 ||
@@ -72,8 +77,7 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
 }
 
 void
-harness_start(Harness *h, const char *image, unsigned warm, unsigned slots,
-              const char *state_dir)
+harness_start(Harness *h, const char *image, unsigned warm, unsigned slots, const char *state_dir)
 {
     HarnessOptions o = {.image = image, .warm = warm, .slots = slots, .state_dir = state_dir};
     harness_start_opts(h, &o);
@@ -87,8 +91,7 @@ harness_on_tick(Loop *l, void *userdata)
 }
 
 bool
-harness_run_until(Harness *h, bool (*cond)(void *userdata), void *userdata,
-                  uint64_t timeout_usec)
+harness_run_until(Harness *h, bool (*cond)(void *userdata), void *userdata, uint64_t timeout_usec)
 {
     uint64_t deadline = now_usec() + timeout_usec;
     while (!cond(userdata)) {
@@ -143,9 +146,10 @@ harness_stop(Harness *h)
     if (!harness_run_until(h, cond_stopped, h, 120 * USEC_PER_SEC)) {
         PoolStatus st;
         pool_status(h->pool, &st);
-        fprintf(stderr, "harness: pool did not stop in 120 s (idle %u busy %u starting %u "
-                "draining %u)\n", st.shapes[0].idle, st.shapes[0].busy, st.shapes[0].starting,
-                st.shapes[0].draining);
+        fprintf(stderr,
+                "harness: pool did not stop in 120 s (idle %u busy %u starting %u "
+                "draining %u)\n",
+                st.shapes[0].idle, st.shapes[0].busy, st.shapes[0].starting, st.shapes[0].draining);
     }
     harness_free(h);
 }

@@ -26,9 +26,10 @@ typedef struct Harness {
 typedef struct HarnessOptions {
     const char *image;
     unsigned warm, slots;
-    const char *state_dir;   /* NULL: a fresh one (reuse one to test restarts) */
-    const char *prefix;      /* NULL: a fresh random one */
+    const char *state_dir; /* NULL: a fresh one (reuse one to test restarts) */
+    const char *prefix;    /* NULL: a fresh random one */
     uint64_t health_interval_usec, ping_timeout_usec; /* 0: pool defaults */
+    uint64_t sync_timeout_usec;                       /* 0: pool default */
 } HarnessOptions;
 
 /* Skips (test_skip) when libvirtd or the image is missing. The pool is started; it is not
