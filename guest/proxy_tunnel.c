@@ -146,8 +146,10 @@ tunnel_on_data(Proxy *p, const Stockade__Runner__TunnelData *d, Error **errp)
         return tunnel_host_broke(p, c, "data beyond its credit", errp);
     size_t tail = (c->down_head + c->down_len) % TUNNEL_WINDOW_BYTES;
     size_t first = MIN(len, TUNNEL_WINDOW_BYTES - tail);
-    memcpy(c->down + tail, d->data.data, first);
-    memcpy(c->down, d->data.data + first, len - first);
+    if (len > 0) { /* an empty eof carries no buffer at all */
+        memcpy(c->down + tail, d->data.data, first);
+        memcpy(c->down, d->data.data + first, len - first);
+    }
     c->down_len += len;
     c->host_eof = d->eof;
     if (c->host_eof && c->down_len == 0 && c->reply_off == c->reply_len && !c->client_shut) {

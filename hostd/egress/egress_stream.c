@@ -312,8 +312,10 @@ stream_on_guest_data(Stream *st, const Stockade__Runner__TunnelData *d, Error **
     }
     size_t tail = (st->up_head + st->up_len) % TUNNEL_WINDOW_BYTES;
     size_t first = MIN(len, TUNNEL_WINDOW_BYTES - tail);
-    memcpy(st->up + tail, d->data.data, first);
-    memcpy(st->up, d->data.data + first, len - first);
+    if (len > 0) { /* an empty eof carries no buffer at all */
+        memcpy(st->up + tail, d->data.data, first);
+        memcpy(st->up, d->data.data + first, len - first);
+    }
     st->up_len += len;
     st->bytes_out += len;
     e->bytes_out += len;

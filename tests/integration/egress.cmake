@@ -8,6 +8,10 @@ stockade_test(NAME integration_runner_proxy LABEL integration TIMEOUT 120
               LIBS stockade_runner_client stockade_proto stockade_base PkgConfig::CMOCKA
               ARGS $<TARGET_FILE:stockade-runner>)
 add_dependencies(integration_runner_proxy stockade-runner)
+# integration_egress_engine: the daemon's stream engine on a real loop and real sockets, the
+#   test playing the guest and the upstream (loopback). Any user; ASan sees it in that build.
+stockade_test(NAME integration_egress_engine LABEL integration TIMEOUT 60
+              SOURCES egress_engine.c LIBS stockade_egress PkgConfig::CMOCKA)
 
 find_program(STOCKADE_TEST_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 add_test(NAME integration_egress
