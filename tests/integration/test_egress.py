@@ -238,8 +238,32 @@ print(json.dumps({"shas": shas, "secs": time.time() - t0}))
 
 
 # ---------------------------------------------------------------- the upstream namespace
+MARKERS = "/run/stockade-egress-test"  # <netns>.pid: the test process that owns it
+
+
+def sweep_stale():
+    """Removes the namespaces and veths of earlier runs that were killed outright (SIGKILL,
+    e.g. a ctest timeout), where no cleanup code could run: their owner's pid is gone."""
+    if not os.path.isdir(MARKERS):
+        return
+    for name in os.listdir(MARKERS):
+        ns, path = name[:-4], os.path.join(MARKERS, name)
+        try:
+            os.kill(int(open(path).read()), 0)
+            continue  # its test is still running
+        except (ProcessLookupError, ValueError):
+            pass
+        except PermissionError:
+            continue
+        tag = ns[len("stkeg-"):]
+        subprocess.run(["ip", "link", "del", f"stkeg{tag}a"], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        os.unlink(path)
+
+
 class Upstream:
-    """A network namespace with a veth pair and an HTTP server; always removed."""
+    """A network namespace with a veth pair and an HTTP server; always removed (a run killed
+    with SIGKILL is cleaned up by the next one: sweep_stale)."""
 
     def __init__(self):
         tag = secrets.token_hex(3)
@@ -259,7 +283,11 @@ class Upstream:
     def start(self):
         if subprocess.run(["ip", "-V"], capture_output=True).returncode != 0:
             skip("ip(8) is missing (iproute2)")
+        sweep_stale()
         atexit.register(self.remove)
+        os.makedirs(MARKERS, exist_ok=True)
+        with open(os.path.join(MARKERS, self.ns + ".pid"), "w") as f:
+            f.write(str(os.getpid()))
         self.run("ip", "netns", "add", self.ns)
         self.run("ip", "link", "add", self.va, "type", "veth", "peer", "name", self.vb)
         self.run("ip", "link", "set", self.vb, "netns", self.ns)
@@ -300,6 +328,10 @@ class Upstream:
         subprocess.run(["ip", "link", "del", self.va], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
         subprocess.run(["rm", "-rf", self.dir], capture_output=True)
+        try:
+            os.unlink(os.path.join(MARKERS, self.ns + ".pid"))
+        except FileNotFoundError:
+            pass
 
     def __enter__(self):
         return self.start()
