@@ -30,6 +30,15 @@ dispatch_ping(Server *s, const HostMsg *m)
     GuestMsg g = STOCKADE__RUNNER__GUEST_MSG__INIT;
     Stockade__Runner__Pong pong = STOCKADE__RUNNER__PONG__INIT;
 
+    /* A guest waiting in the pool answers only while its workspace is still writable, so
+     * the pool replaces it rather than hand it out. A session's guest always answers. */
+    if (s->session.mounted && !s->session.ready) {
+        _cleanup_error_ Error *err = NULL;
+        if (session_workspace_check(s->cfg->workspace, false, &err) < 0) {
+            dispatch_reply_error(s, m->req_id, err);
+            return;
+        }
+    }
     pong.nonce = m->ping->nonce;
     g.req_id = m->req_id;
     g.body_case = GBODY(PONG);
@@ -159,8 +168,7 @@ dispatch_prepare(Server *s, const HostMsg *m)
     bool started;
 
     if (s->session.ready || s->session.prepared) {
-        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY), "prepare: only once, before hello") <
-            0)
+        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY), "prepare: only once, before hello") < 0)
             dispatch_queue_failed(m->req_id);
         return;
     }

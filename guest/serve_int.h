@@ -45,6 +45,8 @@ int session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp);
  * a warm-up exec was started (it then answers with ExecStarted and ExecExit itself). */
 int session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
                     bool *ret_started, Error **errp);
+/* The workspace is mounted read-write and (with sync) its disk takes writes: E_IO if not. */
+int session_workspace_check(const char *workspace, bool sync, Error **errp);
 /* Kills every exec and waits (bounded) for the trees to empty; then, for PID 1, syncs and
  * unmounts the workspace. Best effort: what fails is logged by the caller via errp. */
 int session_shutdown(Server *s, Error **errp);

@@ -11,7 +11,10 @@
  * run one warm-up exec as WARMUP_UID through the whole exec path, so a TCG guest has
  * translated that code before the session's first exec. Hello then skips the mount.
  * The workspace is mounted with commit=1: ext4 commits its journal every second (data=ordered
- * writes data first), so a guest destroyed without warning loses at most ~1 s of closed files. */
+ * writes data first), so a guest destroyed without warning loses at most ~1 s of closed files.
+ * Prepare also proves the workspace writable (syncfs: the mount's own writes reach the disk
+ * or fail now), so a guest restored while the host's disk was full fails in the pool instead
+ * of handing a read-only workspace to a session. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
@@ -22,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,8 +91,24 @@ session_mount_workspace(Server *s, const char *device, Error **errp)
 }
 
 int
-session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
-                bool *ret_started, Error **errp)
+session_workspace_check(const char *workspace, bool sync, Error **errp)
+{
+    struct statvfs st;
+    _cleanup_close_ int fd = open(workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return error_set(errp, E_IO, errno, "open the workspace");
+    if (sync && syncfs(fd) < 0) /* reports the disk's write errors since the mount */
+        return error_set(errp, E_IO, errno, "the workspace disk cannot be written");
+    if (fstatvfs(fd, &st) < 0)
+        return error_set(errp, E_IO, errno, "statvfs the workspace");
+    if (st.f_flag & ST_RDONLY) /* ext4 remounts read-only when its journal hits an I/O error */
+        return error_set(errp, E_IO, EROFS, "the workspace went read-only (a disk error)");
+    return 0;
+}
+
+int
+session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id, bool *ret_started,
+                Error **errp)
 {
     Stockade__Runner__Exec x = STOCKADE__RUNNER__EXEC__INIT;
     EnvList none = {0};
@@ -103,10 +123,15 @@ session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
     if (ws < 0)
         return error_set(errp, E_IO, errno, "open the workspace");
     session_warm_hello_paths(ws);
+    if (s->cfg->pid1 && session_workspace_check(s->cfg->workspace, true, errp) < 0)
+        return -1;
     if (p->n_warmup_argv == 0)
         return 0;
-    ExecContext ctx = {.ws_fd = ws, .home = s->cfg->workspace, .uid = WARMUP_UID,
-                       .gid = WARMUP_UID, .session_env = &none};
+    ExecContext ctx = {.ws_fd = ws,
+                       .home = s->cfg->workspace,
+                       .uid = WARMUP_UID,
+                       .gid = WARMUP_UID,
+                       .session_env = &none};
     x.exec_id = EXEC_ID_WARMUP;
     x.argv = p->warmup_argv;
     x.n_argv = p->n_warmup_argv;

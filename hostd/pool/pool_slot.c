@@ -231,6 +231,15 @@ slot_on_prepare_timeout(Loop *l, void *userdata)
     slot_fail(g, "no answer to Prepare (workspace mount and warm-up) in time");
 }
 
+/* Fails the slot with the runner's own reason (escaped in the log by slot_fail). */
+static void
+slot_fail_reported(Guest *g, const char *what, const Stockade__Runner__Error *e)
+{
+    char why[ERROR_MESSAGE_MAX_BYTES + 64];
+    snprintf(why, sizeof(why), "%s: %s", what, e->message);
+    slot_fail(g, why);
+}
+
 /* The prepare step's replies: ExecStarted then ExecExit of the warm-up, or Ack, or Error. */
 static bool
 slot_on_prepare_reply(Guest *g, const GuestMsg *m)
@@ -252,7 +261,7 @@ slot_on_prepare_reply(Guest *g, const GuestMsg *m)
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
         if (m->req_id != g->prepare_req_id)
             return false;
-        slot_fail(g, "Prepare failed in the guest (workspace did not mount?)");
+        slot_fail_reported(g, "Prepare failed in the guest", m->error);
         return true;
     default:
         return false;
@@ -270,6 +279,11 @@ slot_on_message(Channel *c, const GuestMsg *m, void *userdata)
     if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_PONG && m->req_id != 0 &&
         m->req_id == g->ping_req_id) {
         slot_schedule_ping(g);
+        return;
+    }
+    if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR && m->req_id != 0 &&
+        m->req_id == g->ping_req_id && g->state == SLOT_IDLE) {
+        slot_fail_reported(g, "unhealthy", m->error); /* e.g. a read-only workspace */
         return;
     }
     if (g->state == SLOT_BUSY && g->ops) {
@@ -296,8 +310,8 @@ static void
 slot_open_channel(Guest *g, uint64_t timeout_usec)
 {
     _cleanup_error_ Error *err = NULL;
-    if (channel_open(g->pool->loop, g->socket_path, now_usec() + timeout_usec, &slot_channel_ops,
-                     g, &g->ch, &err) < 0)
+    if (channel_open(g->pool->loop, g->socket_path, now_usec() + timeout_usec, &slot_channel_ops, g,
+                     &g->ch, &err) < 0)
         slot_fail(g, err->message);
 }
 
@@ -396,8 +410,7 @@ shape_warming(const Shape *s)
     unsigned n = 0;
     for (unsigned k = 0; k < s->n_slots; k++) {
         SlotState st = s->slots[k].state;
-        n += st == SLOT_IDLE || st == SLOT_RESTORING || st == SLOT_SYNCING ||
-             st == SLOT_PREPARING;
+        n += st == SLOT_IDLE || st == SLOT_RESTORING || st == SLOT_SYNCING || st == SLOT_PREPARING;
     }
     return n;
 }
@@ -446,8 +459,8 @@ void
 slot_fail(Guest *g, const char *why)
 {
     char safe[256];
-    log_warn("guest %s: %s; destroying it", g->name, log_escape(safe, sizeof(safe), why,
-                                                                  strlen(why)));
+    log_warn("guest %s: %s; destroying it", g->name,
+             log_escape(safe, sizeof(safe), why, strlen(why)));
     if (g->probe && (g->state == SLOT_BOOT_SYNC || g->state == SLOT_BOOTING))
         accel_probe_finished(g, false, why);
     if (g->state == SLOT_BUSY && g->ops && !g->lost_notified) {
@@ -501,8 +514,13 @@ slot_destroy(Guest *g, bool failed)
 
     g->failed |= failed;
     switch (g->state) {
-    case SLOT_EMPTY: case SLOT_BACKOFF: case SLOT_DESTROYING: case SLOT_HELD:
-    case SLOT_BOOTING: case SLOT_RESTORING: case SLOT_SAVING:
+    case SLOT_EMPTY:
+    case SLOT_BACKOFF:
+    case SLOT_DESTROYING:
+    case SLOT_HELD:
+    case SLOT_BOOTING:
+    case SLOT_RESTORING:
+    case SLOT_SAVING:
         return; /* nothing runs, or a job runs whose completion destroys (see handlers) */
     default:
         break;

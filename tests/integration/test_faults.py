@@ -4,8 +4,9 @@
     test_faults.py qemu_killed|qemu_stopped|libvirtd_restart|kill9|disk_full
 
 After each: every session accounted for (ended, with a reason), every event written before
-the fault still served unchanged, files on disk before the fault still there, and no QEMU
-left behind (the fixture fails the test otherwise).
+the fault still served unchanged, files on disk before the fault still there, the ledger
+exact (every reservation settled once, charged what the session records say it ran), and no
+QEMU left behind (the fixture fails the test otherwise).
 """
 import os
 import random
@@ -50,6 +51,32 @@ def files_back(d, sid, n):
         assert status == 200 and body == f"{i}\n".encode(), (i, status, body)
 
 
+def wall(ts):
+    from datetime import datetime
+    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def ledger_exact(d):
+    """Once every session ended: each one's reservation is settled exactly once (none open,
+    nothing still reserved), and the wallet is charged vcpus x ceil(ended - started) per
+    session that ran (to the second: the API shows milliseconds)."""
+    sessions = d.all_sessions()
+    assert all(s["state"] == "ended" for s in sessions), sessions
+    vcpus = {p["name"]: p["vcpus"] for p in d.get("/v1/pool")["pools"]}
+    u = d.unix_call("GET", "/v1/admin/tenants/default/usage")
+    r, w = u["reservations"], u["wallet_guest_seconds"]
+    ran = [s for s in sessions if s.get("started_at")]
+    assert r["open"] == 0 and w["reserved"] == 0, u
+    assert r["charged"] == len(ran) and r["charged"] + r["released"] == len(sessions), \
+        (u, len(ran), len(sessions))
+    used = sum(min(s["timeout_s"] * vcpus[s["pool"]],
+                   vcpus[s["pool"]] * (wall(s["ended_at"]) - wall(s["started_at"])))
+               for s in ran)
+    assert -0.01 < w["charged"] - used < len(ran) + 0.01, (w, used)  # ms vs µs rounding
+    print(f"ledger exact: {len(sessions)} sessions, {r['charged']} charged "
+          f"{w['charged']} guest-s (records say {used:.2f}), {r['released']} released")
+
+
 SHARED_CONF = "[timeouts]\nhealth_interval_s = 2\nping_timeout_s = 3\n"
 
 
@@ -65,6 +92,7 @@ def guest_dies(d, sig):
     d.wait(d.pool_full, 120, "a replacement guest")
     ok = task(d, ["echo", "after"])
     assert ended(d, ok)["end_reason"] == "completed"
+    ledger_exact(d)
     print(f"{signal.Signals(sig).name}: session ended guest_error, files 1..8 back, "
           f"pool refilled")
 
@@ -103,6 +131,7 @@ def scenario_libvirtd_restart(d):
     d.wait(d.pool_full, 120, "a guest restored after the libvirtd restart")
     ok = task(d, ["echo", "after"])
     assert ended(d, ok)["end_reason"] == "completed"
+    ledger_exact(d)
     print("libvirtd restart: live session kept running, cancel and refill worked after")
 
 
@@ -135,6 +164,7 @@ def scenario_kill9():
             s = ended(d, sid)
             assert s["end_reason"], s
             assert list(d.events(sid))[:len(before)] == before
+        ledger_exact(d)
         print(f"kill -9 x3: {len(seen)} sessions all ended with a reason, events intact")
 
 
@@ -168,6 +198,7 @@ def scenario_disk_full():
             ok = task(d, ["echo", "after"])
             fin = ended(d, ok)
             assert fin["end_reason"] == "completed", (fin, list(d.events(ok)), d.tail_log(15))
+            ledger_exact(d)
             print(f"disk full: session ended {s['end_reason']}, earlier events and files kept,"
                   " recovered once space came back")
     finally:

@@ -276,6 +276,16 @@ class Daemon:
     def session(self, sid):
         return self.get(f"/v1/sessions/{sid}")
 
+    def all_sessions(self):
+        """Every session the caller may see, following the list's pages."""
+        out, before = [], None
+        while True:
+            page = self.get("/v1/sessions?limit=500" + (f"&before={before}" if before else ""))
+            out += page["sessions"]
+            before = page["next"]
+            if not before:
+                return out
+
     def wait_state(self, sid, state, timeout=120):
         return self.wait(lambda: self.session(sid)["state"] == state and self.session(sid),
                          timeout, f"session {sid} to be {state}")
