@@ -51,6 +51,16 @@ artifacts_prepare(Sessions *m, const char *id, Error **errp)
     return 0;
 }
 
+/* A session that ends before a guest was bound never reaches the merge: its work area goes
+ * here (files/ stays, empty, so the session still has its folder). */
+void
+artifacts_drop_work(Sessions *m, const char *id)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s/.mirror", m->artifacts_dir, id);
+    rm_rf(path);
+}
+
 static struct {
     uint64_t bytes;
     uint32_t files;

@@ -118,6 +118,7 @@ session_end(Session *s, const char *reason)
         m->stats.timeouts++;
     if (s->state == ST_PENDING) {
         session_unqueue(s);
+        artifacts_drop_work(m, s->rec.id);
         session_set_state(s, ST_ENDED, reason);
         m->stats.ended++;
         session_free(s);
@@ -126,6 +127,7 @@ session_end(Session *s, const char *reason)
     }
     session_set_state(s, ST_STOPPING, reason);
     if (!s->guest) { /* lost before a guest was bound */
+        artifacts_drop_work(m, s->rec.id);
         session_set_state(s, ST_ENDED, reason);
         m->stats.ended++;
         session_free(s);

@@ -190,6 +190,7 @@ void mirror_abort(Session *s);
 
 /* artifacts.c */
 int artifacts_prepare(Sessions *m, const char *id, Error **errp);
+void artifacts_drop_work(Sessions *m, const char *id);
 /* Worker thread: moves salvaged files over mirrored ones where the disk is newer, adding new
  * ones only while the folder holds fewer than max_files files. *ret_capped if some were left. */
 int artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,

@@ -2,7 +2,7 @@
 """Integration tests of sessions and tasks (issue 4) against a real stockaded, real libvirtd
 and real guests booted from the project's images. One scenario per run:
 
-    test_sessions.py stream|cancel|timeout|hostile|restart
+    test_sessions.py stream|cancel|timeout|hostile|queued|restart
 """
 import json
 import os
@@ -128,6 +128,39 @@ def scenario_cancel(d):
           f"the cancel, {len(names)} entries back, salvage {art['salvage_ms']} ms")
 
 
+def scenario_queued(d):
+    """A session cancelled while it waits for a guest ends at once, is never handed one, and
+    leaves no work area behind (the soak found one .mirror/ per such session)."""
+    d.wait(d.pool_full, 300, "a full pool")
+    body = {"pool": "minimal", "argv": ["sleep", "300"], "timeout_s": 300}
+    busy = [d.call("POST", "/v1/tasks", body=body, expect=(201,))["id"] for _ in range(2)]
+    for sid in busy:
+        d.wait_state(sid, "running", 300)
+    queued = d.call("POST", "/v1/tasks", body=body, expect=(201,))["id"]
+    assert d.session(queued)["state"] == "pending", d.session(queued)
+    d.post(f"/v1/sessions/{queued}/cancel")
+    s = d.wait_state(queued, "ended", 30)
+    assert s["end_reason"] == "cancelled" and not s.get("guest"), s
+    for sid in busy:
+        d.post(f"/v1/sessions/{sid}/cancel")
+    for sid in busy:
+        d.wait_state(sid, "ended", 120)
+    folder = os.path.join(d.state, "state", "artifacts", queued)
+    assert os.path.isdir(os.path.join(folder, "files")), os.listdir(folder)
+    assert sorted(os.listdir(folder)) == ["files"], os.listdir(folder)
+    print("queued ok: cancelled while pending, no guest, no work area left")
+
+
+def check_no_work_areas(d):
+    """Every ended session's folder holds only files/: .mirror/ and .salvage/ are gone."""
+    root = os.path.join(d.state, "state", "artifacts")
+    ended = {s["id"] for s in d.all_sessions() if s["state"] == "ended"}
+    left = [os.path.join(sid, sub) for sid in sorted(ended) if os.path.isdir(os.path.join(root, sid))
+            for sub in os.listdir(os.path.join(root, sid)) if sub != "files"]
+    assert not left, f"work areas left behind: {left}"
+    print(f"work areas: none left in {len(ended)} ended sessions' folders")
+
+
 def metric(d, name):
     status, _, body = d.request("GET", "/metrics")
     for line in body.decode().splitlines():
@@ -230,7 +263,7 @@ def scenario_restart():
           "host_restart with its files")
 
 
-SHARED = ("stream", "cancel", "timeout", "hostile")
+SHARED = ("stream", "cancel", "timeout", "hostile", "queued")
 
 
 def run(names):
@@ -243,6 +276,7 @@ def run(names):
             for n in shared:
                 print(f"== {n}", flush=True)
                 globals()["scenario_" + n](d)
+            check_no_work_areas(d)
     if "restart" in names:
         print("== restart", flush=True)
         scenario_restart()
