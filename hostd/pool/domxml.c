@@ -118,10 +118,15 @@ domxml_head(FILE *f, const DomainSpec *s)
     xml_elem(f, "    <initrd>", s->initrd_path, "</initrd>\n");
     xml_elem(f, "    <cmdline>", s->cmdline, "</cmdline>\n");
     fputs("  </os>\n", f);
+    /* ACPI: the guest then finds the HPET and the ACPI PM timer. Without them its only
+     * clocksources are the TSC and jiffies, and a TSC the kernel distrusts after a restore
+     * leaves it on jiffies, whose time runs slow under load and fast as lost ticks catch
+     * up (guest sleeps were seen 6x short). No ACPI power button is wired to anything. */
+    fputs("  <features>\n    <acpi/>\n", f);
     if (s->accel == ACCEL_TCG && s->tb_cache_mib)
-        fprintf(f, "  <features>\n    <tcg>\n      <tb-cache unit='MiB'>%u</tb-cache>\n"
-                   "    </tcg>\n  </features>\n",
+        fprintf(f, "    <tcg>\n      <tb-cache unit='MiB'>%u</tb-cache>\n    </tcg>\n",
                 s->tb_cache_mib);
+    fputs("  </features>\n", f);
     if (s->accel == ACCEL_KVM)
         fputs("  <cpu mode='host-passthrough' check='none'/>\n", f);
     fputs("  <clock offset='utc'/>\n  <on_poweroff>destroy</on_poweroff>\n"

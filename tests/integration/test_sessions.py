@@ -2,7 +2,7 @@
 """Integration tests of sessions and tasks (issue 4) against a real stockaded, real libvirtd
 and real guests booted from the project's images. One scenario per run:
 
-    test_sessions.py stream|cancel|timeout|hostile|queued|restart
+    test_sessions.py stream|clock|cancel|timeout|hostile|queued|restart
 """
 import json
 import os
@@ -126,6 +126,33 @@ def scenario_cancel(d):
     assert metric(d, "stockade_pool_restores_total") > restores_before
     print(f"cancel ok: answered in {answered * 1000:.0f} ms, {last} files printed before "
           f"the cancel, {len(names)} entries back, salvage {art['salvage_ms']} ms")
+
+
+CLOCK = r"""
+import time
+cs = "/sys/devices/system/clocksource/clocksource0/"
+print(open(cs + "current_clocksource").read().split()[0], flush=True)
+time.sleep(0.2)
+print("start", flush=True)
+time.sleep(3)
+print("stop", flush=True)
+"""
+
+
+def scenario_clock(d):
+    """The guest keeps time: a clocksource other than jiffies (which, with lost and caught-up
+    ticks under TCG, ran guest sleeps 6x short), and a 3 s guest sleep seen from the host as
+    roughly 3 s (a factor-2 band: a sanity bound on the guest's clock, not a speed check)."""
+    sid = task(d, ["python3", "c.py"], files=[("c.py", CLOCK)])
+    seen = {}
+    for ev in d.events(sid, follow=True):
+        for line in ev.get("data", "").split() if ev["type"] == "exec.stdout" else ():
+            seen.setdefault(line, time.time())
+    source = next(k for k in seen if k not in ("start", "stop"))
+    assert source not in ("jiffies", "refined-jiffies"), f"guest clocksource {source}"
+    host = seen["stop"] - seen["start"]
+    assert 1.5 <= host <= 6.0, f"a 3 s sleep in the guest took {host:.2f} s on the host"
+    print(f"clock ok: clocksource {source}, a 3 s guest sleep = {host:.2f} s host time")
 
 
 def scenario_queued(d):
@@ -263,7 +290,7 @@ def scenario_restart():
           "host_restart with its files")
 
 
-SHARED = ("stream", "cancel", "timeout", "hostile", "queued")
+SHARED = ("stream", "clock", "cancel", "timeout", "hostile", "queued")
 
 
 def run(names):
