@@ -16,6 +16,7 @@ typedef enum {
     SEC_LIMITS,
     SEC_TIMEOUTS,
     SEC_API,
+    SEC_E2B,
     SEC_SESSIONS,
     SEC_QUOTA,
     SEC_EGRESS,
@@ -156,6 +157,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
     c->max_body_mib = (unsigned) (c->http.max_body_bytes >> 20);
     sessions_config_defaults(&c->sessions);
+    e2b_config_defaults(&c->e2b);
     c->output_limit_mib = (unsigned) (c->sessions.output_limit_bytes >> 20);
     c->mirror_budget_mib = (unsigned) (c->sessions.mirror_budget_bytes >> 20);
     c->mirror_max_file_mib = (unsigned) (c->sessions.mirror_max_file_bytes >> 20);
@@ -304,6 +306,10 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
             *ret = plain[i].sec;
             return 0;
         }
+    if (strcmp(s, "e2b") == 0) {
+        *ret = SEC_E2B;
+        return 0;
+    }
     if (strncmp(s, "pool ", 5) == 0) {
         *ret = SEC_POOL;
         return open_pool_section(c, trim(s + 5), line, errp);
@@ -328,6 +334,9 @@ parse_line(DaemonConfig *c, char *s, unsigned line, Section *sec, Error **errp)
         return error_set(errp, E_INVALID, 0, "line %u: key outside a section", line);
     if (*sec == SEC_POOL)
         return set_pool_key(c, c->pool.n_shapes - 1, name, value, line, errp);
+    if (*sec == SEC_E2B)
+        return e2b_config_set(&c->e2b, name, value, errp) < 0 ? error_prefix(errp, "line %u", line)
+                                                               : 0;
     for (size_t i = 0; i < ELEMENTSOF(keys); i++)
         if (keys[i].section == *sec && strcmp(keys[i].name, name) == 0)
             return set_key(c, &keys[i], value, line, errp);

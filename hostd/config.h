@@ -22,6 +22,8 @@
  *                       exempt from the private-range refusal): comma-separated, repeatable;
  *                       max_streams, max_streams_total, max_bytes_in_mib, max_bytes_out_mib,
  *                       connect_timeout_s, max_denied_events (per session; hostd/egress)
+ *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,
+ *                       lifetime_s, create_wait_s (E2B SDK compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */
@@ -30,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "e2b.h"
 #include "error.h"
 #include "http.h"
 #include "policy.h"
@@ -52,6 +55,7 @@ typedef struct DaemonConfig {
     HttpConfig http;                         /* strings point into this struct */
     unsigned max_body_mib;
     SessionsConfig sessions;
+    E2bConfig e2b;
     unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;
     unsigned artifact_max_age_h, artifact_max_total_gib;
     PoolConfig pool;                         /* string fields point into this struct */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "e2b.h"
 #include "eventhub.h"
 #include "fdutil.h"
 #include "log.h"
@@ -37,6 +38,7 @@ struct Daemon {
     EventHub *hub;
     Sessions *sessions;
     Api *api;
+    E2b *e2b; /* [e2b] enabled: the E2B SDK's control plane and envd face */
     char *db_path;
     int lock_fd;
     int signal_fd;
@@ -204,6 +206,24 @@ daemon_start_api(Daemon *d, Error **errp)
     return 0;
 }
 
+static int
+daemon_start_e2b(Daemon *d, Error **errp)
+{
+    const E2bConfig *c = &d->cfg->e2b;
+    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
+                    .readers = d->readers, .hub = d->hub,
+                    .default_quota = &d->cfg->sessions.default_quota,
+                    .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
+                    .workspace_mib = d->cfg->pool.workspace_mib};
+    if (!c->enabled)
+        return 0;
+    if (e2b_start(&deps, c, &d->e2b, errp) < 0)
+        return -1;
+    log_info("E2B API on http://%s:%u, envd on http://%s:%u (domain %s)", c->address,
+             e2b_api_port(d->e2b), c->address, e2b_envd_port(d->e2b), c->domain);
+    return 0;
+}
+
 int
 daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
 {
@@ -238,7 +258,7 @@ daemon_run(Daemon *d)
     _cleanup_error_ Error *err = NULL;
     sessions_start(d->sessions); /* first: it holds disks an earlier run left unsalvaged */
     pool_start(d->pool);
-    if (daemon_start_api(d, &err) < 0) {
+    if (daemon_start_api(d, &err) < 0 || daemon_start_e2b(d, &err) < 0) {
         log_error("%s", err->message);
         return 1;
     }
@@ -254,6 +274,7 @@ daemon_free(Daemon *d)
     if (d->hub)
         eventhub_shutdown(d->hub); /* followers end */
     api_stop(d->api);          /* waits for connection threads: the loop no longer runs */
+    e2b_stop(d->e2b);          /* the same, and its pending loop calls are never run */
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);

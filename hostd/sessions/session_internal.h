@@ -44,7 +44,7 @@ typedef struct Exec {
     struct Exec *next;
 } Exec;
 
-typedef enum { OP_FILE_PUT, OP_FILE_GET } OpKind;
+typedef enum { OP_FILE_PUT, OP_FILE_GET, OP_FS } OpKind;
 
 typedef struct Op {
     OpKind kind;
@@ -60,6 +60,9 @@ typedef struct Op {
     TimerId timer;
     bool task; /* part of a task's upload: its completion moves the task on */
     bool mkdir_first; /* put: make the parent directories before the first chunk */
+    SessionsFsKind fs_kind; /* OP_FS: sessions_fs_op() */
+    char *path2;
+    SessionsFsFn fs_done;
     struct Op *next;
 } Op;
 
@@ -82,6 +85,7 @@ struct Session {
     bool accepting;    /* false from the first stop event on: guest messages are dropped */
     bool graceful;     /* a finished task: the runner may sync before the destroy */
     uint64_t created_mono_usec;
+    uint64_t lifetime_start_usec; /* monotonic: when the timeout timer was first armed */
     TimerId timeout_timer, pending_timer, hello_timer, sync_timer;
     Exec *execs;
     uint32_t next_exec_id;
@@ -160,6 +164,8 @@ int session_start_put(Session *s, const char *path, const uint8_t *data, size_t 
                       SessionsDoneFn done, void *userdata, bool task, Error **errp);
 int session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
                       void *userdata, Error **errp);
+int session_start_fs(Session *s, SessionsFsKind kind, const char *path, const char *path2,
+                     SessionsFsFn done, void *userdata, Error **errp);
 
 /* session_admit.c: the tenant ledger (see there for why admission is atomic) */
 /* Savepoint: admission + reservation + artifact folder + the session's first record. */

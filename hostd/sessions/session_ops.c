@@ -1,6 +1,7 @@
 /* Round trips with a running guest: putting and getting whole files in FILE_CHUNK_MAX_BYTES
- * chunks (one chunk in flight per operation, each with SESSION_OP_TIMEOUT_USEC), and the
- * task flow built on them: upload the task's files, start its command. */
+ * chunks (one chunk in flight per operation, each with SESSION_OP_TIMEOUT_USEC), single
+ * filesystem operations (FsOp), and the task flow built on them: upload the task's files,
+ * start its command. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,11 @@ op_finish(Op *op, const Error *err)
         if (!err)
             op->data = NULL; /* handed over */
     }
+    if (op->kind == OP_FS && op->fs_done)
+        op->fs_done(op->userdata, err, NULL, 0, false); /* success comes through op_finish_fs */
     bool task = op->task;
     free(op->path);
+    free(op->path2);
     free(op->data);
     free(op);
     if (task && !err && s->state == ST_RUNNING)
@@ -91,7 +95,13 @@ op_send(Op *op)
     _cleanup_free_ char *parent = NULL;
     _cleanup_error_ Error *err = NULL;
 
-    if (op->kind == OP_FILE_PUT && op->mkdir_first) {
+    if (op->kind == OP_FS) {
+        fs.kind = (Stockade__Runner__FsOp__Kind) op->fs_kind;
+        fs.path = op->path;
+        fs.path2 = op->path2 ? op->path2 : "";
+        m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FS_OP;
+        m.fs_op = &fs;
+    } else if (op->kind == OP_FILE_PUT && op->mkdir_first) {
         parent = strdup(op->path);
         char *slash = parent ? strrchr(parent, '/') : NULL;
         if (!slash) {
@@ -160,6 +170,41 @@ op_on_file_data(Op *op, const Stockade__Runner__FileData *d)
     op_send(op);
 }
 
+void
+sessions_fs_entries_free(SessionsFsEntry *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].name), free(v[i].symlink_target);
+    free(v);
+}
+
+/* A successful FsOp: the entries (copied out of the guest's message) go to the owner. */
+static void
+op_finish_fs(Op *op, const Stockade__Runner__FsResult *r)
+{
+    size_t n = r ? r->n_entries : 0;
+    SessionsFsEntry *v = calloc(n + 1, sizeof(*v));
+    for (size_t i = 0; v && i < n; i++) {
+        const Stockade__Runner__FsEntry *e = r->entries[i];
+        v[i] = (SessionsFsEntry){.type = (SessionsFsType) e->type, .size = e->size,
+                                 .mode = e->mode, .mtime_ns = e->mtime_ns};
+        v[i].name = strdup(e->name);
+        v[i].symlink_target = e->symlink_target[0] ? strdup(e->symlink_target) : NULL;
+        if (!v[i].name || (e->symlink_target[0] && !v[i].symlink_target)) {
+            sessions_fs_entries_free(v, i + 1);
+            v = NULL;
+        }
+    }
+    if (!v) {
+        op_fail(op, E_INTERNAL, "%s: out of memory", op->path);
+        return;
+    }
+    SessionsFsFn done = op->fs_done;
+    op->fs_done = NULL; /* op_finish must not call it again */
+    done(op->userdata, NULL, v, n, r && r->truncated);
+    op_finish(op, NULL);
+}
+
 bool
 session_ops_on_reply(Session *s, const GuestMsg *m)
 {
@@ -173,8 +218,14 @@ session_ops_on_reply(Session *s, const GuestMsg *m)
         ErrorCategory cat = m->error->code == STOCKADE__RUNNER__ERROR__CODE__NOT_FOUND ? E_NOT_FOUND
                             : m->error->code == STOCKADE__RUNNER__ERROR__CODE__INVALID_PATH
                                 ? E_INVALID
-                                : E_GUEST;
+                            : m->error->code == STOCKADE__RUNNER__ERROR__CODE__EXISTS ? E_CONFLICT
+                                                                                      : E_GUEST;
         op_fail(op, cat, "%s", m->error->message);
+    } else if (op->kind == OP_FS && (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT ||
+                                     m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK)) {
+        op_finish_fs(op, m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT
+                             ? m->fs_result
+                             : NULL);
     } else if (op->kind == OP_FILE_PUT && op->mkdir_first &&
                (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT ||
                 m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK)) {
@@ -241,6 +292,23 @@ session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn
         return error_set(errp, E_INTERNAL, ENOMEM, "file get");
     op->cap = max_bytes;
     op->get_done = done;
+    op->userdata = userdata;
+    op_send(op);
+    return 0;
+}
+
+int
+session_start_fs(Session *s, SessionsFsKind kind, const char *path, const char *path2,
+                 SessionsFsFn done, void *userdata, Error **errp)
+{
+    Op *op = op_new(s, OP_FS, path);
+    if (!op || (path2 && !(op->path2 = strdup(path2)))) {
+        if (op)
+            op_unlink(op), free(op->path), free(op);
+        return error_set(errp, E_INTERNAL, ENOMEM, "fs op");
+    }
+    op->fs_kind = kind;
+    op->fs_done = done;
     op->userdata = userdata;
     op_send(op);
     return 0;

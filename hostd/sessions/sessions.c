@@ -280,7 +280,8 @@ sessions_dispatch_pending(Sessions *m)
         s->next_pending = NULL;
         loop_cancel_timer(m->loop, s->pending_timer);
         s->pending_timer = 0;
-        s->timeout_timer = loop_add_timer(m->loop, now_usec() + s->rec.timeout_usec,
+        s->lifetime_start_usec = now_usec();
+        s->timeout_timer = loop_add_timer(m->loop, s->lifetime_start_usec + s->rec.timeout_usec,
                                           session_on_timeout, s);
         session_bind_guest(s, g);
     }
@@ -539,6 +540,83 @@ bool
 sessions_is_live(Sessions *m, const char *tenant, const char *id)
 {
     return sessions_find(m, tenant, id) != NULL;
+}
+
+bool
+sessions_is_running(Sessions *m, const char *tenant, const char *id)
+{
+    Session *s = sessions_find(m, tenant, id);
+    return s && s->state == ST_RUNNING;
+}
+
+static uint64_t
+session_lifetime_left(const Session *s)
+{
+    uint64_t end = s->lifetime_start_usec + s->rec.timeout_usec, now = now_usec();
+    return end > now ? end - now : 0;
+}
+
+int
+sessions_timeout_left(Sessions *m, const char *tenant, const char *id, uint64_t *ret_usec,
+                      Error **errp)
+{
+    Session *s = session_running(m, tenant, id, errp);
+    if (!s)
+        return -1;
+    *ret_usec = session_lifetime_left(s);
+    return 0;
+}
+
+int
+sessions_set_timeout(Sessions *m, const char *tenant, const char *id, uint64_t timeout_usec,
+                     Error **errp)
+{
+    Session *s = session_running(m, tenant, id, errp);
+    if (!s)
+        return -1;
+    uint64_t left = session_lifetime_left(s);
+    if (timeout_usec > left)
+        return error_set(errp, E_INVALID, 0, "a timeout of %llu s is over what is left of the "
+                         "lifetime admitted for this session (%llu s of %llu s)",
+                         (unsigned long long) ((timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC),
+                         (unsigned long long) (left / USEC_PER_SEC),
+                         (unsigned long long) (s->rec.timeout_usec / USEC_PER_SEC));
+    loop_cancel_timer(m->loop, s->timeout_timer);
+    s->timeout_timer = loop_add_timer(m->loop, now_usec() + timeout_usec, session_on_timeout, s);
+    session_event(s, "session.timeout_set", 0, NULL, 0,
+                  json_pack("{s:I}", "timeout_ms", (json_int_t) (timeout_usec / 1000)));
+    return 0;
+}
+
+int
+sessions_exec_state(Sessions *m, const char *tenant, const char *id, uint32_t exec_id,
+                    SessionsExecState *ret, Error **errp)
+{
+    Session *s = sessions_find(m, tenant, id);
+    for (Exec *e = s ? s->execs : NULL; e; e = e->next)
+        if (e->id == exec_id) {
+            *ret = e->done ? SESSIONS_EXEC_DONE
+                   : e->running ? SESSIONS_EXEC_RUNNING
+                                : SESSIONS_EXEC_STARTING;
+            return 0;
+        }
+    return error_set(errp, E_NOT_FOUND, 0, "no exec %u in a live session %.40s", exec_id, id);
+}
+
+int
+sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind kind,
+               const char *path, const char *path2, SessionsFsFn done, void *userdata,
+               Error **errp)
+{
+    Session *s = session_running(m, tenant, id, errp);
+    bool root_ok = kind == SESSIONS_FS_STAT || kind == SESSIONS_FS_LIST;
+
+    if (!s)
+        return -1;
+    if (kind < SESSIONS_FS_STAT || kind > SESSIONS_FS_MOVE || !msg_path_is_valid(path, root_ok) ||
+        (kind == SESSIONS_FS_MOVE) != (path2 != NULL) || (path2 && !msg_path_is_valid(path2, false)))
+        return error_set(errp, E_INVALID, 0, "not a workspace path, or a bad fs operation");
+    return session_start_fs(s, kind, path, path2, done, userdata, errp);
 }
 
 void

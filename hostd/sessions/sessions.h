@@ -137,6 +137,58 @@ int sessions_file_get(Sessions *s, const char *tenant, const char *id, const cha
 
 /* True if the session exists for this tenant and is live (not ended). */
 bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
+/* True if the session exists for this tenant and is running (it has a guest that said Hello
+ * and has not begun to stop). */
+bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
+
+/* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
+ * "timed_out"). It never lives longer than what was admitted and reserved for it
+ * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that;
+ * sessions_timeout_left() says how much is left. Records a session.timeout_set event. */
+int sessions_set_timeout(Sessions *s, const char *tenant, const char *id, uint64_t timeout_usec,
+                         Error **errp);
+int sessions_timeout_left(Sessions *s, const char *tenant, const char *id, uint64_t *ret_usec,
+                          Error **errp);
+
+typedef enum { SESSIONS_EXEC_STARTING, SESSIONS_EXEC_RUNNING, SESSIONS_EXEC_DONE } SessionsExecState;
+/* The state of one exec of a live session: E_NOT_FOUND for no such session or exec. */
+int sessions_exec_state(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
+                        SessionsExecState *ret, Error **errp);
+
+/* Small filesystem operations under /workspace of a running guest: the runner's FsOp (see
+ * proto/runner.proto). path (and path2, MOVE's target) are workspace-relative; "" is
+ * /workspace itself for STAT and LIST only. done runs once on the loop thread with the
+ * entries (STAT: one, LIST: up to LIST_MAX_ENTRIES, *truncated when there were more; others:
+ * none), which it owns (sessions_fs_entries_free()); err: E_NOT_FOUND (no such path),
+ * E_CONFLICT (exists), E_INVALID (escapes, crosses a symlink, wrong type), E_TIMEOUT, E_GUEST.
+ * The strings come from the guest: checked paths, but any bytes. */
+typedef enum {
+    SESSIONS_FS_STAT = 1,
+    SESSIONS_FS_LIST,
+    SESSIONS_FS_MKDIR, /* with parents; an existing directory is fine */
+    SESSIONS_FS_REMOVE, /* recursively; a missing path is fine */
+    SESSIONS_FS_MOVE,
+} SessionsFsKind;
+typedef enum {
+    SESSIONS_FS_FILE = 1,
+    SESSIONS_FS_DIR,
+    SESSIONS_FS_SYMLINK,
+    SESSIONS_FS_OTHER,
+} SessionsFsType;
+typedef struct SessionsFsEntry {
+    char *name; /* STAT: the path asked; LIST: one component */
+    SessionsFsType type;
+    uint64_t size;
+    uint32_t mode; /* permission bits, & 07777 */
+    uint64_t mtime_ns;
+    char *symlink_target; /* NULL unless a symlink */
+} SessionsFsEntry;
+typedef void (*SessionsFsFn)(void *userdata, const Error *err, SessionsFsEntry *entries,
+                             size_t n, bool truncated);
+int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKind kind,
+                   const char *path, const char *path2, SessionsFsFn done, void *userdata,
+                   Error **errp);
+void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;

@@ -1,0 +1,199 @@
+/* [e2b] config keys (pure: text in, struct out; fuzzed through the daemon's config parser).
+ *
+ *   enabled       true | false (default false)
+ *   address       numeric IPv4 or IPv6 of both listeners (default 127.0.0.1)
+ *   api_port      control plane (default 3000; 0: any free port, logged; for tests)
+ *   envd_port     envd face (default 49983; 0 likewise)
+ *   domain        returned as each sandbox's domain; Hosts <port>-<id>.<domain> route to it
+ *   template_map  name=pool[,name=pool...]: replaces the default "base=python"
+ *   lifetime_s    lifetime admitted per sandbox (default 3600, at most 86400)
+ *   create_wait_s how long a create waits for its guest (default 50, at most 600) */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2b.h"
+#include "timeutil.h"
+
+#define TEMPLATE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:"
+#define POOL_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+static int parse_template_map(E2bConfig *c, const char *value, Error **errp);
+
+void
+e2b_config_defaults(E2bConfig *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->address, sizeof(c->address), "%s", E2B_DEFAULT_ADDRESS);
+    c->api_port = E2B_DEFAULT_API_PORT;
+    c->envd_port = E2B_DEFAULT_ENVD_PORT;
+    snprintf(c->domain, sizeof(c->domain), "%s", E2B_DEFAULT_DOMAIN);
+    (void) parse_template_map(c, E2B_DEFAULT_TEMPLATE_MAP, NULL);
+    c->lifetime_usec = E2B_DEFAULT_LIFETIME_S * USEC_PER_SEC;
+    c->create_wait_usec = E2B_DEFAULT_CREATE_WAIT_S * USEC_PER_SEC;
+}
+
+static int
+parse_uint(const char *v, unsigned long min, unsigned long max, unsigned long *ret)
+{
+    char *end;
+    if (v[0] < '0' || v[0] > '9' || strlen(v) > 10)
+        return -1;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*end || n < min || n > max)
+        return -1;
+    *ret = n;
+    return 0;
+}
+
+static bool
+is_numeric_address(const char *v)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, v, buf) == 1 || inet_pton(AF_INET6, v, buf) == 1;
+}
+
+/* A DNS name: labels of [a-z0-9-] (any case), 1..63 bytes, not starting or ending with '-'. */
+static bool
+is_domain(const char *v)
+{
+    size_t n = strlen(v), label = 0;
+    if (n == 0 || n > E2B_DOMAIN_MAX_BYTES || v[0] == '.' || v[n - 1] == '.')
+        return false;
+    for (size_t i = 0; i <= n; i++) {
+        char ch = v[i];
+        if (ch == '.' || ch == '\0') {
+            if (label == 0 || label > 63 || v[i - 1] == '-' || v[i - label] == '-')
+                return false;
+            label = 0;
+            continue;
+        }
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", ch))
+            return false;
+        label++;
+    }
+    return true;
+}
+
+/* One "name=pool" entry of [start, end) into t. */
+static int
+parse_template_entry(const char *start, const char *end, E2bTemplate *t)
+{
+    const char *eq = memchr(start, '=', (size_t) (end - start));
+    while (start < end && *start == ' ')
+        start++;
+    while (end > start && end[-1] == ' ')
+        end--;
+    if (!eq || eq <= start || eq >= end - 1)
+        return -1;
+    const char *name_end = eq, *pool = eq + 1;
+    while (name_end > start && name_end[-1] == ' ')
+        name_end--;
+    while (pool < end && *pool == ' ')
+        pool++;
+    size_t nl = (size_t) (name_end - start), pl = (size_t) (end - pool);
+    if (nl == 0 || nl > E2B_TEMPLATE_NAME_MAX_BYTES || pl == 0 || pl > E2B_POOL_NAME_MAX_BYTES)
+        return -1;
+    memcpy(t->name, start, nl);
+    t->name[nl] = '\0';
+    memcpy(t->pool, pool, pl);
+    t->pool[pl] = '\0';
+    if (strspn(t->name, TEMPLATE_NAME_CHARS) != nl || strspn(t->pool, POOL_NAME_CHARS) != pl)
+        return -1;
+    return 0;
+}
+
+static int
+parse_template_map(E2bConfig *c, const char *value, Error **errp)
+{
+    E2bTemplate t[E2B_TEMPLATES_MAX];
+    size_t n = 0;
+
+    for (const char *p = value; *p;) {
+        const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+        if (n == E2B_TEMPLATES_MAX)
+            return error_set(errp, E_INVALID, 0, "template_map: at most %d entries",
+                             E2B_TEMPLATES_MAX);
+        if (parse_template_entry(p, end, &t[n]) < 0)
+            return error_set(errp, E_INVALID, 0,
+                             "template_map: entries are name=pool, names of "
+                             "1..%d [A-Za-z0-9._-/:], pools of [a-z0-9-]",
+                             E2B_TEMPLATE_NAME_MAX_BYTES);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(t[i].name, t[n].name) == 0)
+                return error_set(errp, E_INVALID, 0, "template_map: %s is mapped twice", t[n].name);
+        n++;
+        p = comma ? comma + 1 : end;
+    }
+    memcpy(c->templates, t, n * sizeof(t[0]));
+    c->n_templates = n;
+    return 0;
+}
+
+static int
+set_bool(bool *field, const char *value)
+{
+    if (strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 || strcmp(value, "1") == 0)
+        *field = true;
+    else if (strcmp(value, "false") == 0 || strcmp(value, "no") == 0 || strcmp(value, "0") == 0)
+        *field = false;
+    else
+        return -1;
+    return 0;
+}
+
+static int
+set_text(char *field, size_t cap, const char *value, bool (*ok)(const char *))
+{
+    if (strlen(value) >= cap || !ok(value))
+        return -1;
+    memcpy(field, value, strlen(value) + 1);
+    return 0;
+}
+
+int
+e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp)
+{
+    unsigned long n;
+
+    if (strcmp(key, "enabled") == 0)
+        return set_bool(&c->enabled, value) < 0
+                   ? error_set(errp, E_INVALID, 0, "enabled must be true or false")
+                   : 0;
+    if (strcmp(key, "address") == 0)
+        return set_text(c->address, sizeof(c->address), value, is_numeric_address) < 0
+                   ? error_set(errp, E_INVALID, 0, "address must be a numeric IPv4 or IPv6 address")
+                   : 0;
+    if (strcmp(key, "domain") == 0)
+        return set_text(c->domain, sizeof(c->domain), value, is_domain) < 0
+                   ? error_set(errp, E_INVALID, 0, "domain must be a DNS name")
+                   : 0;
+    if (strcmp(key, "template_map") == 0)
+        return parse_template_map(c, value, errp);
+    unsigned *port = strcmp(key, "api_port") == 0    ? &c->api_port
+                     : strcmp(key, "envd_port") == 0 ? &c->envd_port
+                                                     : NULL;
+    if (port)
+        return parse_uint(value, 0, 65535, &n) < 0
+                   ? error_set(errp, E_INVALID, 0, "%s must be a number in 0..65535", key)
+                   : (*port = (unsigned) n, 0);
+    bool life = strcmp(key, "lifetime_s") == 0, wait = strcmp(key, "create_wait_s") == 0;
+    if (life || wait) {
+        unsigned long max = life ? E2B_LIFETIME_MAX_S : E2B_CREATE_WAIT_MAX_S;
+        if (parse_uint(value, 1, max, &n) < 0)
+            return error_set(errp, E_INVALID, 0, "%s must be a number in 1..%lu", key, max);
+        *(life ? &c->lifetime_usec : &c->create_wait_usec) = n * USEC_PER_SEC;
+        return 0;
+    }
+    return error_set(errp, E_INVALID, 0, "unknown key '%.64s' in [e2b]", key);
+}
+
+const char *
+e2b_config_template_pool(const E2bConfig *c, const char *template_name)
+{
+    for (size_t i = 0; i < c->n_templates; i++)
+        if (strcmp(c->templates[i].name, template_name) == 0)
+            return c->templates[i].pool;
+    return NULL;
+}

@@ -1,0 +1,455 @@
+/* The envd face: what E2B runs inside each VM, served on the host for every sandbox on one
+ * listener. A request names its sandbox with E2b-Sandbox-Id (the JS SDK sends it on every
+ * call), else with a Host "<port>-<id>.<domain>" (wildcard DNS; the Python SDK's connect);
+ * X-Access-Token (or, for /files, a v1 signed URL) must be the sandbox's envdAccessToken.
+ * Unknown, killed and timed-out sandboxes answer 502 (the SDKs read it as "not running";
+ * a 404 would read as an unimplemented method). Connect-RPC with JSON: unary calls here,
+ * server-streaming ones in e2b_stream.c, files in e2b_files.c.
+ *
+ * Processes: a process's pid is its exec id (1, 2, 3... in its sandbox, never reused), not
+ * the guest kernel's pid; List shows the ones still running. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base64.h"
+#include "e2b_internal.h"
+#include "sha256.h"
+#include "timeutil.h"
+
+/* ------------------------------------------------------------------ answers */
+
+void
+e2b_rpc_reply(HttpRequest *req, json_t *msg)
+{
+    http_respond_json(req, 200, msg ? msg : json_object());
+}
+
+void
+e2b_rpc_errorf(HttpRequest *req, ConnectCode code, const char *message)
+{
+    http_respond_json(req, connect_code_http_status(code), e2b_render_rpc_error(code, message));
+}
+
+void
+e2b_rpc_error(HttpRequest *req, const Error *err)
+{
+    ConnectCode code = connect_code_for(err->category);
+    unsigned status = err->category == E_GUEST ? 502 : connect_code_http_status(code);
+    http_respond_json(req, status, e2b_render_rpc_error(code, err->message));
+}
+
+void
+e2b_files_error(HttpRequest *req, const Error *err)
+{
+    static const unsigned status[_E_CATEGORY_MAX] = {
+        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
+        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
+        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
+    };
+    unsigned st = (unsigned) err->category < _E_CATEGORY_MAX ? status[err->category] : 500;
+    http_respond_json(req, st, e2b_render_api_error(st, err->message));
+}
+
+/* ------------------------------------------------------------------ who is asking */
+
+void
+e2b_envd_auth_clear(E2bEnvdAuth *a)
+{
+    explicit_bzero(a->token, sizeof(a->token));
+    free(a->sig_prefix);
+    free(a->sig_suffix);
+    a->sig_prefix = a->sig_suffix = NULL;
+}
+
+static bool
+signature_matches(const E2bEnvdAuth *a, const char *token)
+{
+    uint8_t hash[SHA256_BYTES];
+    Sha256 h;
+    char want[E2B_SIGNATURE_MAX_BYTES + 1];
+
+    if (!a->signature[0] || !a->sig_prefix || !a->sig_suffix)
+        return false;
+    sha256_init(&h);
+    sha256_update(&h, a->sig_prefix, strlen(a->sig_prefix));
+    sha256_update(&h, token, strlen(token));
+    sha256_update(&h, a->sig_suffix, strlen(a->sig_suffix));
+    sha256_final(&h, hash);
+    _cleanup_free_ char *b64 = base64_encode(hash, sizeof(hash));
+    if (!b64)
+        return false;
+    b64[strcspn(b64, "=")] = '\0';
+    snprintf(want, sizeof(want), "v1_%s", b64);
+    return strlen(want) == strlen(a->signature) &&
+           memcmp_constant_time(want, a->signature, strlen(want)) == 0;
+}
+
+E2bSandbox *
+e2b_envd_sandbox(E2b *e, const E2bEnvdAuth *auth, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    E2bSandbox *sb = e2b_sandbox_running(e, auth->id, NULL, &err);
+    if (!sb) {
+        error_set(errp, E_GUEST, 0, "sandbox %s is not running (unknown, killed or timed out)",
+                  auth->id[0] ? auth->id : "(none named)");
+        return NULL;
+    }
+    bool token_ok = strlen(auth->token) == strlen(sb->token) &&
+                    memcmp_constant_time(auth->token, sb->token, strlen(sb->token)) == 0;
+    if (!token_ok && !signature_matches(auth, sb->token)) {
+        error_set(errp, E_UNAUTHORIZED, 0,
+                  "X-Access-Token is not this sandbox's "
+                  "envdAccessToken");
+        return NULL;
+    }
+    return sb;
+}
+
+/* The sandbox a request is routed to: E2b-Sandbox-Id, else the Host. -1 if neither names
+ * one (or the Host names another port: Stockade does not proxy a sandbox's own ports). */
+static int
+envd_route(E2b *e, HttpRequest *req, E2bEnvdAuth *a, const char **ret_why)
+{
+    const char *id = http_header(req, E2B_SANDBOX_ID_HEADER), *host = http_header(req, "Host");
+    unsigned port;
+
+    if (id && e2b_sandbox_id_is_valid(id)) {
+        snprintf(a->id, sizeof(a->id), "%s", id);
+        return 0;
+    }
+    if (!id && host && e2b_host_route(host, e->cfg.domain, &port, a->id) == 0) {
+        if (port == E2B_DEFAULT_ENVD_PORT)
+            return 0;
+        *ret_why = "Stockade serves only envd (port 49983) of a sandbox, not its other ports";
+        return -1;
+    }
+    *ret_why = "no sandbox named: send E2b-Sandbox-Id, or a Host <port>-<sandbox id>.<domain>";
+    return -1;
+}
+
+/* Signed /files URLs (sandbox.uploadUrl(), downloadUrl()): what is hashed besides the token. */
+static void
+envd_signature(HttpRequest *req, E2bEnvdAuth *a)
+{
+    const char *sig = http_query(req, "signature"), *exp = http_query(req, "signature_expiration");
+    const char *path = http_query(req, "path"), *user = http_query(req, "username");
+    bool write = strcmp(http_method(req), "POST") == 0;
+    char *end = NULL;
+    long long x = exp ? strtoll(exp, &end, 10) : 0;
+
+    if (!sig || strlen(sig) > E2B_SIGNATURE_MAX_BYTES || (exp && (!*exp || *end)) ||
+        (exp && x < (long long) (wall_usec() / USEC_PER_SEC)))
+        return; /* none, malformed or expired: only the token can open it */
+    snprintf(a->signature, sizeof(a->signature), "%s", sig);
+    if (asprintf(&a->sig_prefix, "%s:%s:%s:", path ? path : "", write ? "write" : "read",
+                 user ? user : "") < 0)
+        a->sig_prefix = NULL;
+    if (asprintf(&a->sig_suffix, "%s%s", exp ? ":" : "", exp ? exp : "") < 0)
+        a->sig_suffix = NULL;
+}
+
+/* ------------------------------------------------------------------ unary process calls */
+
+typedef enum { PROC_LIST, PROC_SIGNAL, PROC_INPUT, PROC_CLOSE_STDIN } ProcOp;
+
+typedef struct ProcCall {
+    E2bCall c;
+    E2bEnvdAuth auth;
+    ProcOp op;
+    E2bSelector sel;
+    char tag[E2B_TAG_MAX_BYTES + 1];
+    int signo;
+    uint8_t *data;
+    size_t len;
+    json_t *answer;
+} ProcCall;
+
+static void
+proc_call_free(E2bCall *c)
+{
+    ProcCall *pc = (ProcCall *) c;
+    e2b_envd_auth_clear(&pc->auth);
+    free(pc->data);
+    json_decref(pc->answer);
+}
+
+static json_t *
+proc_list(E2b *e, E2bSandbox *sb)
+{
+    json_t *arr = json_array();
+    for (E2bProc *p = sb->procs; p; p = p->next) {
+        SessionsExecState st;
+        if (sessions_exec_state(e->d.sessions, NULL, sb->session_id, p->pid, &st, NULL) == 0 &&
+            st != SESSIONS_EXEC_DONE)
+            json_array_append_new(arr, e2b_process_info(p->pid, p->tag, p->config));
+    }
+    return json_pack("{s:o}", "processes", arr);
+}
+
+/* A running process of sb by pid or tag: its pid, or 0 with E_NOT_FOUND. */
+static uint32_t
+proc_running(E2b *e, E2bSandbox *sb, const E2bSelector *sel, Error **errp)
+{
+    SessionsExecState st;
+    E2bProc *p = e2b_proc_find(sb, sel);
+    if (!p || sessions_exec_state(e->d.sessions, NULL, sb->session_id, p->pid, &st, NULL) < 0 ||
+        st == SESSIONS_EXEC_DONE) {
+        error_set(errp, E_NOT_FOUND, 0, "no running process %s%.64s", sel->tag ? "tagged " : "",
+                  sel->tag ? sel->tag : "with that pid");
+        return 0;
+    }
+    return p->pid;
+}
+
+static int
+proc_input(E2b *e, E2bSandbox *sb, uint32_t pid, const ProcCall *pc, Error **errp)
+{
+    size_t off = 0;
+    do {
+        size_t n = MIN(pc->len - off, (size_t) STDIN_CHUNK_MAX_BYTES);
+        bool eof = pc->op == PROC_CLOSE_STDIN;
+        if (sessions_stdin(e->d.sessions, NULL, sb->session_id, pid,
+                           pc->data ? pc->data + off : NULL, n, eof, errp) < 0)
+            return -1;
+        off += n;
+    } while (off < pc->len);
+    return 0;
+}
+
+static void
+proc_on_loop(E2bCall *c)
+{
+    ProcCall *pc = (ProcCall *) c;
+    _cleanup_error_ Error *err = NULL;
+    E2bSandbox *sb = e2b_envd_sandbox(c->e, &pc->auth, &err);
+    uint32_t pid = 0;
+
+    if (sb && pc->op == PROC_LIST)
+        pc->answer = proc_list(c->e, sb);
+    else if (sb && (pid = proc_running(c->e, sb, &pc->sel, &err)) != 0 && pc->op == PROC_SIGNAL)
+        (void) sessions_signal(c->e->d.sessions, NULL, sb->session_id, pid, pc->signo, &err);
+    else if (pid != 0)
+        (void) proc_input(c->e, sb, pid, pc, &err);
+    e2b_call_done(c, err);
+}
+
+static int
+proc_parse(ProcCall *pc, json_t *msg, Error **errp)
+{
+    if (pc->op == PROC_LIST)
+        return 0;
+    if (e2b_parse_selector(msg, &pc->sel, errp) < 0)
+        return -1;
+    if (pc->sel.tag) {
+        snprintf(pc->tag, sizeof(pc->tag), "%s", pc->sel.tag);
+        pc->sel.tag = pc->tag; /* msg goes away with the handler; the call may outlive it */
+    }
+    if (pc->op == PROC_SIGNAL)
+        return e2b_parse_signal(msg, &pc->signo, errp);
+    if (pc->op == PROC_INPUT)
+        return e2b_parse_input(msg, &pc->data, &pc->len, errp);
+    return 0;
+}
+
+static void
+proc_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg, ProcOp op)
+{
+    _cleanup_error_ Error *err = NULL;
+    ProcCall *pc = e2b_call_new(sizeof(*pc), proc_call_free);
+
+    if (!pc) {
+        e2b_rpc_errorf(req, CONNECT_INTERNAL, "out of memory");
+        return;
+    }
+    pc->op = op;
+    pc->auth = *auth;
+    *auth = (E2bEnvdAuth){0}; /* the call owns the strings now */
+    if (proc_parse(pc, msg, &err) < 0 ||
+        e2b_call(e, &pc->c, proc_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0)
+        e2b_rpc_error(req, err);
+    else
+        e2b_rpc_reply(req, TAKE_PTR(pc->answer));
+    e2b_call_unref(&pc->c);
+}
+
+static void
+rpc_list(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    proc_rpc(e, req, auth, msg, PROC_LIST);
+}
+
+static void
+rpc_send_signal(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    proc_rpc(e, req, auth, msg, PROC_SIGNAL);
+}
+
+static void
+rpc_send_input(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    proc_rpc(e, req, auth, msg, PROC_INPUT);
+}
+
+static void
+rpc_close_stdin(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    proc_rpc(e, req, auth, msg, PROC_CLOSE_STDIN);
+}
+
+/* ------------------------------------------------------------------ health */
+
+typedef struct HealthCall {
+    E2bCall c;
+    E2bEnvdAuth auth;
+} HealthCall;
+
+static void
+health_call_free(E2bCall *c)
+{
+    e2b_envd_auth_clear(&((HealthCall *) c)->auth);
+}
+
+static void
+health_on_loop(E2bCall *c)
+{
+    HealthCall *hc = (HealthCall *) c;
+    _cleanup_error_ Error *err = NULL;
+    if (!e2b_sandbox_running(c->e, hc->auth.id, NULL, &err)) {
+        error_free(err);
+        err = NULL;
+        error_set(&err, E_GUEST, 0, "sandbox %s is not running", hc->auth.id);
+    }
+    e2b_call_done(c, err);
+}
+
+static void
+envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
+{
+    _cleanup_error_ Error *err = NULL;
+    HealthCall *hc = e2b_call_new(sizeof(*hc), health_call_free);
+    if (!hc) {
+        http_respond_bytes(req, 500, NULL, NULL, 0);
+        return;
+    }
+    hc->auth = *auth;
+    *auth = (E2bEnvdAuth){0};
+    if (e2b_call(e, &hc->c, health_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0)
+        e2b_files_error(req, err);
+    else
+        http_respond_bytes(req, 204, NULL, NULL, 0);
+    e2b_call_unref(&hc->c);
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+typedef struct {
+    const char *path;
+    bool stream;
+    E2bRpcFn fn;
+} Rpc;
+
+static const Rpc rpcs[] = {
+    {"/process.Process/Start", true, e2b_rpc_start},
+    {"/process.Process/Connect", true, e2b_rpc_connect},
+    {"/process.Process/List", false, rpc_list},
+    {"/process.Process/SendSignal", false, rpc_send_signal},
+    {"/process.Process/SendInput", false, rpc_send_input},
+    {"/process.Process/CloseStdin", false, rpc_close_stdin},
+    {"/filesystem.Filesystem/Stat", false, e2b_fs_stat},
+    {"/filesystem.Filesystem/MakeDir", false, e2b_fs_make_dir},
+    {"/filesystem.Filesystem/Move", false, e2b_fs_move},
+    {"/filesystem.Filesystem/ListDir", false, e2b_fs_list_dir},
+    {"/filesystem.Filesystem/Remove", false, e2b_fs_remove},
+    {"/filesystem.Filesystem/WatchDir", true, e2b_rpc_watch_dir},
+};
+
+/* The request's single message: a JSON object (unary: the body; streaming: one envelope). */
+static json_t *
+rpc_message(HttpRequest *req, bool stream, Error **errp)
+{
+    const char *ctype = http_header(req, "Content-Type"), *why = NULL;
+    const char *want = stream ? "application/connect+json" : "application/json";
+    size_t len;
+    const uint8_t *body = http_body(req, &len), *payload = body;
+    json_error_t jerr;
+
+    if (!ctype || strncmp(ctype, want, strlen(want)) != 0 ||
+        (ctype[strlen(want)] != '\0' && ctype[strlen(want)] != ';')) {
+        error_set(errp, E_INVALID, 0, "Content-Type must be %s (Connect with JSON)", want);
+        return NULL;
+    }
+    if (stream && connect_stream_request(body, len, &payload, &len, &why) < 0) {
+        error_set(errp, E_INVALID, 0, "%s", why);
+        return NULL;
+    }
+    if (!stream && len > E2B_RPC_MAX_BODY_BYTES) {
+        error_set(errp, E_TOO_LARGE, 0, "a request message is over %zu bytes",
+                  E2B_RPC_MAX_BODY_BYTES);
+        return NULL;
+    }
+    json_t *msg = len ? json_loadb((const char *) payload, len, JSON_REJECT_DUPLICATES, &jerr)
+                      : json_object();
+    if (!json_is_object(msg)) {
+        json_decref(msg);
+        error_set(errp, E_INVALID, 0, "the message is not a JSON object");
+        return NULL;
+    }
+    return msg;
+}
+
+static void
+envd_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, const char *path)
+{
+    _cleanup_error_ Error *err = NULL;
+    const Rpc *rpc = NULL;
+
+    for (size_t i = 0; i < ELEMENTSOF(rpcs); i++)
+        if (strcmp(rpcs[i].path, path) == 0)
+            rpc = &rpcs[i];
+    if (!rpc || strcmp(http_method(req), "POST") != 0) {
+        e2b_rpc_errorf(req, CONNECT_UNIMPLEMENTED,
+                       "Stockade's envd does not implement this "
+                       "call (no PTYs, no StreamInput, no polling watchers)");
+        return;
+    }
+    json_t *msg = rpc_message(req, rpc->stream, &err);
+    if (!msg) {
+        e2b_rpc_error(req, err);
+        return;
+    }
+    rpc->fn(e, req, auth, msg);
+    json_decref(msg);
+}
+
+void
+e2b_envd_handle(HttpRequest *req, void *userdata)
+{
+    E2b *e = userdata;
+    E2bEnvdAuth auth = {0};
+    const char *path = http_path(req), *method = http_method(req), *why = NULL;
+    const char *token = http_header(req, E2B_ACCESS_TOKEN_HEADER);
+
+    if (envd_route(e, req, &auth, &why) < 0) {
+        http_respond_json(req, 502, e2b_render_api_error(502, why));
+        return;
+    }
+    if (token && strlen(token) < sizeof(auth.token))
+        snprintf(auth.token, sizeof(auth.token), "%s", token);
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(path, "/health") == 0 && get) {
+        envd_health(e, req, &auth);
+    } else if (strcmp(path, "/files") == 0 && (get || strcmp(method, "POST") == 0)) {
+        envd_signature(req, &auth);
+        if (get)
+            e2b_files_get(e, req, &auth);
+        else
+            e2b_files_post(e, req, &auth);
+    } else if (strncmp(path, "/process.Process/", 17) == 0 ||
+               strncmp(path, "/filesystem.Filesystem/", 23) == 0) {
+        envd_rpc(e, req, &auth, path);
+    } else {
+        http_respond_json(req, 404, e2b_render_api_error(404, "no such envd endpoint"));
+    }
+    e2b_envd_auth_clear(&auth);
+}

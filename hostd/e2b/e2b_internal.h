@@ -1,0 +1,164 @@
+/* Internal to hostd/e2b.
+ *   e2b.c         module life cycle, loop calls, the sandbox and process tables
+ *   e2b_api.c     the control plane (create, connect, get, list, kill, timeout)
+ *   e2b_envd.c    the envd face: routing, access tokens, dispatch, unary process calls
+ *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
+ *   e2b_files.c   /files and the filesystem calls
+ *   e2b_config.c, connect.c, multipart.c, e2b_wire.c, e2b_json.c: pure */
+#pragma once
+
+#include <pthread.h>
+
+#include "e2b.h"
+#include "e2b_json.h"
+#include "e2b_wire.h"
+#include "http.h"
+#include "sessions.h"
+#include "store.h"
+#include "timeutil.h"
+
+#define E2B_SANDBOXES_MAX 4096 /* in the table at once (each is a live session) */
+#define E2B_PROCS_MAX 256      /* processes a sandbox remembers for List, Connect and tags */
+#define E2B_TOKEN_RANDOM_BYTES 32
+#define E2B_TOKEN_BYTES (2 * E2B_TOKEN_RANDOM_BYTES + 1)
+#define E2B_CALL_TIMEOUT_USEC (120 * USEC_PER_SEC) /* a loop call, with its guest round trips */
+#define E2B_API_MAX_BODY_BYTES ((size_t) 1 << 20)
+#define E2B_ENVD_MAX_BODY_BYTES ((size_t) 64 << 20) /* one /files upload */
+#define E2B_FILE_GET_MAX_BYTES ((size_t) 64 << 20)
+#define E2B_RPC_MAX_BODY_BYTES ((size_t) 4 << 20) /* a unary request (SendInput carries stdin) */
+#define E2B_ENVD_MAX_PER_IP 256 /* the SDK keeps a connection per running command */
+#define E2B_LIST_LIMIT_DEFAULT 100
+#define E2B_LIST_LIMIT_MAX 100
+#define E2B_API_KEY_HEADER "X-API-KEY"
+#define E2B_ACCESS_TOKEN_HEADER "X-Access-Token"
+#define E2B_SANDBOX_ID_HEADER "E2b-Sandbox-Id"
+
+typedef struct E2bProc {
+    uint32_t pid; /* the exec id: unique in its session, never reused */
+    char *tag;
+    json_t *config; /* {cmd, args, envs, cwd} as the client sent them */
+    struct E2bProc *next;
+} E2bProc;
+
+typedef struct E2bSandbox {
+    char id[E2B_SANDBOX_ID_BYTES];
+    char session_id[E2B_SESSION_ID_BYTES];
+    char tenant[STORE_ID_MAX_BYTES];
+    char template_id[E2B_TEMPLATE_NAME_MAX_BYTES + 1];
+    char token[E2B_TOKEN_BYTES];    /* envdAccessToken: in memory only (README: why) */
+    json_t *metadata;               /* object of strings */
+    bool active;                    /* its guest ran and create answered */
+    int64_t started_usec, end_usec; /* wall clock: startedAt, endAt */
+    unsigned vcpus, memory_mib;
+    E2bProc *procs;
+    size_t n_procs;
+    struct E2bSandbox *next;
+} E2bSandbox;
+
+struct E2b {
+    E2bDeps d;
+    E2bConfig cfg;
+    HttpServer *api, *envd;
+    pthread_mutex_t lock; /* calls' completion, stopping */
+    pthread_cond_t cond;
+    bool stopping;
+    int stop_fd; /* an eventfd, readable once stopping (for poll-based waits) */
+    /* loop thread only */
+    E2bSandbox *sandboxes;
+    size_t n_sandboxes;
+};
+
+/* A request handed to the loop thread by a handler that waits for it. Operations embed it
+ * first in a struct of their own (inputs and outputs) and set free_fn for their fields. */
+typedef struct E2bCall E2bCall;
+typedef void (*E2bCallFn)(E2bCall *c);
+struct E2bCall {
+    E2b *e;
+    E2bCallFn fn;
+    void (*free_fn)(E2bCall *c);            /* frees the operation's fields (not c); may be NULL */
+    unsigned refs;                          /* under e->lock: the waiter's and the loop's */
+    bool started, running, cancelled, done; /* under e->lock */
+    Error *err;
+};
+
+/* Runs fn(c) on the loop thread and waits (this thread only, bounded by timeout_usec and
+ * e2b_stop()) until it calls e2b_call_done(). 0: done without error, and the outputs may be
+ * read; -1: its error, or E_TIMEOUT / E_UNAVAILABLE when it did not finish in time. Either
+ * way the caller ends with e2b_call_unref(c): a late completion then finds nothing. When it
+ * returns, fn has either run (its synchronous part is over) or never will: inputs that fn
+ * uses only synchronously (e.g. a request body it passes to sessions_file_put(), which
+ * copies) may be borrowed from the request. */
+int e2b_call(E2b *e, E2bCall *c, E2bCallFn fn, uint64_t timeout_usec, Error **errp);
+/* Loop thread, exactly once per call, now or from a later callback. err may be NULL. */
+void e2b_call_done(E2bCall *c, const Error *err);
+void e2b_call_unref(E2bCall *c);
+/* An E2bCall-headed struct of size bytes, zeroed, or NULL. */
+void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
+/* Whether e2b_stop() has begun (any thread). */
+bool e2b_is_stopping(E2b *e);
+
+/* The sandbox table (loop thread). */
+E2bSandbox *e2b_sandbox_find(E2b *e, const char *id);
+/* A running sandbox of that tenant (NULL: any). E_NOT_FOUND otherwise; an entry whose
+ * session ended is dropped on the way. */
+E2bSandbox *e2b_sandbox_running(E2b *e, const char *id, const char *tenant, Error **errp);
+int e2b_sandbox_add(E2b *e, const char *session_id, const char *tenant, const char *template_id,
+                    json_t *metadata, E2bSandbox **ret, Error **errp);
+void e2b_sandbox_remove(E2b *e, E2bSandbox *sb);
+/* Drops every entry whose session is no longer live. */
+void e2b_sandboxes_sweep(E2b *e);
+void e2b_sandbox_view(E2b *e, const E2bSandbox *sb, E2bSandboxView *ret);
+
+/* Processes of a sandbox (loop thread). config is stolen. */
+int e2b_proc_add(E2b *e, E2bSandbox *sb, uint32_t pid, const char *tag, json_t *config,
+                 Error **errp);
+E2bProc *e2b_proc_find(E2bSandbox *sb, const E2bSelector *sel);
+
+/* The two handlers (e2b_api.c, e2b_envd.c). */
+void e2b_api_handle(HttpRequest *req, void *userdata);
+void e2b_envd_handle(HttpRequest *req, void *userdata);
+
+/* e2b_api.c: the API key's tenant (connection thread, store readers): "X-API-KEY:
+ * stk_<64 hex>" (or e2b_<the same 64 hex>, the form older Python SDKs insist on).
+ * E_UNAUTHORIZED otherwise. */
+int e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES], Error **errp);
+
+/* ------------------------------------------------------------------ the envd face */
+
+#define E2B_SIGNATURE_MAX_BYTES 64 /* "v1_" + 43 base64 characters */
+
+/* Who an envd request says it is: the sandbox it is routed to and its credentials. */
+typedef struct E2bEnvdAuth {
+    char id[E2B_SANDBOX_ID_BYTES];
+    char token[E2B_TOKEN_BYTES];                 /* X-Access-Token ("" when absent or too long) */
+    char signature[E2B_SIGNATURE_MAX_BYTES + 1]; /* /files signed URLs: "v1_..." or "" */
+    char *sig_prefix, *sig_suffix; /* "<path>:<op>:<user>:" and "" or ":<expiration>" */
+} E2bEnvdAuth;
+
+void e2b_envd_auth_clear(E2bEnvdAuth *a);
+/* Loop thread: the running sandbox these credentials open. E_GUEST (answered 502: unknown,
+ * killed, timed out) or E_UNAUTHORIZED. */
+E2bSandbox *e2b_envd_sandbox(E2b *e, const E2bEnvdAuth *auth, Error **errp);
+
+/* Unary answers: 200 application/json with msg (stolen), or a Connect error (502 for
+ * E_GUEST: the sandbox is gone). Any thread. */
+void e2b_rpc_reply(HttpRequest *req, json_t *msg);
+void e2b_rpc_error(HttpRequest *req, const Error *err);
+void e2b_rpc_errorf(HttpRequest *req, ConnectCode code, const char *message);
+/* /files and /health answers: {"code": <status>, "message"} (502 for E_GUEST). */
+void e2b_files_error(HttpRequest *req, const Error *err);
+
+typedef void (*E2bRpcFn)(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+
+/* e2b_stream.c: server-streaming calls (msg: the request's single message). */
+void e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+/* e2b_files.c */
+void e2b_fs_stat(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_fs_make_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_fs_move(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_fs_list_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_fs_remove(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
+void e2b_files_get(E2b *e, HttpRequest *req, E2bEnvdAuth *auth);
+void e2b_files_post(E2b *e, HttpRequest *req, E2bEnvdAuth *auth);

@@ -1,0 +1,525 @@
+/* Server-streaming calls: process.Process/Start and Connect, filesystem.Filesystem/WatchDir.
+ *
+ * The loop thread starts the exec (or checks the process, or the sandbox); the stream then
+ * follows the session's committed events from the store on the connection's own thread,
+ * exactly like the native events route: an EventHub eventfd wakes it, nothing polls. Each
+ * message goes out as its own Connect envelope and is flushed before the next one, so the
+ * SDK's onStdout sees output as the guest produced it (events are committed within
+ * SESSION_COMMIT_DELAY_USEC). A quiet stream sends a keepalive message every
+ * Keepalive-Ping-Interval seconds. The stream ends with an end-stream envelope: {} after the
+ * process's end event, or an error: deadline_exceeded (its Connect-Timeout-Ms passed and it
+ * was killed), unavailable (the sandbox stopped). A client that goes away ends only its
+ * stream: the process runs on (commands.connect(pid) picks it up again). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "e2b_internal.h"
+#include "eventhub.h"
+#include "timeutil.h"
+
+#define FOLLOW_PAGE 256
+#define KEEPALIVE_DEFAULT_S 50 /* what the SDK asks for */
+#define KEEPALIVE_MAX_S 3600
+#define CONNECT_TIMEOUT_MAX_MS (UINT64_C(24) * 3600 * 1000)
+
+typedef enum { FOLLOW_PROCESS, FOLLOW_WATCH } FollowKind;
+
+typedef struct Follower {
+    E2b *e;
+    FollowKind kind;
+    char session_id[E2B_SESSION_ID_BYTES];
+    uint32_t pid; /* FOLLOW_PROCESS: its exec id */
+    E2bPath dir;  /* FOLLOW_WATCH */
+    bool recursive, include_entry;
+    uint64_t after; /* the last event seq read */
+    int sub_fd;
+    uint64_t keepalive_usec, last_send_usec;
+    uint8_t *out; /* envelopes not yet sent */
+    size_t out_len, out_off;
+    bool finished; /* the end-stream envelope is queued */
+} Follower;
+
+static void
+follower_free(void *userdata)
+{
+    Follower *f = userdata;
+    if (!f)
+        return;
+    eventhub_unsubscribe(f->e->d.hub, f->sub_fd);
+    free(f->out);
+    free(f);
+}
+
+/* Appends msg (stolen) as one envelope. A message that cannot be queued (out of memory)
+ * ends the stream with an error instead: never a silent gap. */
+static void
+queue(Follower *f, uint8_t flags, json_t *msg)
+{
+    _cleanup_free_ char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    size_t n = text ? strlen(text) : 0;
+    uint8_t *p = text ? realloc(f->out, f->out_len + CONNECT_ENVELOPE_HDR_BYTES + n) : NULL;
+    if (!p) {
+        static const char oom[] = "{\"error\":{\"code\":\"resource_exhausted\",\"message\":"
+                                  "\"out of memory\"}}";
+        f->out_len = f->out_off = 0; /* what was queued is dropped with the error */
+        if (!(p = realloc(f->out, CONNECT_ENVELOPE_HDR_BYTES + sizeof(oom) - 1)))
+            return;
+        f->out = p;
+        connect_envelope_header(CONNECT_FLAG_END_STREAM, sizeof(oom) - 1, p);
+        memcpy(p + CONNECT_ENVELOPE_HDR_BYTES, oom, sizeof(oom) - 1);
+        f->out_len = CONNECT_ENVELOPE_HDR_BYTES + sizeof(oom) - 1;
+        f->finished = true;
+        return;
+    }
+    f->out = p;
+    connect_envelope_header(flags, (uint32_t) n, p + f->out_len);
+    memcpy(p + f->out_len + CONNECT_ENVELOPE_HDR_BYTES, text, n);
+    f->out_len += CONNECT_ENVELOPE_HDR_BYTES + n;
+}
+
+static void
+finish(Follower *f, bool ok, ConnectCode code, const char *message)
+{
+    if (f->finished)
+        return;
+    queue(f, CONNECT_FLAG_END_STREAM, e2b_end_stream(ok, code, message));
+    f->finished = true;
+}
+
+/* ------------------------------------------------------------------ events */
+
+static void
+on_exec_event(Follower *f, const EventRecord *ev, json_t *attrs)
+{
+    const char *t = ev->type;
+    if (strcmp(t, "exec.stdout") == 0 || strcmp(t, "exec.stderr") == 0) {
+        queue(f, 0, e2b_event_data(strcmp(t, "exec.stderr") == 0, ev->data, ev->data_len));
+    } else if (strcmp(t, "exec.exited") == 0) {
+        const char *reason = json_string_value(json_object_get(attrs, "reason"));
+        if (reason && strcmp(reason, "timed_out") == 0) {
+            finish(f, false, CONNECT_DEADLINE_EXCEEDED,
+                   "the command ran past its timeout "
+                   "(Connect-Timeout-Ms) and was killed");
+            return;
+        }
+        int code = (int) json_integer_value(json_object_get(attrs, "exit_code"));
+        int signo = (int) json_integer_value(json_object_get(attrs, "signal"));
+        queue(f, 0, e2b_event_end(code, signo, NULL));
+        finish(f, true, CONNECT_UNKNOWN, NULL);
+    } else if (strcmp(t, "exec.failed") == 0) {
+        const char *msg = json_string_value(json_object_get(attrs, "message"));
+        queue(f, 0, e2b_event_end(127, 0, msg ? msg : "the command could not start"));
+        finish(f, true, CONNECT_UNKNOWN, NULL);
+    }
+}
+
+/* A file.changed of the live mirror under the watched directory. */
+static void
+on_file_event(Follower *f, json_t *attrs)
+{
+    const char *path = json_string_value(json_object_get(attrs, "path"));
+    const char *outcome = json_string_value(json_object_get(attrs, "mirror"));
+    size_t dl = strlen(f->dir.rel);
+
+    if (!path || !outcome)
+        return;
+    if (dl && (strncmp(path, f->dir.rel, dl) != 0 || path[dl] != '/'))
+        return;
+    const char *name = path + (dl ? dl + 1 : 0);
+    if (!name[0] || (!f->recursive && strchr(name, '/')))
+        return;
+    bool removed = strcmp(outcome, "removed") == 0;
+    json_t *entry = NULL;
+    char shown[PATH_MAX_BYTES + 64];
+    if (f->include_entry && !removed && e2b_path_show(&f->dir, name, shown, sizeof(shown)) == 0) {
+        const char *base = strrchr(name, '/');
+        E2bEntry en = {.name = base ? base + 1 : name,
+                       .type = E2B_FILE_FILE,
+                       .size = (uint64_t) json_integer_value(json_object_get(attrs, "size")),
+                       .mode = (uint32_t) json_integer_value(json_object_get(attrs, "mode")),
+                       .mtime_ns =
+                           (uint64_t) json_integer_value(json_object_get(attrs, "mtime_ms")) *
+                           1000000};
+        entry = e2b_render_entry(&en, shown);
+    }
+    queue(f, 0, e2b_render_fs_event(name, removed, entry));
+}
+
+static void
+on_event(Follower *f, const EventRecord *ev)
+{
+    json_t *attrs = ev->attrs ? json_loads(ev->attrs, 0, NULL) : NULL;
+    const char *state = json_string_value(json_object_get(attrs, "state"));
+
+    if (strcmp(ev->type, "session.state") == 0 && state &&
+        (strcmp(state, "stopping") == 0 || strcmp(state, "ended") == 0)) {
+        const char *reason = json_string_value(json_object_get(attrs, "reason"));
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the sandbox stopped (%s)", reason ? reason : state);
+        finish(f, false, CONNECT_UNAVAILABLE, msg);
+    } else if (f->kind == FOLLOW_PROCESS && ev->exec_id == f->pid) {
+        on_exec_event(f, ev, attrs);
+    } else if (f->kind == FOLLOW_WATCH && strcmp(ev->type, "file.changed") == 0) {
+        on_file_event(f, attrs);
+    }
+    json_decref(attrs);
+}
+
+/* Reads the next page of events. Returns how many were read, -1 on a store error. */
+static int
+fill(Follower *f)
+{
+    EventRecord *v = NULL;
+    size_t n = 0;
+    Store *s = store_reader_acquire(f->e->d.readers);
+    int r = store_events_read(s, f->session_id, f->after, FOLLOW_PAGE, &v, &n, NULL);
+    store_reader_release(f->e->d.readers, s);
+    if (r < 0)
+        return -1;
+    for (size_t i = 0; i < n && !f->finished; i++) {
+        on_event(f, &v[i]);
+        f->after = v[i].seq;
+    }
+    event_records_free(v, n);
+    return (int) n;
+}
+
+/* True when the session ended and every event of it was read. */
+static bool
+session_over(Follower *f)
+{
+    uint64_t seq;
+    bool ended;
+    if (eventhub_peek(f->e->d.hub, f->session_id, &seq, &ended))
+        return ended && seq <= f->after;
+    return true; /* the hub forgot it: it ended long ago */
+}
+
+static ssize_t
+drain(Follower *f, uint8_t *buf, size_t cap)
+{
+    size_t n = MIN(cap, f->out_len - f->out_off);
+    memcpy(buf, f->out + f->out_off, n);
+    f->out_off += n;
+    if (f->out_off == f->out_len)
+        f->out_off = f->out_len = 0;
+    f->last_send_usec = now_usec();
+    return (ssize_t) n;
+}
+
+static ssize_t
+produce(HttpStream *st, void *userdata, uint8_t *buf, size_t cap)
+{
+    Follower *f = userdata;
+    for (;;) {
+        if (f->out_len > f->out_off)
+            return drain(f, buf, cap);
+        if (f->finished)
+            return 0;
+        bool over = session_over(f); /* read first: no lost race */
+        int n = fill(f);
+        if (n < 0)
+            finish(f, false, CONNECT_INTERNAL, "the session's events could not be read");
+        if (n != 0 || f->finished)
+            continue;
+        if (over) {
+            finish(f, false, CONNECT_UNAVAILABLE, "the sandbox stopped");
+            continue;
+        }
+        int w = http_stream_wait(st, f->sub_fd, f->last_send_usec + f->keepalive_usec);
+        if (w < 0)
+            return -1; /* the client left: the process runs on */
+        if (w == 0) {
+            queue(f, 0, e2b_event_keepalive(f->kind == FOLLOW_PROCESS));
+            continue;
+        }
+        uint64_t drained;
+        (void) !read(f->sub_fd, &drained, sizeof(drained));
+    }
+}
+
+/* ------------------------------------------------------------------ answering */
+
+/* An error before the stream began: 502 and 401 as HTTP statuses (the SDK reads those from
+ * the status), anything else in an end-stream envelope, which keeps its message. */
+static void
+stream_error(HttpRequest *req, E2b *e, const Error *err)
+{
+    if (err->category == E_GUEST || err->category == E_UNAUTHORIZED) {
+        e2b_rpc_error(req, err);
+        return;
+    }
+    Follower *f = calloc(1, sizeof(*f));
+    if (!f) {
+        e2b_rpc_error(req, err);
+        return;
+    }
+    f->e = e;
+    f->sub_fd = -1;
+    finish(f, false, connect_code_for(err->category), err->message);
+    http_respond_stream(req, 200, "application/connect+json", produce, f, follower_free);
+}
+
+static uint64_t
+keepalive_usec(HttpRequest *req)
+{
+    const char *h = http_header(req, "Keepalive-Ping-Interval");
+    char *end = NULL;
+    unsigned long s = h ? strtoul(h, &end, 10) : KEEPALIVE_DEFAULT_S;
+    if (!h || !*h || *end || s < 1 || s > KEEPALIVE_MAX_S)
+        s = KEEPALIVE_DEFAULT_S;
+    return s * USEC_PER_SEC;
+}
+
+/* Streams the session's events after `after` (first, the messages already queued in f). */
+static void
+stream_begin(E2b *e, HttpRequest *req, Follower *f)
+{
+    _cleanup_error_ Error *err = NULL;
+    f->e = e;
+    f->keepalive_usec = keepalive_usec(req);
+    f->last_send_usec = now_usec();
+    if ((f->sub_fd = eventhub_subscribe(e->d.hub, f->session_id, &err)) < 0) {
+        follower_free(f);
+        stream_error(req, e, err);
+        return;
+    }
+    http_respond_stream(req, 200, "application/connect+json", produce, f, follower_free);
+}
+
+/* ------------------------------------------------------------------ Start, Connect */
+
+typedef struct StreamCall {
+    E2bCall c;
+    E2bEnvdAuth auth;
+    /* Start */
+    ExecSpec spec;
+    char *tag;
+    json_t *config;
+    /* Connect */
+    E2bSelector sel;
+    char sel_tag[E2B_TAG_MAX_BYTES + 1];
+    /* out */
+    char session_id[E2B_SESSION_ID_BYTES];
+    uint32_t pid;
+    uint64_t after;
+} StreamCall;
+
+static void
+stream_call_free(E2bCall *c)
+{
+    StreamCall *sc = (StreamCall *) c;
+    e2b_envd_auth_clear(&sc->auth);
+    e2b_argv_free(sc->spec.argv, sc->spec.argc);
+    for (size_t i = 0; i < sc->spec.n_env; i++)
+        free(sc->spec.env[i].name), free(sc->spec.env[i].value);
+    free(sc->spec.env);
+    free(sc->spec.cwd);
+    free(sc->tag);
+    json_decref(sc->config);
+}
+
+static uint64_t
+committed_seq(E2b *e, const char *session_id)
+{
+    uint64_t seq;
+    bool ended;
+    return eventhub_peek(e->d.hub, session_id, &seq, &ended) ? seq : 0;
+}
+
+static void
+start_on_loop(E2bCall *c)
+{
+    StreamCall *sc = (StreamCall *) c;
+    _cleanup_error_ Error *err = NULL;
+    E2bSandbox *sb = e2b_envd_sandbox(c->e, &sc->auth, &err);
+    uint32_t exec_id;
+
+    if (sb) {
+        sc->after = committed_seq(c->e, sb->session_id); /* before the exec's first event */
+        if (sessions_exec(c->e->d.sessions, NULL, sb->session_id, &sc->spec, &exec_id, &err) == 0 &&
+            e2b_proc_add(c->e, sb, exec_id, sc->tag, TAKE_PTR(sc->config), &err) == 0) {
+            sc->pid = exec_id;
+            memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
+        }
+    }
+    e2b_call_done(c, err);
+}
+
+/* Connect-Timeout-Ms: the process's lifetime (none: as long as the sandbox may live). */
+static uint64_t
+exec_timeout_usec(E2b *e, HttpRequest *req)
+{
+    const char *h = http_header(req, "Connect-Timeout-Ms");
+    char *end = NULL;
+    unsigned long long ms = h ? strtoull(h, &end, 10) : 0;
+    if (!h || !*h || *end || ms == 0 || ms > CONNECT_TIMEOUT_MAX_MS)
+        return e->d.max_timeout_usec;
+    return MIN(ms * USEC_PER_MSEC, e->d.max_timeout_usec);
+}
+
+static int
+start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
+{
+    E2bStart st;
+    char cwd[PATH_MAX_BYTES + 16];
+    const char *why, *k;
+    json_t *v;
+
+    if (e2b_parse_start(msg, &st, errp) < 0 ||
+        e2b_command_argv(st.cmd, st.args, &sc->spec.argv, &sc->spec.argc, errp) < 0)
+        return -1;
+    if (e2b_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
+        return error_set(errp, E_INVALID, 0, "process.cwd: %s", why);
+    if ((cwd[0] && !(sc->spec.cwd = strdup(cwd))) || (st.tag && !(sc->tag = strdup(st.tag))) ||
+        !(sc->spec.env = calloc(json_object_size(st.envs) + 1, sizeof(EnvPair))) ||
+        !(sc->config = json_deep_copy(json_object_get(msg, "process"))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "start");
+    json_object_foreach(st.envs, k, v)
+    {
+        EnvPair *p = &sc->spec.env[sc->spec.n_env++];
+        if (!(p->name = strdup(k)) || !(p->value = strdup(json_string_value(v))))
+            return error_set(errp, E_INTERNAL, ENOMEM, "start");
+    }
+    sc->spec.stdin_open = st.stdin_open;
+    sc->spec.timeout_usec = exec_timeout_usec(e, req);
+    return 0;
+}
+
+void
+e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    _cleanup_error_ Error *err = NULL;
+    StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
+    Follower *f = calloc(1, sizeof(*f));
+
+    if (!sc || !f) {
+        error_set(&err, E_INTERNAL, ENOMEM, "start");
+    } else if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty"))) {
+        error_set(&err, E_INVALID, 0, "pty: Stockade runs commands without a terminal");
+    } else {
+        sc->auth = *auth;
+        *auth = (E2bEnvdAuth){0};
+        if (start_spec(e, req, msg, sc, &err) == 0)
+            (void) e2b_call(e, &sc->c, start_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    }
+    if (err) {
+        free(f);
+        stream_error(req, e, err);
+    } else {
+        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
+        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
+        queue(f, 0, e2b_event_start(sc->pid));
+        stream_begin(e, req, f);
+    }
+    e2b_call_unref(sc ? &sc->c : NULL);
+}
+
+static void
+connect_on_loop(E2bCall *c)
+{
+    StreamCall *sc = (StreamCall *) c;
+    _cleanup_error_ Error *err = NULL;
+    SessionsExecState st;
+    E2bSandbox *sb = e2b_envd_sandbox(c->e, &sc->auth, &err);
+    E2bProc *p = sb ? e2b_proc_find(sb, &sc->sel) : NULL;
+
+    if (sb &&
+        (!p || sessions_exec_state(c->e->d.sessions, NULL, sb->session_id, p->pid, &st, NULL) < 0 ||
+         st == SESSIONS_EXEC_DONE)) {
+        error_set(&err, E_NOT_FOUND, 0, "no running process with that %s",
+                  sc->sel.tag ? "tag" : "pid");
+    } else if (sb) {
+        sc->after = committed_seq(c->e, sb->session_id); /* output from now on */
+        sc->pid = p->pid;
+        memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
+    }
+    e2b_call_done(c, err);
+}
+
+void
+e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    _cleanup_error_ Error *err = NULL;
+    StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
+    Follower *f = calloc(1, sizeof(*f));
+
+    if (!sc || !f) {
+        error_set(&err, E_INTERNAL, ENOMEM, "connect");
+    } else if (e2b_parse_selector(msg, &sc->sel, &err) == 0) {
+        if (sc->sel.tag) {
+            snprintf(sc->sel_tag, sizeof(sc->sel_tag), "%s", sc->sel.tag);
+            sc->sel.tag = sc->sel_tag;
+        }
+        sc->auth = *auth;
+        *auth = (E2bEnvdAuth){0};
+        (void) e2b_call(e, &sc->c, connect_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    }
+    if (err) {
+        free(f);
+        stream_error(req, e, err);
+    } else {
+        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
+        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
+        queue(f, 0, e2b_event_start(sc->pid));
+        stream_begin(e, req, f);
+    }
+    e2b_call_unref(sc ? &sc->c : NULL);
+}
+
+/* ------------------------------------------------------------------ WatchDir */
+
+static void
+watch_on_loop(E2bCall *c)
+{
+    StreamCall *sc = (StreamCall *) c;
+    _cleanup_error_ Error *err = NULL;
+    E2bSandbox *sb = e2b_envd_sandbox(c->e, &sc->auth, &err);
+    if (sb) {
+        sc->after = committed_seq(c->e, sb->session_id);
+        memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
+    }
+    e2b_call_done(c, err);
+}
+
+/* Changes come from the runner's live mirror of /workspace: a file closed after writing is
+ * EVENT_TYPE_WRITE, a removed path EVENT_TYPE_REMOVE. Directories made, renames and mode
+ * changes are not reported (README.md). */
+void
+e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    _cleanup_error_ Error *err = NULL;
+    StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
+    Follower *f = calloc(1, sizeof(*f));
+    json_t *path = json_object_get(msg, "path");
+    const char *why = NULL;
+
+    if (!sc || !f) {
+        error_set(&err, E_INTERNAL, ENOMEM, "watch");
+    } else if (!json_is_string(path) ||
+               e2b_path_map(json_string_value(path), true, &f->dir, &why) < 0) {
+        error_set(&err, E_INVALID, 0, "path: %s", why ? why : "must be a string");
+    } else {
+        sc->auth = *auth;
+        *auth = (E2bEnvdAuth){0};
+        (void) e2b_call(e, &sc->c, watch_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    }
+    if (err) {
+        free(f);
+        stream_error(req, e, err);
+    } else {
+        f->kind = FOLLOW_WATCH;
+        f->after = sc->after;
+        f->sub_fd = -1;
+        f->recursive = json_is_true(json_object_get(msg, "recursive"));
+        f->include_entry = json_is_true(json_object_get(msg, "includeEntry")) ||
+                           json_is_true(json_object_get(msg, "include_entry"));
+        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
+        queue(f, 0, json_pack("{s:{}}", "start"));
+        stream_begin(e, req, f);
+    }
+    e2b_call_unref(sc ? &sc->c : NULL);
+}

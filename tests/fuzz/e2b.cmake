@@ -1,0 +1,5 @@
+# E2B compatibility (issue 9): the envd face's Connect envelope decoder with the JSON request
+# parsers behind it, and multipart uploads with the path mapping. Seeds: corpus/<target>/
+# (written by tests/fuzz/seeds_e2b.py).
+stockade_fuzz_target(fuzz_e2b_connect SOURCES fuzz_e2b_connect.c LIBS stockade_e2b_wire)
+stockade_fuzz_target(fuzz_e2b_multipart SOURCES fuzz_e2b_multipart.c LIBS stockade_e2b_wire)

@@ -1,0 +1,8 @@
+# E2B SDK compatibility (issue 9): the real SDK (npm e2b@2.51.0, installed into the build tree
+# by the test) against a real stockaded. Python 3 from Debian, stdlib only; Node.js and npm.
+find_program(STOCKADE_TEST_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+add_test(NAME integration_e2b_sdk
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_e2b.py)
+set_tests_properties(integration_e2b_sdk PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

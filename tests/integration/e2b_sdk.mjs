@@ -1,0 +1,129 @@
+// The real E2B SDK (npm e2b@2.51.0) against a live stockaded (run by test_e2b.py, which sets
+// E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY and E2B_QUOTA_KEY). Each step prints one JSON line
+// {"step": ..., ...} with what the SDK observed; test_e2b.py checks them. Exit 0 when every
+// step ran (the checks are the harness's), 1 on an unexpected throw.
+import { Sandbox, CommandExitError, RateLimitError, SandboxNotFoundError, TimeoutError } from 'e2b'
+
+const t0 = Date.now()
+const now = () => (Date.now() - t0) / 1000
+const report = (step, fields) => console.log(JSON.stringify({ step, t: now(), ...fields }))
+const errorOf = (e) => ({ name: e?.constructor?.name, message: String(e?.message ?? e) })
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function expectThrow(fn) {
+  try {
+    const v = await fn()
+    return { threw: false, value: v }
+  } catch (e) {
+    return { threw: true, ...errorOf(e), e }
+  }
+}
+
+async function waitUntil(cond, ms) {
+  const end = Date.now() + ms
+  while (Date.now() < end) {
+    if (await cond()) return true
+    await sleep(500)
+  }
+  return false
+}
+
+// 1. create (v2), with metadata and envs
+let c0 = now()
+const sbx = await Sandbox.create({ metadata: { suite: 'e2b-it' }, envs: { GREETING: 'hej' } })
+report('create', { id: sbx.sandboxId, seconds: now() - c0, running: await sbx.isRunning() })
+
+// 2. commands.run: python printing lines 0.5 s apart; onStdout timestamps prove streaming
+const lines = []
+c0 = now()
+const r = await sbx.commands.run(
+  'echo "$GREETING from $(pwd)"; python3 -c "import time\nfor i in range(5):\n print(f\'line {i}\', flush=True); time.sleep(0.5)"',
+  { onStdout: (d) => lines.push({ t: now() - c0, d }) }
+)
+report('run', { exitCode: r.exitCode, stdout: r.stdout, lines, total: now() - c0 })
+
+// 3. a non-zero exit and stderr
+const ex = await expectThrow(() => sbx.commands.run('echo oops >&2; exit 3'))
+report('exit', { threw: ex.threw, isExit: ex.e instanceof CommandExitError, exitCode: ex.e?.exitCode, stderr: ex.e?.stderr })
+
+// 4. files.write / files.read round trip, through /home/user (an alias of the workspace)
+const text = 'hello from the SDK\nsecond line ✓\n'
+const w = await sbx.files.write('/home/user/dir/sub/greeting.txt', text)
+const back = await sbx.files.read('/home/user/dir/sub/greeting.txt')
+const bytes = new Uint8Array(256).map((_, i) => i)
+await sbx.files.write('data.bin', bytes.buffer)
+const bytesBack = await sbx.files.read('data.bin', { format: 'bytes' })
+const catOut = await sbx.commands.run('cat /home/user/dir/sub/greeting.txt && ls /workspace/dir/sub')
+const listing = (await sbx.files.list('/home/user/dir')).map((e) => ({ name: e.name, type: e.type, path: e.path }))
+const exists = [await sbx.files.exists('/home/user/dir/sub/greeting.txt'), await sbx.files.exists('nope.txt')]
+const missing = await expectThrow(() => sbx.files.read('/home/user/nope.txt'))
+report('files', {
+  write: w, same: back === text, bytesSame: bytesBack.length === 256 && bytesBack.every((b, i) => b === i),
+  cat: catOut.stdout, listing, exists, missing: { threw: missing.threw, name: missing.name },
+})
+
+// 5. filesystem calls: makeDir, rename, getInfo, remove
+const made = [await sbx.files.makeDir('/home/user/made'), await sbx.files.makeDir('/home/user/made')]
+const renamed = await sbx.files.rename('/home/user/dir/sub/greeting.txt', '/home/user/made/moved.txt')
+const info = await sbx.files.getInfo('/home/user/made/moved.txt')
+await sbx.files.remove('/home/user/made')
+report('fs', { made, renamed: renamed.path, size: info.size, type: info.type, gone: !(await sbx.files.exists('/home/user/made')) })
+
+// 6. a command killed by its timeout
+c0 = now()
+const to = await expectThrow(() => sbx.commands.run('sleep 30; echo never', { timeoutMs: 3000 }))
+const killedSeconds = now() - c0
+const gone = await waitUntil(async () => (await sbx.commands.list()).every((p) => !p.args.join(' ').includes('sleep 30')), 20000)
+report('timeout', { threw: to.threw, isTimeout: to.e instanceof TimeoutError, name: to.name, message: to.message, seconds: killedSeconds, gone })
+
+// 7. background command, stdin, list, connect, kill
+const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+await sbx.commands.sendStdin(cat.pid, 'through stdin\n')
+await sbx.commands.closeStdin(cat.pid)
+const catResult = await cat.wait()
+const bg = await sbx.commands.run('sleep 60', { background: true })
+const listed = (await sbx.commands.list()).map((p) => p.pid)
+const again = await sbx.commands.connect(bg.pid)
+const killed = await sbx.commands.kill(bg.pid)
+const afterKill = await expectThrow(() => again.wait())
+report('background', { stdin: catResult.stdout, listed, bgPid: bg.pid, killed, afterKill: { threw: afterKill.threw, name: afterKill.name } })
+
+// 8. control plane: list (with a metadata filter), connect, setTimeout, getInfo
+const page = await Sandbox.list({ query: { metadata: { suite: 'e2b-it' } } }).nextItems()
+const same = await Sandbox.connect(sbx.sandboxId)
+const viaConnect = await same.commands.run('echo connected')
+await sbx.setTimeout(120_000)
+const detail = await sbx.getInfo()
+report('control', {
+  listed: page.map((s) => s.sandboxId), connected: viaConnect.stdout,
+  endInSeconds: (detail.endAt - Date.now()) / 1000, metadata: detail.metadata, state: detail.state,
+})
+
+// 9. kill: the sandbox is gone for the API and for envd
+const killedOnce = await sbx.kill()
+const killedTwice = await Sandbox.kill(sbx.sandboxId)
+const runningAfter = await sbx.isRunning()
+const infoAfter = await expectThrow(() => sbx.getInfo())
+const runAfter = await expectThrow(() => sbx.commands.run('echo late'))
+report('kill', {
+  killedOnce, killedTwice, runningAfter, infoAfter: { threw: infoAfter.threw, notFound: infoAfter.e instanceof SandboxNotFoundError },
+  runAfter: { threw: runAfter.threw, name: runAfter.name, message: runAfter.message },
+})
+
+// 10. a sandbox that expires by its timeoutMs, with a command streaming when it does
+c0 = now()
+const short = await Sandbox.create({ timeoutMs: 10_000 })
+const created = now() - c0
+const streaming = expectThrow(() => short.commands.run('while true; do echo tick; sleep 1; done', { timeoutMs: 0 }))
+const expired = await waitUntil(async () => !(await short.isRunning()), 60_000)
+const expiredAfter = now() - c0 - created
+const streamEnd = await streaming
+const expInfo = await expectThrow(() => short.getInfo())
+report('expire', {
+  created, expired, expiredAfter, stream: { threw: streamEnd.threw, name: streamEnd.name, message: streamEnd.message },
+  infoNotFound: expInfo.e instanceof SandboxNotFoundError,
+})
+
+// 11. a quota refusal: a tenant allowed no sandbox at all
+const q = await expectThrow(() => Sandbox.create({ apiKey: process.env.E2B_QUOTA_KEY }))
+report('quota', { threw: q.threw, isRateLimit: q.e instanceof RateLimitError, name: q.name, message: q.message })
