@@ -4,6 +4,8 @@
  * HTTP_QUERY_MAX_BYTES of memory. */
 #include "http_url.h"
 
+#include "ascii.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,18 +48,6 @@ is_pchar(unsigned char c)
     return c != '\0' && strchr("-._~!$&'()*+,;=:@%", c) != NULL;
 }
 
-static int
-hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int
 http_percent_decode(const char *src, size_t len, bool plus_is_space, char **ret, size_t *ret_len,
                     Error **errp)
@@ -70,8 +60,8 @@ http_percent_decode(const char *src, size_t len, bool plus_is_space, char **ret,
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char) src[i];
         if (c == '%') {
-            int hi = i + 1 < len ? hex_value((unsigned char) src[i + 1]) : -1;
-            int lo = i + 2 < len ? hex_value((unsigned char) src[i + 2]) : -1;
+            int hi = i + 1 < len ? ascii_hex_value((unsigned char) src[i + 1]) : -1;
+            int lo = i + 2 < len ? ascii_hex_value((unsigned char) src[i + 2]) : -1;
             if (hi < 0 || lo < 0)
                 return error_set(errp, E_INVALID, 0, "malformed percent escape");
             c = (unsigned char) (hi << 4 | lo);

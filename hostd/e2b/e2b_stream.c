@@ -389,6 +389,23 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     return 0;
 }
 
+/* Start and Connect end alike: the error as the stream's only frame, or a follower of the
+ * process from sc->after on, opened with its start event. Takes f; drops the call's ref. */
+static void
+process_stream_open(E2b *e, HttpRequest *req, StreamCall *sc, Follower *f, const Error *err)
+{
+    if (err) {
+        free(f);
+        stream_error(req, e, err);
+    } else {
+        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
+        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
+        queue(f, 0, e2b_event_start(sc->pid));
+        stream_begin(e, req, f);
+    }
+    e2b_call_unref(sc ? &sc->c : NULL);
+}
+
 void
 e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
@@ -406,16 +423,7 @@ e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         if (start_spec(e, req, msg, sc, &err) == 0)
             (void) e2b_call(e, &sc->c, start_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
     }
-    if (err) {
-        free(f);
-        stream_error(req, e, err);
-    } else {
-        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
-        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-        queue(f, 0, e2b_event_start(sc->pid));
-        stream_begin(e, req, f);
-    }
-    e2b_call_unref(sc ? &sc->c : NULL);
+    process_stream_open(e, req, sc, f, err);
 }
 
 static void
@@ -458,16 +466,7 @@ e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         *auth = (E2bEnvdAuth){0};
         (void) e2b_call(e, &sc->c, connect_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
     }
-    if (err) {
-        free(f);
-        stream_error(req, e, err);
-    } else {
-        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
-        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-        queue(f, 0, e2b_event_start(sc->pid));
-        stream_begin(e, req, f);
-    }
-    e2b_call_unref(sc ? &sc->c : NULL);
+    process_stream_open(e, req, sc, f, err);
 }
 
 /* ------------------------------------------------------------------ WatchDir */

@@ -5,24 +5,14 @@
  * %22, %0D, %0A), with backslash escapes inside quotes and RFC 5987 filename* accepted. */
 #include "multipart.h"
 
+#include "ascii.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #define BCHARS "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? "
 #define PADDING_MAX_BYTES 64 /* spaces after a delimiter, before its CRLF */
-
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 int
 multipart_boundary(const char *content_type, char out[MULTIPART_BOUNDARY_MAX_BYTES + 1])
@@ -104,7 +94,8 @@ param_value(const char **pp, const char *end, char *out, size_t cap, bool rfc598
         if (quoted && ch == '\\' && p + 1 < end)
             ch = *++p;
         int hi, lo;
-        if (ch == '%' && p + 2 < end && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+        if (ch == '%' && p + 2 < end && (hi = ascii_hex_value(p[1])) >= 0 &&
+            (lo = ascii_hex_value(p[2])) >= 0) {
             char dec = (char) (hi << 4 | lo);
             if (rfc5987 || dec == '"' || dec == '\r' || dec == '\n') {
                 ch = dec;

@@ -2,6 +2,8 @@
  * bounded by TUNNEL_HOST_MAX_BYTES before it gets here; arithmetic is overflow-checked. */
 #include "host.h"
 
+#include "ascii.h"
+
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,18 +16,6 @@ static bool
 is_digit(char c)
 {
     return c >= '0' && c <= '9';
-}
-
-static int
-hex_value(char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* One inet_aton part: 0x-hex, 0-octal or decimal, at most UINT32_MAX. */
@@ -45,7 +35,7 @@ ipv4_part(const char *s, size_t n, uint64_t *ret)
         base = 8, s += 1, n -= 1;
     }
     for (size_t i = 0; i < n; i++) {
-        int d = hex_value(s[i]);
+        int d = ascii_hex_value(s[i]);
         if (d < 0 || (unsigned) d >= base)
             return -1;
         v = v * base + (unsigned) d;
@@ -98,7 +88,7 @@ ends_in_number(const char *s, size_t n)
         return false;
     if (len >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X')) {
         for (size_t i = 2; i < len; i++)
-            if (hex_value(l[i]) < 0)
+            if (ascii_hex_value(l[i]) < 0)
                 return false;
         return true;
     }

@@ -1,0 +1,15 @@
+/* Locale-free ASCII character helpers (the C library's are locale-dependent). */
+#pragma once
+
+/* 0..15 for [0-9a-fA-F], -1 for anything else. */
+static inline int
+ascii_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
