@@ -191,9 +191,22 @@ class Daemon:
         self.proc = None
 
     def leftover_domains(self):
+        """Domains libvirt still knows by this daemon's prefix, and QEMU processes running a
+        guest of that prefix that libvirt may no longer know (orphans)."""
         out = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--all", "--name"],
                              capture_output=True, text=True).stdout
-        return [n for n in out.split() if n.startswith(self.prefix)]
+        left = [n for n in out.split() if n.startswith(self.prefix)]
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            names = [a[len(b"guest="):].split(b",")[0].decode(errors="replace")
+                     for a in args if a.startswith(b"guest=")]
+            left += [f"qemu pid {pid} ({n})" for n in names
+                     if n.startswith(self.prefix) and n not in left]
+        return left
 
     def __enter__(self):
         return self.start()
@@ -201,15 +214,25 @@ class Daemon:
     def __exit__(self, *exc):
         rc = self.stop()
         left = self.leftover_domains()
+        for _ in range(50):  # a destroyed guest's QEMU may take a moment to exit
+            if not left:
+                break
+            time.sleep(0.1)
+            left = self.leftover_domains()
         if exc[0] is not None:
             print("---- stockaded log (tail) ----\n" + self.tail_log(60), file=sys.stderr)
         for n in left:  # never leave guests behind, even on failure
-            subprocess.run(["virsh", "-c", "qemu:///system", "destroy", n], capture_output=True)
+            if n.startswith("qemu pid "):
+                with contextlib.suppress(OSError):
+                    os.kill(int(n.split()[2]), signal.SIGKILL)
+            else:
+                subprocess.run(["virsh", "-c", "qemu:///system", "destroy", n],
+                               capture_output=True)
         if self.own_state and not self.keep_state:
             shutil.rmtree(self.state, ignore_errors=True)
         if exc[0] is None:
             assert rc == 0, f"stockaded exited {rc} on SIGTERM"
-            assert not left, f"domains left after a clean stop: {left}"
+            assert not left, f"domains or QEMU processes left after a clean stop: {left}"
         return False
 
     # ------------------------------------------------------------------ HTTP
