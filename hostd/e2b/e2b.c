@@ -33,6 +33,8 @@ call_trampoline(void *userdata)
     pthread_mutex_lock(&e->lock);
     bool cancelled = c->cancelled;
     c->started = c->running = !cancelled;
+    if (!cancelled)
+        c->refs++; /* fn may complete the call, and its waiter free it, before fn returns */
     pthread_mutex_unlock(&e->lock);
     if (cancelled) { /* its waiter gave up before it began: it never runs */
         e2b_call_done(c, NULL);
@@ -43,6 +45,7 @@ call_trampoline(void *userdata)
     c->running = false;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
+    e2b_call_unref(c);
 }
 
 bool

@@ -76,7 +76,7 @@ struct E2bCall {
     E2b *e;
     E2bCallFn fn;
     void (*free_fn)(E2bCall *c);            /* frees the operation's fields (not c); may be NULL */
-    unsigned refs;                          /* under e->lock: the waiter's and the loop's */
+    unsigned refs; /* under e->lock: the waiter's, the loop's, and the trampoline's while fn runs */
     bool started, running, cancelled, done; /* under e->lock */
     Error *err;
 };
