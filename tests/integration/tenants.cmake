@@ -6,5 +6,5 @@ foreach(scenario concurrent ledger wallet isolation revoked)
              COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_tenants.py ${scenario})
     set_tests_properties(integration_tenants_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
-        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR}")
+        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()
