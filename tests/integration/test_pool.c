@@ -208,11 +208,15 @@ scenario_wedged(void)
 
 /* ------------------------------------------------------------------ impostor */
 
-/* Waits for a new socket file at `path` (another inode than `old_ino`: the slot's next
- * restore), connects to it before the daemon does, and writes garbage until told to stop. */
+/* Waits for a new socket file at `path` (the slot's next restore), connects to it before the
+ * daemon does, and writes garbage until told to stop. New: another inode, or the same inode
+ * number with another ctime (a clean-clone CI run saw the file system hand the next socket
+ * the old one's inode). The old file, relabelled after its QEMU exited, has a new ctime too,
+ * but nothing listens on it any more: connect() fails and the impostor tries again. */
 typedef struct Impostor {
     char path[sizeof(((struct sockaddr_un *) 0)->sun_path)];
     ino_t old_ino;
+    struct timespec old_ctim;
     atomic_bool stop;
     atomic_bool connected;
     atomic_ullong garbage_bytes, guest_bytes;
@@ -224,7 +228,9 @@ impostor_connect(const Impostor *im)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     struct stat st;
 
-    if (stat(im->path, &st) < 0 || st.st_ino == im->old_ino)
+    if (stat(im->path, &st) < 0 ||
+        (st.st_ino == im->old_ino && st.st_ctim.tv_sec == im->old_ctim.tv_sec &&
+         st.st_ctim.tv_nsec == im->old_ctim.tv_nsec))
         return -1;
     memcpy(sa.sun_path, im->path, sizeof(sa.sun_path));
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -309,6 +315,7 @@ scenario_impostor(void)
     TEST_CHECK(n > 0 && (size_t) n < sizeof(im.path), "socket path too long for sun_path");
     TEST_CHECK(stat(im.path, &st0) == 0, "no channel socket at %s", im.path);
     im.old_ino = st0.st_ino;
+    im.old_ctim = st0.st_ctim;
     PoolStatus before;
     pool_status(h.pool, &before);
     pthread_t t;
