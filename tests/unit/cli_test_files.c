@@ -18,79 +18,9 @@
 #include <cmocka.h>
 
 #include "download.h"
+#include "tarbuild.h"
 #include "testlib.h"
 #include "upload.h"
-
-/* ------------------------------------------------------------------ tar builder */
-
-#define TB_BLOCK 512u
-
-typedef struct TarBuf {
-    uint8_t *buf;
-    size_t len, cap;
-} TarBuf;
-
-static void
-tb_put(TarBuf *t, const void *p, size_t n)
-{
-    if (t->len + n > t->cap) {
-        t->cap = (t->len + n) * 2 + TB_BLOCK;
-        t->buf = realloc(t->buf, t->cap);
-        if (!t->buf)
-            abort();
-    }
-    memcpy(t->buf + t->len, p, n);
-    t->len += n;
-}
-
-static void
-tb_pad(TarBuf *t)
-{
-    static const uint8_t zero[TB_BLOCK];
-    if (t->len % TB_BLOCK)
-        tb_put(t, zero, TB_BLOCK - t->len % TB_BLOCK);
-}
-
-static void
-tb_header(TarBuf *t, const char *name, char type, uint32_t mode, uint64_t size, const char *link)
-{
-    uint8_t h[TB_BLOCK] = {0};
-    unsigned sum = 0;
-    strncpy((char *) h, name, 100);
-    snprintf((char *) h + 100, 8, "%07o", mode);
-    snprintf((char *) h + 108, 8, "%07o", 0u);
-    snprintf((char *) h + 116, 8, "%07o", 0u);
-    snprintf((char *) h + 124, 12, "%011llo", (unsigned long long) (size & 077777777777ull));
-    snprintf((char *) h + 136, 12, "%011o", 1700000000u);
-    h[156] = (uint8_t) type;
-    if (link)
-        strncpy((char *) h + 157, link, 100);
-    memcpy(h + 257,
-           "ustar\0"
-           "00",
-           8);
-    memset(h + 148, ' ', 8);
-    for (size_t i = 0; i < TB_BLOCK; i++)
-        sum += h[i];
-    snprintf((char *) h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-    tb_put(t, h, sizeof(h));
-}
-
-static void
-tb_file(TarBuf *t, const char *name, uint32_t mode, const char *data)
-{
-    tb_header(t, name, '0', mode, strlen(data), NULL);
-    tb_put(t, data, strlen(data));
-    tb_pad(t);
-}
-
-static void
-tb_end(TarBuf *t)
-{
-    static const uint8_t zero[2 * TB_BLOCK];
-    tb_put(t, zero, sizeof(zero));
-}
 
 /* Extracts t into a fresh directory; returns the directory (caller frees) and the result. */
 static char *
@@ -98,12 +28,8 @@ extract(TarBuf *t, DownloadResult *res, int *ret_r)
 {
     char *dir = test_mkdtemp("cli-untar");
     char path[4096];
-    snprintf(path, sizeof(path), "%s/tar", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = tb_memfd(t);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, t->buf, t->len), (ssize_t) t->len);
-    lseek(fd, 0, SEEK_SET);
-    unlink(path);
     snprintf(path, sizeof(path), "%s/out", dir);
     assert_int_equal(mkdir(path, 0755), 0);
     int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -112,8 +38,7 @@ extract(TarBuf *t, DownloadResult *res, int *ret_r)
     error_free(err);
     close(dfd);
     close(fd);
-    free(t->buf);
-    *t = (TarBuf){0};
+    tb_free(t);
     return dir;
 }
 
@@ -143,9 +68,9 @@ test_untar_regular(void **state)
     TarBuf t = {0};
     DownloadResult res;
     int r;
-    tb_header(&t, "d/", '5', 0755, 0, NULL);
-    tb_file(&t, "d/a.txt", 0644, "hello\n");
-    tb_file(&t, "b.sh", 0755, "#!/bin/sh\n");
+    tb_header(&t, "d/", '5', 0755, 0, NULL, false);
+    tb_text(&t, "d/a.txt", 0644, "hello\n");
+    tb_text(&t, "b.sh", 0755, "#!/bin/sh\n");
     tb_end(&t);
     char *dir = extract(&t, &res, &r);
     assert_int_equal(r, 0);
@@ -165,17 +90,17 @@ test_untar_hostile(void **state)
     TarBuf t = {0};
     DownloadResult res;
     int r;
-    tb_header(&t, "link", '2', 0777, 0, "/etc/passwd"); /* symlink */
-    tb_header(&t, "hard", '1', 0644, 0, "/etc/shadow"); /* hard link */
-    tb_header(&t, "dev", '3', 0666, 0, NULL);           /* char device */
-    tb_header(&t, "fifo", '6', 0666, 0, NULL);          /* FIFO */
-    tb_file(&t, "/abs.txt", 0644, "abs\n");             /* absolute */
-    tb_file(&t, "../up.txt", 0644, "up\n");             /* .. */
-    tb_file(&t, "a/../../up2.txt", 0644, "up\n");       /* .. inside */
-    tb_file(&t, "suid", 04755, "x");                    /* setuid */
-    tb_header(&t, "ln", '2', 0777, 0, "/tmp");          /* symlink to a directory, */
-    tb_file(&t, "ln/escaped.txt", 0644, "escaped\n");   /* then a file "through" it */
-    tb_file(&t, "ok.txt", 0644, "ok\n");
+    tb_header(&t, "link", '2', 0777, 0, "/etc/passwd", false); /* symlink */
+    tb_header(&t, "hard", '1', 0644, 0, "/etc/shadow", false); /* hard link */
+    tb_header(&t, "dev", '3', 0666, 0, NULL, false);           /* char device */
+    tb_header(&t, "fifo", '6', 0666, 0, NULL, false);          /* FIFO */
+    tb_text(&t, "/abs.txt", 0644, "abs\n");             /* absolute */
+    tb_text(&t, "../up.txt", 0644, "up\n");             /* .. */
+    tb_text(&t, "a/../../up2.txt", 0644, "up\n");       /* .. inside */
+    tb_text(&t, "suid", 04755, "x");                    /* setuid */
+    tb_header(&t, "ln", '2', 0777, 0, "/tmp", false);          /* symlink to a directory, */
+    tb_text(&t, "ln/escaped.txt", 0644, "escaped\n");   /* then a file "through" it */
+    tb_text(&t, "ok.txt", 0644, "ok\n");
     tb_end(&t);
     char *dir = extract(&t, &res, &r);
     assert_int_equal(r, 0);
@@ -203,8 +128,8 @@ test_untar_malformed(void **state)
     TarBuf t = {0};
     DownloadResult res;
     int r;
-    tb_file(&t, "whole.txt", 0644, "whole\n");
-    tb_header(&t, "cut.txt", '0', 0644, 100000, NULL); /* announces more than comes */
+    tb_text(&t, "whole.txt", 0644, "whole\n");
+    tb_header(&t, "cut.txt", '0', 0644, 100000, NULL, false); /* announces more than comes */
     tb_put(&t, "short", 5);
     char *dir = extract(&t, &res, &r);
     assert_int_equal(r, 0); /* hostile content never fails the call */

@@ -23,126 +23,9 @@
 #include "path.h"
 #include "prescan.h"
 #include "tar.h"
+#include "tarbuild.h"
 #include "testlib.h"
 #include "timeutil.h"
-
-/* ------------------------------------------------------------------ tar builder */
-
-typedef struct TarBuf {
-    uint8_t *buf;
-    size_t len, cap;
-} TarBuf;
-
-#define TB_BLOCK 512u
-#define TB_MTIME 1700000000u
-
-static void
-tb_free(TarBuf *t)
-{
-    free(t->buf);
-    *t = (TarBuf){0};
-}
-
-static void
-tb_put(TarBuf *t, const void *p, size_t n)
-{
-    if (t->len + n > t->cap) {
-        t->cap = (t->len + n) * 2 + TB_BLOCK;
-        t->buf = realloc(t->buf, t->cap);
-        if (!t->buf)
-            abort();
-    }
-    memcpy(t->buf + t->len, p, n);
-    t->len += n;
-}
-
-static void
-tb_pad(TarBuf *t)
-{
-    static const uint8_t zero[TB_BLOCK];
-    size_t rem = t->len % TB_BLOCK;
-    if (rem)
-        tb_put(t, zero, TB_BLOCK - rem);
-}
-
-static void
-tb_header(TarBuf *t, const char *name, char type, uint32_t mode, uint64_t size, int magic_gnu)
-{
-    uint8_t h[TB_BLOCK] = {0};
-    unsigned sum = 0;
-
-    strncpy((char *) h, name, 100);
-    snprintf((char *) h + 100, 8, "%07o", mode);
-    snprintf((char *) h + 108, 8, "%07o", 0u);
-    snprintf((char *) h + 116, 8, "%07o", 0u);
-    snprintf((char *) h + 124, 12, "%011llo", (unsigned long long) size);
-    snprintf((char *) h + 136, 12, "%011o", TB_MTIME);
-    h[156] = (uint8_t) type;
-    if (magic_gnu)
-        memcpy(h + 257, "ustar  ", 8);
-    else
-        memcpy(h + 257,
-               "ustar\0"
-               "00",
-               8);
-    memset(h + 148, ' ', 8);
-    for (size_t i = 0; i < TB_BLOCK; i++)
-        sum += h[i];
-    snprintf((char *) h + 148, 8, "%06o", sum);
-    h[155] = ' ';
-    tb_put(t, h, sizeof(h));
-}
-
-static void
-tb_file(TarBuf *t, const char *name, uint32_t mode, const void *data, size_t len)
-{
-    tb_header(t, name, '0', mode, len, 0);
-    tb_put(t, data, len);
-    tb_pad(t);
-}
-
-static void
-tb_entry(TarBuf *t, const char *name, char type, uint32_t mode)
-{
-    tb_header(t, name, type, mode, 0, 0);
-}
-
-static void
-tb_longname(TarBuf *t, const char *name, size_t len)
-{
-    tb_header(t, "././@LongLink", 'L', 0644, len + 1, 1);
-    tb_put(t, name, len);
-    tb_put(t, "", 1);
-    tb_pad(t);
-}
-
-static void
-tb_pax(TarBuf *t, const char *key, const char *value, size_t value_len)
-{
-    size_t body = 1 + strlen(key) + 1 + value_len + 1; /* " key=value\n" */
-    size_t digits = 1, total;
-    for (;;) { /* the length counts its own digits */
-        total = body + digits;
-        size_t d = (size_t) snprintf(NULL, 0, "%zu", total);
-        if (d == digits)
-            break;
-        digits = d;
-    }
-    char head[64];
-    int hn = snprintf(head, sizeof(head), "%zu %s=", total, key);
-    tb_header(t, "PaxHeaders/x", 'x', 0644, total, 0);
-    tb_put(t, head, (size_t) hn);
-    tb_put(t, value, value_len);
-    tb_put(t, "\n", 1);
-    tb_pad(t);
-}
-
-static void
-tb_end(TarBuf *t)
-{
-    static const uint8_t zero[2 * TB_BLOCK];
-    tb_put(t, zero, sizeof(zero));
-}
 
 /* ------------------------------------------------------------------ fixture */
 
@@ -188,10 +71,8 @@ fix_teardown(void **state)
 static int
 run_tar(Fix *f, TarBuf *t)
 {
-    int fd = memfd_create("tar", MFD_CLOEXEC);
+    int fd = tb_memfd(t);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, t->buf, t->len), (ssize_t) t->len);
-    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
     error_free(f->err);
     f->err = NULL;
     int r = extract_untar(fd, f->dest_fd, &f->lim, &f->st, &f->err);
@@ -340,13 +221,13 @@ test_gnu_long_name_and_pax(void **state)
     longname[200] = '/';
     longname[sizeof(longname) - 1] = '\0'; /* ./long/<193 a>/<198 a> */
     tb_longname(&t, longname, strlen(longname));
-    tb_header(&t, "truncated-name-ignored", '0', 0644, 4, 1);
+    tb_header(&t, "truncated-name-ignored", '0', 0644, 4, NULL, true);
     tb_put(&t, "long", 4);
     tb_put(&t, (char[508]){0}, 508);
     tb_pax(&t, "path", "./pax dir/p\xc3\xa9.txt", 17);
     tb_file(&t, "ignored-too", 0644, "pax", 3);
     tb_pax(&t, "size", "5", 1); /* overrides the header's size field */
-    tb_header(&t, "./sized", '0', 0644, 0, 0);
+    tb_header(&t, "./sized", '0', 0644, 0, NULL, false);
     tb_put(&t, "sized", 5);
     tb_put(&t, (char[507]){0}, 507);
     tb_end(&t);
@@ -524,7 +405,7 @@ test_early_eof_removes_partial_file(void **state)
     TarBuf t = {0};
     char data[100] = {0};
     tb_file(&t, "./whole", 0644, "w", 1);
-    tb_header(&t, "./cut", '0', 0644, 1000, 0);
+    tb_header(&t, "./cut", '0', 0644, 1000, NULL, false);
     tb_put(&t, data, sizeof(data));
     assert_int_equal(run_tar(f, &t), 0);
     assert_int_equal(f->st.stop, EXTRACT_STOP_MALFORMED);
