@@ -101,6 +101,18 @@ session_sync_acked(Session *s)
         session_release_guest(s);
 }
 
+/* A session that never had a guest ends at once: nothing to destroy, nothing to salvage. */
+static void
+session_end_unbound(Session *s, const char *reason)
+{
+    Sessions *m = s->mgr;
+    artifacts_drop_work(m, s->rec.id);
+    session_set_state(s, ST_ENDED, reason);
+    m->stats.ended++;
+    session_free(s);
+    sessions_check_stopped(m);
+}
+
 void
 session_end(Session *s, const char *reason)
 {
@@ -118,20 +130,12 @@ session_end(Session *s, const char *reason)
         m->stats.timeouts++;
     if (s->state == ST_PENDING) {
         session_unqueue(s);
-        artifacts_drop_work(m, s->rec.id);
-        session_set_state(s, ST_ENDED, reason);
-        m->stats.ended++;
-        session_free(s);
-        sessions_check_stopped(m);
+        session_end_unbound(s, reason);
         return;
     }
     session_set_state(s, ST_STOPPING, reason);
     if (!s->guest) { /* lost before a guest was bound */
-        artifacts_drop_work(m, s->rec.id);
-        session_set_state(s, ST_ENDED, reason);
-        m->stats.ended++;
-        session_free(s);
-        sessions_check_stopped(m);
+        session_end_unbound(s, reason);
         return;
     }
     if (graceful)
