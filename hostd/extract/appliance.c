@@ -4,12 +4,19 @@
  * libguestfs are captured, escaped and returned; its own printing is switched off. */
 #include "appliance.h"
 
-#include <stdio.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <inttypes.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
+#include "fdutil.h"
 #include "log.h"
+#include "watchdog.h"
 
 #define APPLIANCE_DEFAULT_MEMSIZE_MIB 512u
 #define APPLIANCE_DEFAULT_SMP 2u
@@ -17,6 +24,10 @@
 #define APPLIANCE_LABEL_PREFIX "ws" /* disk labels: [a-zA-Z] only, per libguestfs */
 #define APPLIANCE_LABEL_DIR "/dev/disk/guestfs/"
 #define APPLIANCE_SCRIPT_BYTES 1024u /* fits APPLIANCE_MAX_DISKS device paths */
+#define APPLIANCE_TOKEN_KEY "stockade.launch="
+#define APPLIANCE_KILL_RETRY_USEC (500 * 1000) /* qemu may not be running yet at the deadline */
+#define APPLIANCE_CMDLINE_MAX (64u * 1024u)
+#define APPLIANCE_CONSOLE_LOG_BYTES 600u /* of the console tail, escaped, in the log */
 
 int
 appliance_error(guestfs_h *g, Error **errp, ErrorCategory category, const char *what)
@@ -120,6 +131,102 @@ appliance_prepare(ExtractAppliance *a, Error **errp)
     return a->qemu_pid > 0 ? 0 : appliance_error(a->g, errp, E_INTERNAL, "appliance pid");
 }
 
+/* ---------------------------------------------------------------- launch watchdog */
+
+static pid_t
+proc_parent(pid_t pid)
+{
+    char path[64];
+    _cleanup_free_ char *stat = NULL;
+    size_t len;
+    int ppid = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+    if (read_file_bounded(path, 4096, &stat, &len) < 0)
+        return -1;
+    /* "pid (comm) S ppid ...": comm may hold spaces and parentheses */
+    char *rp = strrchr(stat, ')');
+    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+        return -1;
+    return (pid_t) ppid;
+}
+
+static bool
+proc_has_arg(pid_t pid, const char *needle)
+{
+    char path[64];
+    _cleanup_free_ char *cmdline = NULL;
+    size_t len;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+    if (read_file_bounded(path, APPLIANCE_CMDLINE_MAX, &cmdline, &len) < 0)
+        return false;
+    return memmem(cmdline, len, needle, strlen(needle)) != NULL;
+}
+
+/* Watchdog: SIGKILL our child whose argv carries this launch's token (qemu, which has the
+ * token in -append); guestfs_launch then fails at once with the connection closed. */
+static void
+launch_kill(void *arg)
+{
+    ExtractAppliance *a = arg;
+    pid_t self = getpid();
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        if (!isdigit((unsigned char) e->d_name[0]))
+            continue;
+        pid_t pid = (pid_t) strtol(e->d_name, NULL, 10);
+        if (pid > 1 && proc_parent(pid) == self && proc_has_arg(pid, a->launch_token)) {
+            log_warn("extraction appliance: launch past its deadline; killing qemu %d",
+                     (int) pid);
+            if (kill(pid, SIGKILL) == 0)
+                a->launch_kills++;
+        }
+    }
+    closedir(d);
+}
+
+static int
+launch_token_make(ExtractAppliance *a, Error **errp)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t) sizeof(r))
+        return error_set(errp, E_INTERNAL, errno, "getrandom");
+    snprintf(a->launch_token, sizeof(a->launch_token), APPLIANCE_TOKEN_KEY "%016" PRIx64, r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- console tail */
+
+static void
+console_event(guestfs_h *g, void *opaque, uint64_t event, int event_handle, int flags,
+              const char *buf, size_t buf_len, const uint64_t *array, size_t array_len)
+{
+    ExtractAppliance *a = opaque;
+    (void) g, (void) event, (void) event_handle, (void) flags, (void) array, (void) array_len;
+    for (size_t i = 0; i < buf_len; i++)
+        a->console[a->console_total++ % APPLIANCE_CONSOLE_BYTES] = buf[i];
+}
+
+/* Logs the last bytes the appliance printed (escaped: a disk's content may reach it). */
+static void
+console_log_tail(const ExtractAppliance *a)
+{
+    size_t n = MIN(a->console_total, (size_t) APPLIANCE_CONSOLE_LOG_BYTES);
+    char raw[APPLIANCE_CONSOLE_LOG_BYTES] = {0}, esc[APPLIANCE_CONSOLE_LOG_BYTES * 4 + 1];
+    for (size_t i = 0; i < n; i++)
+        raw[i] = a->console[(a->console_total - n + i) % APPLIANCE_CONSOLE_BYTES];
+    log_escape(esc, sizeof(esc), raw, n);
+    log_warn("extraction appliance console, last %zu of %zu bytes: %s", n, a->console_total,
+             n ? esc : "(nothing printed)");
+}
+
+/* ---------------------------------------------------------------- start */
+
 static int
 appliance_add_disks(guestfs_h *g, const char *const *disk_paths, size_t n_disks, Error **errp)
 {
@@ -150,12 +257,37 @@ extract_appliance_start(const char *const *disk_paths, size_t n_disks, const Ext
     if (!a->g)
         return error_set(errp, E_INTERNAL, errno, "guestfs_create");
     if (appliance_configure(a->g, cfg, errp) < 0 ||
-        appliance_add_disks(a->g, disk_paths, n_disks, errp) < 0)
+        appliance_add_disks(a->g, disk_paths, n_disks, errp) < 0 || launch_token_make(a, errp) < 0)
         return -1;
+    if (guestfs_set_append(a->g, a->launch_token) < 0 ||
+        guestfs_set_event_callback(a->g, console_event, GUESTFS_EVENT_APPLIANCE, 0, a) < 0)
+        return appliance_error(a->g, errp, E_INTERNAL, "configure appliance");
+
+    uint64_t timeout = cfg->launch_timeout_usec ? cfg->launch_timeout_usec
+                       : cfg->force_tcg         ? EXTRACT_LAUNCH_TCG_USEC
+                                                : EXTRACT_LAUNCH_KVM_USEC;
+    Watchdog w;
+    int r = watchdog_start(&w, now_usec() + timeout, APPLIANCE_KILL_RETRY_USEC, launch_kill, a);
+    if (r < 0)
+        return error_set(errp, E_INTERNAL, -r, "launch watchdog thread");
     if (guestfs_launch(a->g) < 0)
-        return appliance_error(a->g, errp, E_UNAVAILABLE, "launch appliance");
-    if (appliance_prepare(a, errp) < 0)
+        r = appliance_error(a->g, errp, E_UNAVAILABLE, "launch appliance");
+    else
+        r = appliance_prepare(a, errp);
+    if (watchdog_stop(&w)) {
+        if (errp) { /* the library's "connection closed" says less than this */
+            error_free(*errp);
+            *errp = NULL;
+        }
+        r = error_set(errp, E_TIMEOUT, 0,
+                      "appliance launch did not finish within %" PRIu64 " s; %s",
+                      timeout / USEC_PER_SEC,
+                      a->launch_kills ? "qemu killed" : "its qemu was not found");
+    }
+    if (r < 0) {
+        console_log_tail(a);
         return -1;
+    }
     *ret = TAKE_PTR(a);
     return 0;
 }

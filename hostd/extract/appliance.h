@@ -12,6 +12,8 @@
 
 #define EXTRACT_KILL_GRACE_USEC (15 * USEC_PER_SEC) /* after max_usec, then SIGKILL qemu */
 #define EXTRACT_GUESTFS_ERR_BYTES 300u              /* escaped libguestfs error text kept */
+#define APPLIANCE_CONSOLE_BYTES 2048u               /* tail of its console, for a failed launch */
+#define APPLIANCE_TOKEN_BYTES 40u                   /* "stockade.launch=" + 16 hex digits + NUL */
 
 struct ExtractAppliance {
     pthread_mutex_t lock; /* one salvage at a time */
@@ -20,6 +22,12 @@ struct ExtractAppliance {
     char **devices; /* shell path of each disk index (/dev/disk/guestfs/wsX), NULL-ended */
     atomic_bool dead;
     pid_t qemu_pid;
+    /* Appended to the appliance kernel's command line, so it is in qemu's argv: how the launch
+     * watchdog finds a qemu that libguestfs has not told us about yet. */
+    char launch_token[APPLIANCE_TOKEN_BYTES];
+    unsigned launch_kills; /* by the watchdog thread; read after it is joined */
+    char console[APPLIANCE_CONSOLE_BYTES]; /* ring; written in the thread calling libguestfs */
+    size_t console_total;
 };
 
 /* Fills *errp from the handle's last error (escaped: it may quote guest-chosen names). */

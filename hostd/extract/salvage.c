@@ -28,6 +28,7 @@
 #include "appliance.h"
 #include "log.h"
 #include "prescan.h"
+#include "watchdog.h"
 
 #define SALVAGE_DM_NAME "stk_salvage"
 #define SALVAGE_DM_DEV "/dev/mapper/" SALVAGE_DM_NAME
@@ -44,60 +45,12 @@ static const char *const salvage_fixed_excludes[] = {"./lost+found"};
 
 /* ---------------------------------------------------------------- watchdog */
 
-typedef struct Watchdog {
-    pthread_t thread;
-    pthread_mutex_t m;
-    pthread_cond_t c;
-    bool done, fired;
-    uint64_t kill_at_usec;
-    ExtractAppliance *a;
-} Watchdog;
-
-static void *
-watchdog_main(void *p)
+static void
+salvage_kill(void *arg)
 {
-    Watchdog *w = p;
-    pthread_mutex_lock(&w->m);
-    while (!w->done) {
-        uint64_t at = w->kill_at_usec;
-        struct timespec ts = {.tv_sec = (time_t) (at / USEC_PER_SEC),
-                              .tv_nsec = (long) (at % USEC_PER_SEC * NSEC_PER_USEC)};
-        if (now_usec() >= at) {
-            w->fired = true;
-            atomic_store(&w->a->dead, true);
-            (void) kill(w->a->qemu_pid, SIGKILL); /* every pending call then fails */
-            break;
-        }
-        pthread_cond_timedwait(&w->c, &w->m, &ts);
-    }
-    pthread_mutex_unlock(&w->m);
-    return NULL;
-}
-
-static int
-watchdog_start(Watchdog *w, ExtractAppliance *a, uint64_t kill_at_usec)
-{
-    pthread_condattr_t attr;
-    *w = (Watchdog){.kill_at_usec = kill_at_usec, .a = a};
-    pthread_mutex_init(&w->m, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->c, &attr);
-    pthread_condattr_destroy(&attr);
-    return -pthread_create(&w->thread, NULL, watchdog_main, w);
-}
-
-static bool
-watchdog_stop(Watchdog *w)
-{
-    pthread_mutex_lock(&w->m);
-    w->done = true;
-    pthread_cond_signal(&w->c);
-    pthread_mutex_unlock(&w->m);
-    pthread_join(w->thread, NULL);
-    pthread_cond_destroy(&w->c);
-    pthread_mutex_destroy(&w->m);
-    return w->fired;
+    ExtractAppliance *a = arg;
+    atomic_store(&a->dead, true);
+    (void) kill(a->qemu_pid, SIGKILL); /* every pending call then fails */
 }
 
 /* ---------------------------------------------------------------- steps 1-4 */
@@ -302,7 +255,7 @@ extract_salvage(ExtractAppliance *a, size_t index, int dest_dirfd, const Extract
         return error_set(errp, E_UNAVAILABLE, 0, "extraction appliance is dead");
     }
     guestfs_set_error_handler(a->g, NULL, NULL); /* per thread: silence this caller's too */
-    if (watchdog_start(&w, a, deadline + EXTRACT_KILL_GRACE_USEC) < 0) {
+    if (watchdog_start(&w, deadline + EXTRACT_KILL_GRACE_USEC, 0, salvage_kill, a) < 0) {
         pthread_mutex_unlock(&a->lock);
         return error_set(errp, E_INTERNAL, 0, "watchdog thread");
     }

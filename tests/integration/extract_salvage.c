@@ -457,6 +457,41 @@ case_cold(const ExtractConfig *cfg)
     error_free(err);
 }
 
+/* Our children whose argv[0] names a qemu binary (the appliance's, nothing else here). */
+static int
+count_qemu_children(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "exit $(pgrep -c -P %d qemu)", (int) getpid());
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A launch that outlives its deadline is killed (not left to libguestfs's own 20-minute
+ * wait): E_TIMEOUT naming the kill, and no qemu left behind. 2 s is well inside the ~20 s a
+ * TCG launch takes, so the deadline always passes mid-launch. */
+static void
+case_launch_deadline(const ExtractConfig *base)
+{
+    ExtractConfig cfg = *base;
+    ExtractAppliance *a = NULL;
+    Error *err = NULL;
+    char disk[4096];
+    const char *disks[] = {disk};
+
+    cfg.launch_timeout_usec = 2 * USEC_PER_SEC;
+    snprintf(disk, sizeof(disk), "%s/slot0.img", scratch);
+    uint64_t t0 = now_usec();
+    int r = extract_appliance_start(disks, 1, &cfg, &a, &err);
+    double s = (double) (now_usec() - t0) / 1e6;
+    printf("launch with a 2 s deadline: r=%d after %.1f s: %s\n", r, s, err ? err->message : "-");
+    EXPECT(r < 0 && a == NULL);
+    EXPECT(err && err->category == E_TIMEOUT && strstr(err->message, "within 2 s; qemu killed"));
+    EXPECT(count_qemu_children() == 0);
+    extract_appliance_free(a);
+    error_free(err);
+}
+
 /* ------------------------------------------------------------------ main */
 
 typedef struct Launch {
@@ -551,6 +586,7 @@ main(void)
     extract_appliance_free(l.a);
     if (built == 0)
         case_cold(&cfg);
+    case_launch_deadline(&cfg);
     error_free(l.err);
     if (mounted)
         sh("umount -l %s", mnt);
