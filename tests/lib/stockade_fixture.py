@@ -290,11 +290,12 @@ class Daemon:
         p = self.get("/v1/pool")
         return p["accel_decided"] and all(x["idle"] >= x["warm"] for x in p["pools"])
 
-    def wait_ready(self, timeout=300):
-        """The pool is full and the extraction appliance is up."""
+    def wait_ready(self, timeout=300, appliance_timeout=420):
+        """The pool is full and the extraction appliance is up. The appliance gets longer:
+        a launch that hangs is killed at 180 s under TCG and retried 30 s later."""
         self.wait(self.pool_full, timeout, "a full pool")
-        self.wait(lambda: "extraction appliance ready" in self.tail_log(200), timeout,
-                  "the extraction appliance")
+        self.wait(lambda: "extraction appliance ready" in self.tail_log(200),
+                  max(timeout, appliance_timeout), "the extraction appliance")
 
     def session(self, sid):
         return self.get(f"/v1/sessions/{sid}")
