@@ -49,7 +49,14 @@ static const MountSpec late_mounts[] = {
     {"tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_TMP_OPTIONS},
     {"tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_RUN_OPTIONS},
 };
-static const MountSpec cgroup_mount = {"cgroup2", INIT_CGROUP_ROOT, "cgroup2", MNT_SAFE, NULL};
+/* favordynmods (Linux 6.0+): moving a process into a cgroup no longer waits for an RCU grace
+ * period. Every exec moves its first process into the exec's own cgroup; under TCG that wait
+ * was 10-12 ms of a ~24 ms exec (timestamps around the child's write to cgroup.procs). A
+ * kernel without the option refuses the mount, so it is retried without. */
+static const MountSpec cgroup_mount = {"cgroup2", INIT_CGROUP_ROOT, "cgroup2", MNT_SAFE,
+                                       "favordynmods"};
+static const MountSpec cgroup_mount_plain = {"cgroup2", INIT_CGROUP_ROOT, "cgroup2", MNT_SAFE,
+                                             NULL};
 
 static int
 init_mount(const MountSpec *m, Error **errp)
@@ -186,7 +193,8 @@ init_cgroups(void)
     struct statfs sfs;
     _cleanup_error_ Error *err = NULL;
 
-    if (init_mount(&cgroup_mount, &err) < 0) {
+    if (init_mount(&cgroup_mount, &err) < 0 && (error_free(TAKE_PTR(err)), true) &&
+        init_mount(&cgroup_mount_plain, &err) < 0) {
         log_warn("%s; exec trees fall back to process groups", err->message);
         return false;
     }

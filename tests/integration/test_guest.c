@@ -312,6 +312,10 @@ main(int argc, char **argv)
     const char *calc_sh[] = {"sh", "-c", "echo $((6*7))", NULL};
     const char *out = run(c, 1, py ? calc_py : calc_sh, &code);
     TEST_CHECK(code == 0 && strcmp(out, "42\n") == 0, "6*7 gave '%s' (exit %d)", out, code);
+    /* favordynmods: an exec's move into its cgroup waits for no RCU grace period (init.c) */
+    const char *mounts[] = {"sh", "-c", "grep ' cgroup2 ' /proc/mounts", NULL};
+    out = run(c, 2, mounts, &code);
+    TEST_CHECK(code == 0 && strstr(out, "favordynmods"), "cgroup2 mount: '%s'", out);
     file_roundtrip(c);
     kill_tree(c);
     malformed_then_ping(c);
