@@ -112,7 +112,7 @@ exec_pipes_open(ExecPipes *p, bool stdin_open)
     return 0;
 }
 
-/* NULL-terminated argv pointing into the request (alive until after fork). */
+/* NULL-terminated argv pointing into the request (alive until after the spawn). */
 static char **
 exec_argv(const Stockade__Runner__Exec *x)
 {
@@ -122,16 +122,14 @@ exec_argv(const Stockade__Runner__Exec *x)
     return argv;
 }
 
-/* Forks the child; on success the Exec owns the runner's pipe ends. */
+/* Starts the child; on success the Exec owns the runner's pipe ends. */
 static int
-exec_fork(Exec *e, const SpawnSpec *spec, ExecPipes *p)
+exec_launch(Exec *e, const SpawnSpec *spec, ExecPipes *p)
 {
     e->start_usec = now_usec();
-    pid_t pid = fork();
+    pid_t pid = spawn_start(spec);
     if (pid < 0)
         return -1;
-    if (pid == 0)
-        spawn_child(spec);
     e->pid = e->tree.leader = pid;
     e->tree.leader_alive = true;
     e->tree.procs_fd = safe_close(e->tree.procs_fd);
@@ -170,9 +168,9 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
             .report_fd = p.report[1],
             .cgroup_procs_fd = e->tree.procs_fd,
         };
-        r = exec_fork(e, &spec, &p);
+        r = exec_launch(e, &spec, &p);
         if (r < 0)
-            error_set(errp, E_UNAVAILABLE, errno, "exec %u: fork", x->exec_id);
+            error_set(errp, E_UNAVAILABLE, errno, "exec %u: spawn", x->exec_id);
     }
     exec_pipes_close(&p);
     env_list_clear(&env);
@@ -400,6 +398,18 @@ exec_timeout_msec(const ExecTable *t, uint64_t now)
     if (next == UINT64_MAX)
         return -1;
     return next <= now ? 0 : (int) ((next - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC);
+}
+
+bool
+exec_wants_idle(const ExecTable *t)
+{
+    return tree_wants_spare(&t->root);
+}
+
+void
+exec_prepare_next(ExecTable *t)
+{
+    tree_make_spare(&t->root);
 }
 
 int

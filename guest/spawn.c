@@ -1,4 +1,4 @@
-/* Exec child setup between fork and execve: see spawn.h. Runs in the forked child of a
+/* Exec child setup between the clone and execve: see spawn.h. Runs in a CLONE_VM child of a
  * single-threaded runner; it never returns and never logs (fds 1 and 2 are the pipes). */
 #include "spawn.h"
 
@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -22,6 +24,8 @@
 #include "wspath.h"
 
 #define SPAWN_EXIT_FAILED 127
+#define SPAWN_STACK_BYTES (64u * 1024u) /* the child uses ~6 KiB (a PATH candidate is 4.3) */
+#define SPAWN_GUARD_BYTES 4096u        /* below the stack: an overflow faults, never corrupts */
 
 _Noreturn static void
 spawn_fail(const SpawnSpec *s, SpawnStage stage, int err)
@@ -131,7 +135,7 @@ spawn_exec(const SpawnSpec *s)
     return -1;
 }
 
-_Noreturn void
+_Noreturn static void
 spawn_child(const SpawnSpec *s)
 {
     if (s->cgroup_procs_fd >= 0 && write_all(s->cgroup_procs_fd, "0", 1) < 0)
@@ -145,6 +149,32 @@ spawn_child(const SpawnSpec *s)
         spawn_fail(s, SPAWN_STAGE_CWD, errno);
     (void) spawn_exec(s);
     spawn_fail(s, SPAWN_STAGE_EXEC, errno);
+}
+
+static int
+spawn_trampoline(void *arg)
+{
+    spawn_child(arg);
+}
+
+pid_t
+spawn_start(const SpawnSpec *s)
+{
+    static uint8_t *stack; /* mapped once, guard page at the bottom; reused by every spawn */
+
+    if (!stack) {
+        void *m = mmap(NULL, SPAWN_GUARD_BYTES + SPAWN_STACK_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        if (mprotect(m, SPAWN_GUARD_BYTES, PROT_NONE) < 0) {
+            (void) munmap(m, SPAWN_GUARD_BYTES + SPAWN_STACK_BYTES);
+            return -1;
+        }
+        stack = m;
+    }
+    return clone(spawn_trampoline, stack + SPAWN_GUARD_BYTES + SPAWN_STACK_BYTES,
+                 CLONE_VM | CLONE_VFORK | SIGCHLD, (void *) s);
 }
 
 const char *

@@ -1,4 +1,4 @@
-/* The child half of an exec: everything between fork() and execve().
+/* The child half of an exec: everything between the clone and execve().
  *
  * Order: default signal state; join the exec's cgroup (before any program code runs);
  * setsid; oom_score_adj EXEC_OOM_SCORE_ADJ; default rlimits (core 0); stdio from the pipes
@@ -41,5 +41,12 @@ typedef struct SpawnSpec {
     int cgroup_procs_fd; /* -1 in fallback mode */
 } SpawnSpec;
 
-_Noreturn void spawn_child(const SpawnSpec *s);
+/* Starts the child: clone(CLONE_VM | CLONE_VFORK), as posix_spawn does. The child runs on
+ * its own stack in the runner's memory, and the runner is suspended until the child has
+ * called execve or exited, so no page table is copied and no copy-on-write fault follows the
+ * fork. Under TCG, where each of those flushes the emulated TLB, fork() alone took 0.6-6 ms
+ * of every exec (timestamps around it, over tests/bench pool runs). The child makes syscalls only: no heap, no stdio, no
+ * runner state written (errno aside). Returns the pid, or -1 with errno. Not thread-safe
+ * (the runner has one thread): the child stack is shared by every spawn. */
+pid_t spawn_start(const SpawnSpec *s);
 const char *spawn_stage_name(int32_t stage);
