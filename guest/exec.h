@@ -71,3 +71,7 @@ int exec_reap(ExecTable *t, Error **errp);
 int exec_tick(ExecTable *t, uint64_t now_usec, Error **errp);
 /* Milliseconds until the next deadline, or -1 for none. */
 int exec_timeout_msec(const ExecTable *t, uint64_t now_usec);
+/* Idle work: true while the next exec's cgroup is not made yet (see tree.h); the serve loop
+ * then calls exec_prepare_next() once nothing has happened for a moment. */
+bool exec_wants_idle(const ExecTable *t);
+void exec_prepare_next(ExecTable *t);

@@ -20,6 +20,9 @@
 
 enum { PFD_PORT, PFD_SIGNAL, PFD_MIRROR, PFD_FIXED };
 #define POLL_FDS_MAX (PFD_FIXED + EXEC_POLL_FDS_MAX + PROXY_POLL_FDS_MAX)
+/* Quiet this long before idle work (the next exec's cgroup) runs: it stays off the path of a
+ * request that is in flight, and of a burst of output. */
+#define SERVE_IDLE_MSEC 20
 
 /* Writes Ready{0} blocking: returns 0 once a host is connected and took it, 1 when the
  * write fails (EPIPE: a socket peer that closed for good; the host will never come back). */
@@ -195,9 +198,15 @@ serve_turn(Server *s, Error **errp)
     if (s->shutdown_requested)
         return 0;
     int timeout = serve_idle_work(s);
+    bool idle_work = exec_wants_idle(s->execs);
+    if (idle_work && (timeout < 0 || timeout > SERVE_IDLE_MSEC))
+        timeout = SERVE_IDLE_MSEC;
     size_t n = serve_build_poll(s, pfd, &n_exec);
-    if (poll(pfd, n, timeout) < 0)
+    int ready = poll(pfd, n, timeout);
+    if (ready < 0)
         return errno == EINTR ? 0 : error_set(errp, E_INTERNAL, errno, "poll");
+    if (ready == 0 && idle_work)
+        exec_prepare_next(s->execs);
     if (pfd[PFD_PORT].revents && serve_port_events(s, pfd[PFD_PORT].revents))
         return 1;
     if (pfd[PFD_SIGNAL].revents)

@@ -84,7 +84,9 @@ tree_root_open(const char *cgroup_root, TreeRoot *ret, Error **errp)
 {
     struct statfs sfs;
 
-    *ret = (TreeRoot){.dir_fd = -1, .memory_max_bytes = tree_memory_max()};
+    *ret = (TreeRoot){.dir_fd = -1,
+                      .memory_max_bytes = tree_memory_max(),
+                      .spare = {.cg_fd = -1, .procs_fd = -1}};
     if (!cgroup_root)
         return 0;
     _cleanup_close_ int fd = open(cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -107,6 +109,7 @@ tree_root_open(const char *cgroup_root, TreeRoot *ret, Error **errp)
 void
 tree_root_close(TreeRoot *root)
 {
+    tree_destroy(root, &root->spare);
     root->dir_fd = safe_close(root->dir_fd);
 }
 
@@ -125,12 +128,13 @@ tree_set_limits(const TreeRoot *root, int cg_fd)
     return 0;
 }
 
-int
-tree_create(const TreeRoot *root, uint32_t exec_id, Tree *ret, Error **errp)
+/* name: "exec-<id>" or "exec-s<n>" (see tree_create, tree_make_spare). */
+static int
+tree_make(const TreeRoot *root, bool spare, unsigned n, Tree *ret, Error **errp)
 {
     Tree t = {.cg_fd = -1, .procs_fd = -1};
 
-    snprintf(t.name, sizeof(t.name), "exec-%u", exec_id);
+    snprintf(t.name, sizeof(t.name), spare ? "exec-s%u" : "exec-%u", n);
     if (root->dir_fd < 0) {
         *ret = t;
         return 0;
@@ -148,6 +152,37 @@ tree_create(const TreeRoot *root, uint32_t exec_id, Tree *ret, Error **errp)
     }
     *ret = t;
     return 0;
+}
+
+int
+tree_create(TreeRoot *root, uint32_t exec_id, Tree *ret, Error **errp)
+{
+    if (root->spare.cg_fd >= 0) {
+        *ret = root->spare;
+        root->spare = (Tree){.cg_fd = -1, .procs_fd = -1};
+        return 0;
+    }
+    if (tree_make(root, false, exec_id, ret, errp) < 0)
+        return -1;
+    root->spare_failed = false;
+    return 0;
+}
+
+bool
+tree_wants_spare(const TreeRoot *root)
+{
+    return root->dir_fd >= 0 && root->spare.cg_fd < 0 && !root->spare_failed;
+}
+
+void
+tree_make_spare(TreeRoot *root)
+{
+    _cleanup_error_ Error *ignored = NULL;
+    if (tree_wants_spare(root) &&
+        tree_make(root, true, root->spare_seq++, &root->spare, &ignored) < 0) {
+        root->spare = (Tree){.cg_fd = -1, .procs_fd = -1};
+        root->spare_failed = true; /* no retry every SERVE_IDLE_MSEC */
+    }
 }
 
 void

@@ -12,6 +12,7 @@ stockade_test(NAME integration_runner_host_cgroup LABEL integration TIMEOUT 180
               LIBS stockade_runner_client stockade_proto stockade_base PkgConfig::CMOCKA
               ARGS $<TARGET_FILE:stockade-runner> cgroup)
 add_dependencies(integration_runner_host_cgroup stockade-runner)
+target_include_directories(integration_runner_host_cgroup PRIVATE ${PROJECT_SOURCE_DIR}/guest)
 add_test(NAME integration_runner_host_pgroup
          COMMAND integration_runner_host_cgroup $<TARGET_FILE:stockade-runner> pgroup)
 set_tests_properties(integration_runner_host_pgroup PROPERTIES LABELS integration

@@ -1,12 +1,16 @@
 /* Runner host-mode integration tests: execs (output, exit, env, cwd, stdin, failures),
  * killing whole trees, back-pressure, limits, fork bomb and memory hog containment.
  * Fixture and helpers: runner_host.c. */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fdutil.h"
+#include "guest_limits.h"
+#include "macro.h"
 #include "runner_host.h"
 #include "testlib.h"
 
@@ -326,6 +330,55 @@ rh_case_skipped(const char *why)
     print_message("skipped: %s\n", why);
 }
 
+/* The spare cgroup (tree.h): made while the runner is idle, limits set, taken by the next
+ * exec, and replaced once the runner is idle again. */
+static bool
+spare_cgroup(char *name, size_t cap)
+{
+    struct dirent *de;
+    bool found = false;
+    DIR *d = opendir(fx.cg_root);
+    while (d && !found && (de = readdir(d)))
+        if (strncmp(de->d_name, "exec-s", 6) == 0) {
+            snprintf(name, cap, "%s", de->d_name);
+            found = true;
+        }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static void
+test_exec_spare_cgroup(void **state)
+{
+    (void) state;
+    char spare[256], next[256], path[1024], want[260];
+    ExecResult r;
+
+    if (!fx.cg_root) {
+        print_message("spare cgroup: pgroup mode has none\n");
+        return;
+    }
+    usleep(200 * 1000); /* idle well past SERVE_IDLE_MSEC */
+    rh_ping(7);
+    assert_true(spare_cgroup(spare, sizeof(spare)));
+    snprintf(path, sizeof(path), "%s/%s/pids.max", fx.cg_root, spare);
+    if (access(path, F_OK) == 0) { /* the pids controller is delegated here */
+        _cleanup_free_ char *pids = NULL;
+        size_t len;
+        assert_int_equal(read_file_bounded(path, 64, &pids, &len), 0);
+        assert_int_equal(atoi(pids), EXEC_PIDS_MAX);
+    }
+    rh_sh("cat /proc/self/cgroup", &r);
+    snprintf(want, sizeof(want), "/%s\n", spare);
+    assert_non_null(strstr(r.out, want)); /* the exec ran in the spare */
+    rh_result_free(&r);
+    usleep(200 * 1000);
+    rh_ping(8);
+    assert_true(spare_cgroup(next, sizeof(next)));
+    assert_string_not_equal(next, spare);
+}
+
 /* Only where a pids limit contains it (test-made v1 group around the runner, or v2 limits):
  * a fork bomb on this shared machine without one is not an option. */
 static void
@@ -380,6 +433,7 @@ test_memory_hog(void **state)
 
 const struct CMUnitTest rh_exec_tests[] = {
     cmocka_unit_test(test_exec_echo),
+    cmocka_unit_test(test_exec_spare_cgroup),
     cmocka_unit_test(test_exec_message_order),
     cmocka_unit_test(test_exec_stderr_and_code),
     cmocka_unit_test(test_exec_env_ids_cwd),
