@@ -226,6 +226,10 @@ ts_on_message(Guest *g, const GuestMsg *m, void *userdata)
             s->acked_usec = now_usec();
         }
         break;
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_PONG:
+        if (m->req_id == s->ping_req)
+            s->pong_usec = now_usec();
+        break;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED:
         s->started = true;
         s->started_usec = now_usec();
@@ -289,6 +293,33 @@ ts_take(Harness *h, TestSession *s, const char *session_id)
         return false;
     }
     return true;
+}
+
+static bool
+ts_ponged(void *userdata)
+{
+    TestSession *s = userdata;
+    return s->pong_usec != 0 || s->lost;
+}
+
+int64_t
+ts_ping_usec(TestSession *s, uint64_t timeout_usec)
+{
+    Stockade__Runner__Ping p = STOCKADE__RUNNER__PING__INIT;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Error *err = NULL;
+
+    p.nonce = 0x5eed;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PING;
+    m.ping = &p;
+    s->pong_usec = 0;
+    uint64_t t0 = now_usec();
+    if (guest_send(s->g, &m, &s->ping_req, &err) < 0) {
+        error_free(err);
+        return -1;
+    }
+    harness_run_until(s->h, ts_ponged, s, timeout_usec);
+    return s->pong_usec ? (int64_t) (s->pong_usec - t0) : -1;
 }
 
 bool

@@ -65,11 +65,15 @@ typedef struct TestSession {
     size_t err_len;
     uint64_t first_byte_usec; /* monotonic time of the first output byte of the current exec */
     uint64_t taken_usec, acked_usec, started_usec; /* hand-out phases (monotonic) */
+    uint32_t ping_req;
+    uint64_t pong_usec;
     char error_message[ERROR_MESSAGE_MAX + 64];
 } TestSession;
 
 /* Takes a guest and sends Hello (no wait). false if the pool had none idle. */
 bool ts_take(Harness *h, TestSession *s, const char *session_id);
+/* Ping -> Pong round trip in microseconds, or -1 (lost, timed out). */
+int64_t ts_ping_usec(TestSession *s, uint64_t timeout_usec);
 /* Sends Exec (argv NULL-terminated); does not wait. */
 bool ts_exec_start(TestSession *s, const char *const *argv);
 /* Runs the loop until the exec exits (or the guest is lost / timeout). */
