@@ -52,6 +52,7 @@ static const Key keys[] = {
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
     {SEC_DAEMON, "workspace_mib", K_UINT, PC(workspace_mib), 0, 16, 1024 * 1024},
     {SEC_DAEMON, "refill_concurrency", K_UINT, PC(refill_concurrency), 0, 1, 64},
+    {SEC_DAEMON, "refill_holdoff_ms", K_UINT, PC(refill_holdoff_ms), 0, 0, 10000},
     {SEC_DAEMON, "workers", K_UINT, DC(workers), 0, 1, 256},
     {SEC_LIMITS, "tb_cache_mib", K_UINT, PC(tb_cache_mib), 0, 0, 4096},
     {SEC_LIMITS, "memory_overhead_mib", K_UINT, PC(memory_overhead_mib), 0, 32, 65536},

@@ -5,7 +5,7 @@
  * never silently keeps a default), every number range-checked. Errors name the line.
  *
  *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel, log_level,
- *                       workspace_mib, refill_concurrency, workers
+ *                       workspace_mib, refill_concurrency, refill_holdoff_ms, workers
  *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s

@@ -27,6 +27,7 @@ pool_config_defaults(PoolConfig *c)
         .exec_uid = 1000,
         .exec_gid = 1000,
         .refill_concurrency = 2,
+        .refill_holdoff_ms = 100,
         .tb_cache_mib = 64,
         .memory_overhead_mib = 192,
         .cpu_quota_percent = 100,
@@ -205,6 +206,7 @@ pool_free(Pool *p)
 {
     if (!p)
         return;
+    loop_cancel_timer(p->loop, p->fill_timer);
     for (size_t i = 0; i < p->n_shapes; i++) {
         Shape *s = &p->shapes[i];
         for (unsigned k = 0; s->slots && k < s->n_slots; k++) {
@@ -336,6 +338,8 @@ void
 pool_stop(Pool *p, void (*done)(void *userdata), void *userdata)
 {
     p->stopping = true;
+    loop_cancel_timer(p->loop, p->fill_timer);
+    p->fill_timer = 0;
     p->stop_done = done;
     p->stop_userdata = userdata;
     for (size_t i = 0; i < p->n_shapes; i++)
@@ -391,6 +395,30 @@ pool_is_full(Pool *p)
 
 /* ------------------------------------------------------------------ hand-out */
 
+static void
+pool_on_fill_timer(Loop *l, void *userdata)
+{
+    Pool *p = userdata;
+    (void) l;
+    p->fill_timer = 0;
+    pool_fill(p);
+}
+
+/* The refill a take needs, after refill_holdoff_ms: a restore starting (libvirtd, a new QEMU)
+ * competes for the host's CPUs with the session that was just handed out. */
+static void
+pool_fill_soon(Pool *p)
+{
+    if (p->cfg.refill_holdoff_ms == 0) {
+        pool_fill(p);
+        return;
+    }
+    if (p->fill_timer == 0)
+        p->fill_timer = loop_add_timer(p->loop,
+                                       now_usec() + p->cfg.refill_holdoff_ms * USEC_PER_MSEC,
+                                       pool_on_fill_timer, p);
+}
+
 Guest *
 pool_take(Pool *p, const char *shape, const GuestOps *ops, void *userdata, Error **errp)
 {
@@ -407,7 +435,7 @@ pool_take(Pool *p, const char *shape, const GuestOps *ops, void *userdata, Error
             g->userdata = userdata;
             g->lost_notified = false;
             g->released = false;
-            pool_fill(p);
+            pool_fill_soon(p);
             return g;
         }
         error_set(errp, E_UNAVAILABLE, 0, "no warm guest in pool %s right now", shape);

@@ -55,6 +55,7 @@ typedef struct PoolConfig {
     uid_t exec_uid;                   /* owner of the workspace root */
     gid_t exec_gid;
     unsigned refill_concurrency;      /* boots/restores in flight at once */
+    unsigned refill_holdoff_ms;       /* a take's refill starts this much later */
     unsigned tb_cache_mib;
     unsigned memory_overhead_mib;     /* QEMU's own memory on top of the guest's */
     unsigned cpu_quota_percent;

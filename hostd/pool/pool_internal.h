@@ -92,6 +92,7 @@ struct Pool {
     void (*on_idle)(void *userdata);
     void *on_idle_userdata;
     bool started, stopping;
+    TimerId fill_timer;  /* the refill a take deferred (refill_holdoff_ms) */
     unsigned inflight;   /* boots + saves + restores running now */
     unsigned jobs;       /* every job not yet completed */
     void (*stop_done)(void *userdata);

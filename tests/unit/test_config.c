@@ -24,7 +24,7 @@ test_defaults_and_file(void **state)
     (void) state;
     Error *e = NULL;
     const char *text = "# comment\n[daemon]\nstate_dir = /srv/stk\naccel=tcg\n"
-                       "workspace_mib = 256\n\n[limits]\ncpu_quota_percent = 50\n"
+                       "workspace_mib = 256\nrefill_holdoff_ms = 0\n\n[limits]\ncpu_quota_percent = 50\n"
                        "[timeouts]\nboot_s = 30\n[pool py]\nimage = python\nwarm = 3\n"
                        "slots = 5\nmemory_mib = 384\n";
     assert_int_equal(parse(text, &e), 0);
@@ -33,6 +33,7 @@ test_defaults_and_file(void **state)
     assert_int_equal(cfg.pool.accel, ACCEL_MODE_TCG);
     assert_int_equal(cfg.pool.workspace_mib, 256);
     assert_int_equal(cfg.pool.cpu_quota_percent, 50);
+    assert_int_equal(cfg.pool.refill_holdoff_ms, 0); /* 0 is allowed: refill at once */
     assert_int_equal(cfg.pool.boot_timeout_usec, 30000000);
     assert_int_equal(cfg.pool.n_shapes, 1); /* a [pool] replaces the embedded pools */
     assert_string_equal(cfg.shapes[0].name, "py");
@@ -55,6 +56,7 @@ test_rejects(void **state)
         {"[daemon]\nworkspace_mib = 1\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = 12x\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = -5\n", "workspace_mib must be a number"},
+        {"[daemon]\nrefill_holdoff_ms = 10001\n", "refill_holdoff_ms must be a number"},
         {"[nope]\n", "unknown section"},
         {"[daemon\n", "malformed section"},
         {"[pool A]\n", "pool name"},
