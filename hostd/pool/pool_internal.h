@@ -12,7 +12,9 @@
 #define POOL_BACKOFF_MIN_USEC (1 * 1000 * 1000)
 #define POOL_BACKOFF_MAX_USEC (60 * 1000 * 1000)
 #define POOL_RESTORE_FAILURES_BEFORE_REBOOT 2    /* then the snapshot is remade */
-#define POOL_WARMUP_COMMAND "true"                 /* in every image (busybox applet) */
+/* In every image (busybox applet). It writes a line, so the output path (pipe, Output frame)
+ * is translated before a session's first output too, not only the exec path. */
+#define POOL_WARMUP_COMMAND "echo", "stockade-warmup"
 
 typedef enum {
     SLOT_EMPTY,      /* nothing running; the disk may still hold the last session's files */
