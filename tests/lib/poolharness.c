@@ -16,6 +16,56 @@
 #error "STOCKADE_TEST_IMAGE_DIR must point at the build's images"
 #endif
 
+/* ------------------------------------------------------------------ cleanup at exit */
+
+#define HARNESS_EXIT_MAX 8
+
+/* Harnesses started in this process. A scenario that fails a TEST_CHECK exits from wherever
+ * it is; its guests (and a state dir the harness made) must not outlive the test. */
+static struct {
+    char prefix[POOL_PREFIX_MAX_BYTES + 1];
+    char state_dir[1024]; /* "" when the test passed its own */
+} exit_list[HARNESS_EXIT_MAX];
+static size_t n_exit;
+
+static void
+harness_atexit(void)
+{
+    Virt *v = NULL;
+    if (virt_open("qemu:///system", &v, NULL) < 0)
+        return;
+    for (size_t i = 0; i < n_exit; i++) {
+        char **names = NULL;
+        if (virt_list_prefixed(v, exit_list[i].prefix, &names, NULL) < 0)
+            continue;
+        for (char **p = names; *p; p++) {
+            fprintf(stderr, "harness: at exit, destroying leftover guest %s\n", *p);
+            (void) virt_destroy(v, *p, NULL);
+            (void) virt_undefine(v, *p, NULL);
+        }
+        virt_strv_free(names);
+        if (exit_list[i].state_dir[0])
+            test_rm_rf(exit_list[i].state_dir);
+    }
+    virt_close(v);
+}
+
+static void
+harness_exit_register(const char *prefix, const char *own_state_dir)
+{
+    for (size_t i = 0; i < n_exit; i++)
+        if (strcmp(exit_list[i].prefix, prefix) == 0)
+            return;
+    if (n_exit == HARNESS_EXIT_MAX)
+        return;
+    if (n_exit == 0)
+        atexit(harness_atexit);
+    snprintf(exit_list[n_exit].prefix, sizeof(exit_list[n_exit].prefix), "%s", prefix);
+    snprintf(exit_list[n_exit].state_dir, sizeof(exit_list[n_exit].state_dir), "%s",
+             own_state_dir ? own_state_dir : "");
+    n_exit++;
+}
+
 static void
 harness_check_host(Harness *h, const char *image)
 {
@@ -50,6 +100,7 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
         snprintf(h->prefix, sizeof(h->prefix), "stktest%06x-", r & 0xffffff);
     h->state_dir = o->state_dir ? strdup(o->state_dir) : test_mkdtemp("stockade-pool");
     chmod(h->state_dir, 0711);
+    harness_exit_register(h->prefix, o->state_dir || !h->state_dir ? NULL : h->state_dir);
     pool_config_defaults(&h->cfg);
     h->cfg.state_dir = h->state_dir;
     h->cfg.domain_prefix = h->prefix;
