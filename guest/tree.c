@@ -13,10 +13,11 @@
 #include <unistd.h>
 
 #include "fdutil.h"
+#include "procfs.h"
 
 #define CGROUP2_MAGIC 0x63677270
 #define TREE_KILL_PASSES 3       /* fallback SIGKILL: re-scan for children forked meanwhile */
-#define TREE_READ_MAX_BYTES 4096 /* cgroup.events, cpu.stat, /proc/N/stat */
+#define TREE_READ_MAX_BYTES 4096 /* /proc/meminfo, cgroup.events, cpu.stat */
 #define TREE_PROCS_CHUNK_BYTES 4096
 
 typedef struct ProcInfo {
@@ -221,24 +222,11 @@ tree_cgroup_signal_procs(Tree *t, int signo)
 static int
 tree_read_proc(pid_t pid, ProcInfo *ret)
 {
-    char path[64], buf[TREE_READ_MAX_BYTES];
-    int fd;
-    size_t got;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -1;
-    int r = read_full(fd, buf, sizeof(buf) - 1, &got);
-    safe_close(fd);
-    if (r < 0)
-        return -1;
-    buf[got] = '\0';
-    const char *p = strrchr(buf, ')'); /* comm may itself contain ')' and spaces */
-    char state;
-    if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ret->ppid, &ret->pgid, &ret->sid) != 4)
-        return -1;
-    ret->pid = pid;
-    return state == 'Z' ? -1 : 0; /* zombies cannot be signalled and are reaped anyway */
+    ProcStat st;
+    if (proc_stat_read(pid, &st) < 0 || st.state == 'Z')
+        return -1; /* zombies cannot be signalled and are reaped anyway */
+    *ret = (ProcInfo){.pid = pid, .ppid = st.ppid, .pgid = st.pgid, .sid = st.sid};
+    return 0;
 }
 
 /* Reads every live process; returns how many (at most cap). */

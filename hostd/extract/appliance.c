@@ -14,8 +14,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "fdutil.h"
 #include "log.h"
+#include "procfs.h"
 #include "watchdog.h"
 
 #define APPLIANCE_DEFAULT_MEMSIZE_MIB 512u
@@ -26,8 +26,7 @@
 #define APPLIANCE_SCRIPT_BYTES 1024u /* fits APPLIANCE_MAX_DISKS device paths */
 #define APPLIANCE_TOKEN_KEY "stockade.launch="
 #define APPLIANCE_KILL_RETRY_USEC (500 * 1000) /* qemu may not be running yet at the deadline */
-#define APPLIANCE_CMDLINE_MAX (64u * 1024u)
-#define APPLIANCE_CONSOLE_LOG_BYTES 600u /* of the console tail, escaped, in the log */
+#define APPLIANCE_CONSOLE_LOG_BYTES 600u       /* of the console tail, escaped, in the log */
 
 int
 appliance_error(guestfs_h *g, Error **errp, ErrorCategory category, const char *what)
@@ -133,37 +132,6 @@ appliance_prepare(ExtractAppliance *a, Error **errp)
 
 /* ---------------------------------------------------------------- launch watchdog */
 
-static pid_t
-proc_parent(pid_t pid)
-{
-    char path[64];
-    _cleanup_free_ char *stat = NULL;
-    size_t len;
-    int ppid = -1;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-    if (read_file_bounded(path, 4096, &stat, &len) < 0)
-        return -1;
-    /* "pid (comm) S ppid ...": comm may hold spaces and parentheses */
-    char *rp = strrchr(stat, ')');
-    if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
-        return -1;
-    return (pid_t) ppid;
-}
-
-static bool
-proc_has_arg(pid_t pid, const char *needle)
-{
-    char path[64];
-    _cleanup_free_ char *cmdline = NULL;
-    size_t len;
-
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
-    if (read_file_bounded(path, APPLIANCE_CMDLINE_MAX, &cmdline, &len) < 0)
-        return false;
-    return memmem(cmdline, len, needle, strlen(needle)) != NULL;
-}
-
 /* Watchdog: SIGKILL our child whose argv carries this launch's token (qemu, which has the
  * token in -append); guestfs_launch then fails at once with the connection closed. */
 static void
@@ -180,9 +148,10 @@ launch_kill(void *arg)
         if (!isdigit((unsigned char) e->d_name[0]))
             continue;
         pid_t pid = (pid_t) strtol(e->d_name, NULL, 10);
-        if (pid > 1 && proc_parent(pid) == self && proc_has_arg(pid, a->launch_token)) {
-            log_warn("extraction appliance: launch past its deadline; killing qemu %d",
-                     (int) pid);
+        ProcStat st;
+        if (pid > 1 && proc_stat_read(pid, &st) == 0 && st.ppid == self &&
+            proc_cmdline_contains(pid, a->launch_token)) {
+            log_warn("extraction appliance: launch past its deadline; killing qemu %d", (int) pid);
             if (kill(pid, SIGKILL) == 0)
                 a->launch_kills++;
         }

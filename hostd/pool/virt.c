@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fdutil.h"
+#include "procfs.h"
 
 #define VIRT_PIDFILE_DIR "/run/libvirt/qemu"
 
@@ -342,20 +343,12 @@ virt_qemu_pid(const char *name)
 int
 virt_kill_qemu(pid_t pid, const char *name)
 {
-    char path[64], want[128];
-    _cleanup_free_ char *cmdline = NULL;
-    size_t len;
+    char want[128];
 
     if (pid <= 1)
         return -1;
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
     snprintf(want, sizeof(want), "guest=%s,", name);
-    if (read_file_bounded(path, 64 * 1024, &cmdline, &len) < 0)
-        return -1;
-    for (size_t i = 0; i < len; i++) /* arguments are NUL-separated */
-        if (cmdline[i] == '\0')
-            cmdline[i] = '\n';
-    if (!strstr(cmdline, want))
+    if (!proc_cmdline_contains(pid, want))
         return -1;
     return kill(pid, SIGKILL);
 }
@@ -363,19 +356,8 @@ virt_kill_qemu(pid_t pid, const char *name)
 bool
 virt_pid_gone(pid_t pid)
 {
-    char path[64], state = '?';
-    _cleanup_fclose_ FILE *f = NULL;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-    f = fopen(path, "re");
-    if (!f)
-        return true;
-    /* "pid (comm) S ...": comm may hold spaces and parentheses; the state follows the last ')' */
-    char line[512];
-    if (!fgets(line, sizeof(line), f))
-        return true;
-    char *rp = strrchr(line, ')');
-    if (rp && rp[1] == ' ')
-        state = rp[2];
-    return state == 'Z' || state == 'X';
+    ProcStat st;
+    if (proc_stat_read(pid, &st) < 0)
+        return errno != EINVAL; /* a line that does not parse is no proof it is gone */
+    return st.state == 'Z' || st.state == 'X';
 }

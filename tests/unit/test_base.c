@@ -1,16 +1,19 @@
-/* Unit tests of hostd/base: sha256 (FIPS 180-4 vectors), errors, log escaping. */
+/* Unit tests of hostd/base: sha256 (FIPS 180-4 vectors), errors, log escaping, /proc reads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "base64.h"
 #include "error.h"
 #include "log.h"
+#include "procfs.h"
 #include "sha256.h"
 
 static void
@@ -110,6 +113,25 @@ test_base64(void **state)
     }
 }
 
+/* This very process, whose comm holds neither spaces nor parentheses but whose fields we know. */
+static void
+test_procfs_self(void **state)
+{
+    (void) state;
+    ProcStat st;
+    assert_int_equal(proc_stat_read(getpid(), &st), 0);
+    assert_int_equal(st.state, 'R');
+    assert_int_equal(st.ppid, getppid());
+    assert_int_equal(st.pgid, getpgrp());
+    assert_int_equal(st.sid, getsid(0));
+    assert_true(proc_cmdline_contains(getpid(), "unit_base"));
+    assert_false(proc_cmdline_contains(getpid(), "no-such-argument-anywhere"));
+    /* pid_max is at most 2^22: this pid never exists */
+    assert_int_equal(proc_stat_read(1 << 23, &st), -1);
+    assert_int_not_equal(errno, EINVAL);
+    assert_false(proc_cmdline_contains(1 << 23, "x"));
+}
+
 int
 main(void)
 {
@@ -119,6 +141,7 @@ main(void)
         cmocka_unit_test(test_error_first_wins),
         cmocka_unit_test(test_log_escape),
         cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_procfs_self),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
