@@ -193,10 +193,12 @@ init_cgroups(void)
     struct statfs sfs;
     _cleanup_error_ Error *err = NULL;
 
-    if (init_mount(&cgroup_mount, &err) < 0 && (error_free(TAKE_PTR(err)), true) &&
-        init_mount(&cgroup_mount_plain, &err) < 0) {
-        log_warn("%s; exec trees fall back to process groups", err->message);
-        return false;
+    if (init_mount(&cgroup_mount, &err) < 0) {
+        error_free(TAKE_PTR(err));
+        if (init_mount(&cgroup_mount_plain, &err) < 0) {
+            log_warn("%s; exec trees fall back to process groups", err->message);
+            return false;
+        }
     }
     return statfs(INIT_CGROUP_ROOT, &sfs) == 0 && sfs.f_type == CGROUP2_MAGIC;
 }

@@ -45,8 +45,9 @@ typedef struct SpawnSpec {
  * its own stack in the runner's memory, and the runner is suspended until the child has
  * called execve or exited, so no page table is copied and no copy-on-write fault follows the
  * fork. Under TCG, where each of those flushes the emulated TLB, fork() alone took 0.6-6 ms
- * of every exec (timestamps around it, over tests/bench pool runs). The child makes syscalls only: no heap, no stdio, no
- * runner state written (errno aside). Returns the pid, or -1 with errno. Not thread-safe
- * (the runner has one thread): the child stack is shared by every spawn. */
+ * of every exec (timestamps around it, over tests/bench pool runs). The child makes syscalls
+ * only: no heap, no stdio, no runner state written (errno aside). Returns the pid, or -1 with
+ * errno. Not thread-safe (the runner has one thread): the child stack is shared by every
+ * spawn. */
 pid_t spawn_start(const SpawnSpec *s);
 const char *spawn_stage_name(int32_t stage);

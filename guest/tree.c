@@ -179,11 +179,10 @@ void
 tree_make_spare(TreeRoot *root)
 {
     _cleanup_error_ Error *ignored = NULL;
+    /* on failure tree_make leaves root->spare as it was: empty */
     if (tree_wants_spare(root) &&
-        tree_make(root, true, root->spare_seq++, &root->spare, &ignored) < 0) {
-        root->spare = (Tree){.cg_fd = -1, .procs_fd = -1};
+        tree_make(root, true, root->spare_seq++, &root->spare, &ignored) < 0)
         root->spare_failed = true; /* no retry every SERVE_IDLE_MSEC */
-    }
 }
 
 void

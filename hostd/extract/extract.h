@@ -94,12 +94,12 @@ typedef struct ExtractConfig {
 
 typedef struct ExtractAppliance ExtractAppliance;
 
-/* Blocking (~20-30 s under TCG; at most cfg->launch_timeout_usec). Launches one appliance with disk_paths[0..n_disks) attached
- * read-only, format raw, in that order (index = position), sets each disk read-only inside
- * the appliance and loads dm-snapshot. The disks must keep their size and inode for the
- * appliance's lifetime (reset them in place). Environment variables do not steer it; cfg
- * does. Sockets go to libguestfs's socket dir (/tmp for root: not configurable in 1.48).
- * On failure nothing is left running. */
+/* Blocking (~20-30 s under TCG; at most cfg->launch_timeout_usec). Launches one appliance with
+ * disk_paths[0..n_disks) attached read-only, format raw, in that order (index = position), sets
+ * each disk read-only inside the appliance and loads dm-snapshot. The disks must keep their
+ * size and inode for the appliance's lifetime (reset them in place). Environment variables do
+ * not steer it; cfg does. Sockets go to libguestfs's socket dir (/tmp for root: not
+ * configurable in 1.48). On failure nothing is left running. */
 int extract_appliance_start(const char *const *disk_paths, size_t n_disks, const ExtractConfig *cfg,
                             ExtractAppliance **ret, Error **errp);
 

@@ -236,7 +236,8 @@ main(int argc, char **argv)
            "(targets here: p50 <= 15, p99 <= 40)\n", p50, p99, ok);
     printf("  phases (p50 from take): Hello Ack %.2f ms, ExecStarted %.2f ms\n", ack_p50,
            started_p50);
-    double rtt_p50 = percentile_ms(rtt, n_rtt, 0.5), second_p50 = percentile_ms(second, n_second, 0.5);
+    double rtt_p50 = percentile_ms(rtt, n_rtt, 0.5);
+    double second_p50 = percentile_ms(second, n_second, 0.5);
     printf("  baselines (p50, same guests after hand-out): Ping->Pong %.2f ms; a second exec -> "
            "first byte %.2f ms\n", rtt_p50, second_p50);
     printf("speed-up vs cold boot in this run: %.0fx (target >= 300x)\n", speedup);
