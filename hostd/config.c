@@ -50,6 +50,8 @@ static const Key keys[] = {
     {SEC_DAEMON, "domain_prefix", K_STR, DC(domain_prefix), POOL_PREFIX_MAX_BYTES + 1, 0, 0},
     {SEC_DAEMON, "log_level", K_STR, DC(log_level), 8, 0, 0},
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
+    {SEC_DAEMON, "kvm_probe_append", K_STR, DC(kvm_probe_append), POOL_PROBE_APPEND_MAX_BYTES + 1,
+     0, 0},
     {SEC_DAEMON, "workspace_mib", K_UINT, PC(workspace_mib), 0, 16, 1024 * 1024},
     {SEC_DAEMON, "refill_concurrency", K_UINT, PC(refill_concurrency), 0, 1, 64},
     {SEC_DAEMON, "refill_holdoff_ms", K_UINT, PC(refill_holdoff_ms), 0, 0, 10000},
@@ -391,6 +393,7 @@ config_finish(DaemonConfig *c, Error **errp)
     c->pool.state_dir = c->state_dir;
     c->pool.libvirt_uri = c->libvirt_uri;
     c->pool.domain_prefix = c->domain_prefix;
+    c->pool.kvm_probe_append = c->kvm_probe_append;
     c->pool.shapes = c->shapes;
     if (!c->unix_socket[0] &&
         snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock", c->state_dir) >=

@@ -4,8 +4,8 @@
  * CONFIG_LINE_MAX_BYTES, known sections and keys only (an unknown key is an error, so a typo
  * never silently keeps a default), every number range-checked. Errors name the line.
  *
- *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel, log_level,
- *                       workspace_mib, refill_concurrency, refill_holdoff_ms, workers
+ *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel,
+ *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency, refill_holdoff_ms, workers
  *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
@@ -48,6 +48,7 @@ typedef struct DaemonConfig {
     char image_dir[CONFIG_PATH_MAX_BYTES];   /* images live in <image_dir>/<image>/ */
     char libvirt_uri[256];
     char domain_prefix[POOL_PREFIX_MAX_BYTES + 1];
+    char kvm_probe_append[POOL_PROBE_APPEND_MAX_BYTES + 1]; /* accel=auto probe only */
     char log_level[8];
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */

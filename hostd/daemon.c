@@ -90,10 +90,13 @@ daemon_write_status(Daemon *d)
                 s->draining, s->snapshots_ready);
     }
     fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
-               "\"wedged\":%llu,\"broken\":%llu}\n",
+               "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
+               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu}\n",
             (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
             (unsigned long long) st.boots, (unsigned long long) st.destroys,
-            (unsigned long long) st.wedged, (unsigned long long) st.broken);
+            (unsigned long long) st.wedged, (unsigned long long) st.broken,
+            (unsigned long long) st.prepare_failures,
+            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures);
     if (fflush(f) == 0 && rename(tmp, path) == 0)
         return;
     (void) unlink(tmp);

@@ -16,9 +16,31 @@
 static const char pool_help[] =
     "Usage: stockade pool [--wait POOL [--wait-timeout S]] [--json]\n"
     "Shows each pool's guests (warm target, idle, busy, starting, draining, slots, snapshots\n"
-    "ready) and the accelerator the daemon uses (kvm or tcg) with the reason it chose it.\n\n"
+    "ready), the accelerator the daemon uses (kvm or tcg) with the reason it chose it, the\n"
+    "pool's failure counters, and the accel=auto KVM probe apart from them.\n\n"
     "  --wait POOL         wait until POOL has an idle guest, then show the pools\n"
     "  --wait-timeout S    give up after S seconds (default 600; exit 125)\n";
+
+/* The pool's own failure counters, then the KVM probe's apart: a probe that failed chose TCG
+ * and says nothing about the pool's health. */
+static void
+pool_print_health(json_t *p)
+{
+    json_t *g = json_object_get(p, "guests"), *probe = json_object_get(p, "accel_probe");
+    long long runs = event_int(probe, "runs", 0), failed = event_int(probe, "failures", 0);
+
+    printf("guests: %lld restores, %lld restore failures, %lld prepare failures, %lld wedged, "
+           "%lld broken\n",
+           (long long) event_int(g, "restores", 0), (long long) event_int(g, "restore_failures", 0),
+           (long long) event_int(g, "prepare_failures", 0), (long long) event_int(g, "wedged", 0),
+           (long long) event_int(g, "broken", 0));
+    if (runs == 0)
+        printf("probe: none this run\n");
+    else
+        printf("probe: %lld run%s, %lld failed%s\n", runs, runs == 1 ? "" : "s", failed,
+               failed ? " (KVM does not work here: a verdict on the host, not a pool failure)"
+                      : "");
+}
 
 static void
 pool_print(Cli *cli, json_t *p)
@@ -33,6 +55,7 @@ pool_print(Cli *cli, json_t *p)
            cli->color_out ? COLOR_RESET : "", decided ? "" : " (not decided yet: probing KVM)");
     if (why && why[0])
         printf("why:   %s\n", why);
+    pool_print_health(p);
     static const char *const headers[] = {"POOL",      "WARM>",     "IDLE>",  "BUSY>",
                                           "STARTING>", "DRAINING>", "SLOTS>", "SNAPSHOTS>"};
     static const char *const keys[] = {"warm",     "idle",  "busy",           "starting",

@@ -72,6 +72,15 @@ pool_text(FILE *f, const PoolStatus *st)
             st->wedged);
     counter(f, "stockade_pool_broken_total", "Guests destroyed for breaking the protocol.",
             st->broken);
+    counter(f, "stockade_pool_prepare_failures_total",
+            "Restored guests whose Prepare (workspace mount, warm-up) failed or timed out.",
+            st->prepare_failures);
+    counter(f, "stockade_accel_probes_total",
+            "KVM probe boots of accel=auto (not pool guests; 0 with a cached verdict).",
+            st->accel_probes);
+    counter(f, "stockade_accel_probe_failures_total",
+            "KVM probes that failed, so TCG was chosen (a verdict on KVM, not a pool failure).",
+            st->accel_probe_failures);
     histogram_text(f, "stockade_restore_seconds", "Restore requested to runner Ready.",
                    &st->restore_to_ready);
     histogram_text(f, "stockade_boot_seconds", "Cold boot to runner Ready (snapshots).",
@@ -145,8 +154,17 @@ pool_json(const PoolStatus *st)
                              s->slots, "idle", s->idle, "busy", s->busy, "starting", s->starting,
                              "draining", s->draining, "snapshots_ready", s->snapshots_ready));
     }
-    return json_pack("{s:s,s:b,s:s,s:o}", "accel", accel_to_string(st->accel), "accel_decided",
-                     st->accel_decided, "accel_reason", st->accel_reason, "pools", pools);
+    json_t *probe = json_pack("{s:I,s:I}", "runs", (json_int_t) st->accel_probes, "failures",
+                              (json_int_t) st->accel_probe_failures);
+    json_t *guests = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "restores", (json_int_t) st->restores,
+        "restore_failures", (json_int_t) st->restore_failures, "prepare_failures",
+        (json_int_t) st->prepare_failures, "boots", (json_int_t) st->boots, "destroys",
+        (json_int_t) st->destroys, "wedged", (json_int_t) st->wedged, "broken",
+        (json_int_t) st->broken);
+    return json_pack("{s:s,s:b,s:s,s:o,s:o,s:o}", "accel", accel_to_string(st->accel),
+                     "accel_decided", st->accel_decided, "accel_reason", st->accel_reason,
+                     "accel_probe", probe, "guests", guests, "pools", pools);
 }
 
 static void

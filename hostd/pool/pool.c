@@ -62,6 +62,11 @@ pool_check_config(const PoolConfig *c, Error **errp)
     if (c->n_shapes == 0 || c->n_shapes > POOL_SHAPES_MAX)
         return error_set(errp, E_INVALID, 0, "pool: 1..%d pools must be configured",
                          POOL_SHAPES_MAX);
+    if (c->kvm_probe_append && (strlen(c->kvm_probe_append) > POOL_PROBE_APPEND_MAX_BYTES ||
+                                strpbrk(c->kvm_probe_append, "\n\r")))
+        return error_set(errp, E_INVALID, 0,
+                         "pool: kvm_probe_append must be one line of at most %d bytes",
+                         POOL_PROBE_APPEND_MAX_BYTES);
     if (c->refill_concurrency == 0)
         return error_set(errp, E_INVALID, 0, "pool: refill_concurrency must be >= 1");
     size_t total = 0;
@@ -136,8 +141,10 @@ pool_copy_config(Pool *p, const PoolConfig *cfg, Error **errp)
     p->cfg.state_dir = xstrdup_or_null(cfg->state_dir);
     p->cfg.libvirt_uri = xstrdup_or_null(cfg->libvirt_uri);
     p->cfg.domain_prefix = xstrdup_or_null(cfg->domain_prefix);
+    p->cfg.kvm_probe_append = xstrdup_or_null(cfg->kvm_probe_append ? cfg->kvm_probe_append : "");
     p->cfg.shapes = NULL; /* copied into p->shapes */
     if (!p->cfg.state_dir || !p->cfg.libvirt_uri || !p->cfg.domain_prefix ||
+        !p->cfg.kvm_probe_append ||
         asprintf(&p->template_path, "%s/templates/workspace-%um.raw", cfg->state_dir,
                  cfg->workspace_mib) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "pool config");
@@ -221,7 +228,7 @@ pool_free(Pool *p)
     free(p->disk_paths);
     free(p->template_path);
     free((char *) p->cfg.state_dir), free((char *) p->cfg.libvirt_uri);
-    free((char *) p->cfg.domain_prefix);
+    free((char *) p->cfg.domain_prefix), free((char *) p->cfg.kvm_probe_append);
     free(p);
 }
 

@@ -34,6 +34,7 @@
 #define POOL_SLOTS_MAX 256
 #define POOL_SHAPE_NAME_MAX_BYTES 32
 #define POOL_PREFIX_MAX_BYTES 24
+#define POOL_PROBE_APPEND_MAX_BYTES 256
 
 typedef enum { ACCEL_MODE_AUTO, ACCEL_MODE_KVM, ACCEL_MODE_TCG } AccelMode;
 
@@ -64,6 +65,13 @@ typedef struct PoolConfig {
     unsigned rng_bytes_per_sec;
     uint64_t boot_timeout_usec;       /* cold boot to Ready */
     uint64_t kvm_probe_timeout_usec;  /* accel=auto: a KVM boot must be Ready within this */
+    /* accel=auto: kernel arguments appended to the probe's command line only (diagnosis of a
+     * KVM host, and tests that make the probe fail on purpose); NULL or "" for none. It is
+     * part of the cached verdict's key. */
+    const char *kvm_probe_append;
+    /* Tests only (no config key): the probe's domain runs under TCG, so that a fault injected
+     * through kvm_probe_append fails it the same way on every host, whatever its KVM does. */
+    bool kvm_probe_under_tcg;
     uint64_t sync_timeout_usec;       /* restore to Ready */
     uint64_t health_interval_usec;    /* ping period */
     uint64_t ping_timeout_usec;       /* unanswered ping = wedged */
@@ -98,7 +106,12 @@ typedef struct PoolStatus {
     const char *accel_reason;         /* human text: why this accel */
     size_t n_shapes;
     PoolShapeStatus shapes[POOL_SHAPES_MAX];
+    /* The pool's own guests only: the accel=auto probe is never one of these. */
     uint64_t restores, restore_failures, boots, destroys, wedged, broken;
+    uint64_t prepare_failures; /* restored, synced, then Prepare failed or went unanswered */
+    /* The accel=auto KVM probe: boots tried this run, and those that failed (so chose TCG).
+     * A probe that fails says what KVM does on this host, not that the pool is unhealthy. */
+    uint64_t accel_probes, accel_probe_failures;
     Histogram boot_to_ready;     /* cold boot (domain create) to the runner's Ready */
     Histogram restore_to_ready;  /* restore requested to Ready (disk reset included) */
     Histogram destroy_to_gone;   /* destroy requested to QEMU's process gone */

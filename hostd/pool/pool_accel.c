@@ -1,8 +1,14 @@
 /* Choosing between KVM and TCG. accel=kvm|tcg is taken as configured; accel=auto proves KVM
  * by cold-booting the first shape's image under KVM and waiting for the runner's Ready within
  * kvm_probe_timeout (a stock kernel hangs on some nested KVMs, so /dev/kvm existing proves
- * nothing). The verdict is cached in <state>/accel (keyed by the host's boot id and the image
- * hash) so a restart does not pay for the probe again. Loop thread only. */
+ * nothing). The verdict is cached in <state>/accel (keyed by the host's boot id, the image
+ * hash and kvm_probe_append) so a restart does not pay for the probe again.
+ *
+ * However the probe fails (QEMU dies, the kernel hangs or panics, the runner never syncs), it
+ * is a verdict on this host's KVM and counts only in accel_probe_failures, never in the
+ * pool's failure counters (broken, wedged, restore_failures) nor in its destroys: how KVM
+ * fails differs between machines of one kind, and a pool health check must not see it.
+ * Loop thread only. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +19,8 @@
 #include "log.h"
 #include "pool_internal.h"
 
-#define ACCEL_CACHE_MAX_BYTES 512
+#define ACCEL_CACHE_MAX_BYTES 1024
+#define ACCEL_CACHE_KEY_MAX_BYTES (128 + POOL_PROBE_APPEND_MAX_BYTES)
 
 void accel_probe_finished(Guest *g, bool ready, const char *why);
 
@@ -36,7 +43,9 @@ accel_cache_path(Pool *p)
     return asprintf(&path, "%s/accel", p->cfg.state_dir) < 0 ? NULL : path;
 }
 
-/* The cache key: host boot id (a reboot may change KVM), the probe image's hash. */
+/* The cache key: host boot id (a reboot may change KVM), the probe image's hash, and what
+ * the probe's command line had appended (a probe made to fail on purpose decides nothing
+ * for a probe without it). */
 static int
 accel_cache_key(Pool *p, char *out, size_t cap)
 {
@@ -45,7 +54,8 @@ accel_cache_key(Pool *p, char *out, size_t cap)
     if (read_file_bounded("/proc/sys/kernel/random/boot_id", 64, &boot_id, &len) < 0)
         return -1;
     boot_id[strcspn(boot_id, "\n")] = '\0';
-    snprintf(out, cap, "%s %s", boot_id, p->shapes[0].image->content_hash);
+    snprintf(out, cap, "%s %s [%s]", boot_id, p->shapes[0].image->content_hash,
+             p->cfg.kvm_probe_append);
     return 0;
 }
 
@@ -53,7 +63,7 @@ static bool
 accel_cache_read(Pool *p)
 {
     _cleanup_free_ char *path = accel_cache_path(p), *text = NULL;
-    char key[256], want[300];
+    char key[ACCEL_CACHE_KEY_MAX_BYTES], want[ACCEL_CACHE_KEY_MAX_BYTES + 16], why[400];
     size_t len;
 
     if (!path || accel_cache_key(p, key, sizeof(key)) < 0 ||
@@ -62,10 +72,16 @@ accel_cache_read(Pool *p)
     for (int a = ACCEL_TCG; a <= ACCEL_KVM; a++) {
         snprintf(want, sizeof(want), "%s %s\n", key, accel_to_string((Accel) a));
         if (strcmp(text, want) == 0) {
-            accel_set(p, (Accel) a, "cached verdict of an earlier KVM probe on this boot");
+            snprintf(why, sizeof(why),
+                     "cached verdict of an earlier KVM probe on this boot, no probe run "
+                     "(remove %.300s to probe again)",
+                     path);
+            accel_set(p, (Accel) a, why);
             return true;
         }
     }
+    log_info("accel=auto: the cached verdict in %s is for another boot, image or probe; "
+             "probing again", path);
     return false;
 }
 
@@ -73,7 +89,7 @@ static void
 accel_cache_write(Pool *p)
 {
     _cleanup_free_ char *path = accel_cache_path(p);
-    char key[256], line[300];
+    char key[ACCEL_CACHE_KEY_MAX_BYTES], line[ACCEL_CACHE_KEY_MAX_BYTES + 16];
     if (!path || accel_cache_key(p, key, sizeof(key)) < 0)
         return;
     snprintf(line, sizeof(line), "%s %s\n", key, accel_to_string(p->accel));
@@ -82,9 +98,18 @@ accel_cache_write(Pool *p)
         log_warn("cannot cache the accel verdict in %s: %s", path, strerror(errno));
 }
 
+static void
+accel_probe_free(Guest *g)
+{
+    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
+    free(g->xml), free(g->cmdline);
+    free(g);
+}
+
 static int
 accel_probe_new(Pool *p, Guest **ret, Error **errp)
 {
+    const char *append = p->cfg.kvm_probe_append;
     Guest *g = calloc(1, sizeof(*g));
     if (!g)
         return error_set(errp, E_INTERNAL, ENOMEM, "probe");
@@ -94,14 +119,13 @@ accel_probe_new(Pool *p, Guest **ret, Error **errp)
     g->qemu_pid = -1;
     snprintf(g->name, sizeof(g->name), "%sprobe", p->cfg.domain_prefix);
     snprintf(g->uuid, sizeof(g->uuid), "00000000-0000-4000-8000-000000000001");
-    if (asprintf(&g->dir, "%s/guests/%s", p->cfg.state_dir, g->name) < 0 ||
+    if ((append[0] && asprintf(&g->cmdline, "%s %s", g->shape->image->cmdline, append) < 0) ||
+        asprintf(&g->dir, "%s/guests/%s", p->cfg.state_dir, g->name) < 0 ||
         asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
         asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
         asprintf(&g->console_path, "%s/console.log", g->dir) < 0 ||
         slot_prepare_xml(g, errp) < 0) {
-        free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-        free(g->xml);
-        free(g);
+        accel_probe_free(g);
         return errp && *errp ? -1 : error_set(errp, E_INTERNAL, ENOMEM, "probe");
     }
     *ret = g;
@@ -118,6 +142,7 @@ accel_probe_finished(Guest *g, bool ready, const char *why)
             snprintf(reason, sizeof(reason), "a KVM guest booted to Ready");
         else
             snprintf(reason, sizeof(reason), "KVM probe failed: %s", why);
+        p->stats.accel_probe_failures += !ready;
         accel_set(p, ready ? ACCEL_KVM : ACCEL_TCG, reason);
         accel_cache_write(p);
         if (ready)
@@ -127,9 +152,7 @@ accel_probe_finished(Guest *g, bool ready, const char *why)
     }
     if (!ready && !why && g->destroy_done && g->pid_gone) { /* the probe domain is gone */
         p->probe = NULL;
-        free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-        free(g->xml);
-        free(g);
+        accel_probe_free(g);
         pool_check_stopped(p);
         pool_fill(p);
     }
@@ -160,7 +183,10 @@ pool_decide_accel(Pool *p, void (*decided)(Pool *p))
         decided(p);
         return;
     }
-    log_info("accel=auto: probing KVM with %s (up to %llu s)", p->probe->name,
-             (unsigned long long) (p->cfg.kvm_probe_timeout_usec / 1000000));
+    p->stats.accel_probes++;
+    log_info("accel=auto: probing KVM with %s (up to %llu s%s%s)", p->probe->name,
+             (unsigned long long) (p->cfg.kvm_probe_timeout_usec / 1000000),
+             p->cfg.kvm_probe_append[0] ? "; appended to its command line: " : "",
+             p->cfg.kvm_probe_append);
     slot_start_boot(p->probe);
 }

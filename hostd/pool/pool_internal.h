@@ -43,6 +43,7 @@ struct Guest {
     char uuid[37];
     char *dir, *workspace_path, *socket_path, *console_path, *save_path, *key_path;
     char *xml;      /* this slot's domain XML (set once the accel is decided) */
+    char *cmdline;  /* the probe's kernel command line (image's + kvm_probe_append); else NULL */
     char key[65];   /* sha256 of xml + image content hash: names the snapshot */
     bool snapshot_ok;
     SlotState state;
@@ -88,7 +89,7 @@ struct Pool {
     size_t n_disks;
     Accel accel;
     bool accel_decided;
-    char accel_reason[256];
+    char accel_reason[512];
     Guest *probe;
     void (*on_accel_decided)(Pool *p);
     void (*on_idle)(void *userdata);

@@ -51,12 +51,12 @@ slot_prepare_xml(Guest *g, Error **errp)
     DomainSpec spec = {
         .name = g->name,
         .uuid = g->uuid,
-        .accel = g->probe ? ACCEL_KVM : p->accel,
+        .accel = g->probe ? (p->cfg.kvm_probe_under_tcg ? ACCEL_TCG : ACCEL_KVM) : p->accel,
         .vcpus = s->vcpus,
         .memory_mib = s->memory_mib,
         .kernel_path = s->image->kernel_path,
         .initrd_path = s->image->initrd_path,
-        .cmdline = s->image->cmdline,
+        .cmdline = g->cmdline ? g->cmdline : s->image->cmdline,
         .root_disk_path = s->image->root_path,
         .workspace_disk_path = g->workspace_path,
         .channel_socket_path = g->socket_path,
@@ -228,6 +228,7 @@ slot_on_prepare_timeout(Loop *l, void *userdata)
     Guest *g = userdata;
     (void) l;
     g->timer = 0;
+    g->pool->stats.prepare_failures++;
     slot_fail(g, "no answer to Prepare (workspace mount and warm-up) in time");
 }
 
@@ -261,6 +262,7 @@ slot_on_prepare_reply(Guest *g, const GuestMsg *m)
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
         if (m->req_id != g->prepare_req_id)
             return false;
+        g->pool->stats.prepare_failures++;
         slot_fail_reported(g, "Prepare failed in the guest", m->error);
         return true;
     default:
@@ -290,6 +292,7 @@ slot_on_message(Channel *c, const GuestMsg *m, void *userdata)
         g->ops->message(g, m, g->userdata);
         return;
     }
+    g->pool->stats.broken += !g->probe; /* a protocol break; the probe's is a verdict on KVM */
     slot_fail(g, "message from a guest nobody asked");
 }
 
@@ -302,7 +305,8 @@ slot_on_broken(Channel *c, const Error *why, void *userdata)
     slot_close_channel(g);
     if (g->state == SLOT_SAVING)
         return; /* virDomainSave stops QEMU: its EOF is expected */
-    g->pool->stats.broken++;
+    if (!g->probe) /* a probe that never synced is a verdict on KVM, counted by pool_accel.c */
+        g->pool->stats.broken++;
     slot_fail(g, why->message);
 }
 
@@ -483,7 +487,7 @@ slot_on_gone_poll(Loop *l, void *userdata)
     if (gone || now - g->destroy_requested_usec > POOL_GONE_GIVE_UP_USEC) {
         g->pid_gone = true;
         g->gone_usec = now;
-        if (gone)
+        if (gone && !g->probe)
             histogram_add(&g->pool->stats.destroy_to_gone, now - g->destroy_requested_usec);
         slot_maybe_finish(g);
         return;
@@ -531,7 +535,7 @@ slot_destroy(Guest *g, bool failed)
     g->destroy_done = false;
     g->pid_gone = g->qemu_pid <= 0;
     g->destroy_requested_usec = g->gone_usec = now_usec();
-    p->stats.destroys++;
+    p->stats.destroys += !g->probe;
     /* Without the guest's help and without waiting for libvirt (whose destroy takes 1-2 s on
      * hosts whose PID 1 reaps late): QEMU dies now; the destroy job tidies libvirt's state. */
     if (!g->pid_gone)

@@ -78,6 +78,10 @@ def counts_out(text):
     """pool / image tables: counts, sizes, kernels, hashes and times vary by run and build."""
     text = re.sub(r"(?m)^(accel: )\w+.*$", r"\1<ACCEL>", text)
     text = re.sub(r"(?m)^why: .*$", "why:   <REASON>", text)
+    text = re.sub(r"(?m)^guests: \d+ restores, \d+ restore failures, \d+ prepare failures, \d+ wedged, "
+                  r"\d+ broken$",
+                  "guests: <COUNTS>", text)
+    text = re.sub(r"(?m)^probe: (none this run|\d+ runs?, \d+ failed.*)$", "probe: <PROBE>", text)
 
     def row(m):
         cells = re.split(r" {2,}", m.group(0))

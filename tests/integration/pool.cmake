@@ -8,8 +8,19 @@ target_link_libraries(stockade_poolharness PUBLIC stockade_pool stockade_testlib
 add_executable(test_pool ${CMAKE_CURRENT_LIST_DIR}/test_pool.c)
 find_package(Threads REQUIRED)
 target_link_libraries(test_pool PRIVATE stockade_poolharness Threads::Threads)
-foreach(scenario clones refill restart wedged impostor)
+# probe-*: the accel=auto KVM probe as this host has it, and made to fail each way on purpose;
+# the pool's failure counters stay 0 whatever the probe did.
+foreach(scenario clones refill restart wedged impostor probe-host probe-panic probe-hang
+        probe-nosync)
     add_test(NAME integration_pool_${scenario} COMMAND test_pool ${scenario})
     set_tests_properties(integration_pool_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 endforeach()
+
+# accel=auto through a real daemon: the probe's figure apart from the pool's failure counters
+# in GET /v1/pool, /metrics, status.json and `stockade pool`; the cached verdict on restart.
+find_program(STOCKADE_ACCEL_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+add_test(NAME integration_accel COMMAND ${STOCKADE_ACCEL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_accel.py)
+set_tests_properties(integration_accel PROPERTIES LABELS integration SKIP_RETURN_CODE 77
+    TIMEOUT 900 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

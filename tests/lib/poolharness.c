@@ -111,6 +111,11 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
         h->cfg.ping_timeout_usec = o->ping_timeout_usec;
     if (o->sync_timeout_usec)
         h->cfg.sync_timeout_usec = o->sync_timeout_usec;
+    if (o->kvm_probe_timeout_usec)
+        h->cfg.kvm_probe_timeout_usec = o->kvm_probe_timeout_usec;
+    h->cfg.accel = o->accel;
+    h->cfg.kvm_probe_append = o->kvm_probe_append;
+    h->cfg.kvm_probe_under_tcg = o->kvm_probe_under_tcg;
     h->shape = (PoolShapeConfig){.name = o->image,
                                  .image_dir = h->image_dir,
                                  .vcpus = 1,

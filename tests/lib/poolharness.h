@@ -30,6 +30,10 @@ typedef struct HarnessOptions {
     const char *prefix;    /* NULL: a fresh random one */
     uint64_t health_interval_usec, ping_timeout_usec; /* 0: pool defaults */
     uint64_t sync_timeout_usec;                       /* 0: pool default */
+    AccelMode accel;                                  /* 0 (auto): the pool default */
+    const char *kvm_probe_append;                     /* NULL: none */
+    uint64_t kvm_probe_timeout_usec;                  /* 0: pool default */
+    bool kvm_probe_under_tcg;                         /* the probe's fault, not the host's */
 } HarnessOptions;
 
 /* Skips (test_skip) when libvirtd or the image is missing. The pool is started; it is not
