@@ -14,11 +14,13 @@
 #define POOL_REASON_MAX_CHARS 300
 
 static const char pool_help[] =
-    "Usage: stockade pool [--wait POOL [--wait-timeout S]] [--json]\n"
+    "Usage: stockade pool [--wait POOL [--wait-extraction] [--wait-timeout S]] [--json]\n"
     "Shows each pool's guests (warm target, idle, busy, starting, draining, slots, snapshots\n"
     "ready), the accelerator the daemon uses (kvm or tcg) with the reason it chose it, the\n"
-    "pool's failure counters, and the accel=auto KVM probe apart from them.\n\n"
+    "pool's failure counters, the accel=auto KVM probe apart from them, and the extraction\n"
+    "appliance that salvages files after a cancel, timeout or crash.\n\n"
     "  --wait POOL         wait until POOL has an idle guest, then show the pools\n"
+    "  --wait-extraction   with --wait: also wait until the extraction appliance is up\n"
     "  --wait-timeout S    give up after S seconds (default 600; exit 125)\n";
 
 /* The pool's own failure counters, then the KVM probe's apart: a probe that failed chose TCG
@@ -40,6 +42,14 @@ pool_print_health(json_t *p)
         printf("probe: %lld run%s, %lld failed%s\n", runs, runs == 1 ? "" : "s", failed,
                failed ? " (KVM does not work here: a verdict on the host, not a pool failure)"
                       : "");
+    json_t *x = json_object_get(p, "extraction");
+    const char *xs = event_str(x, "state", "?");
+    _cleanup_free_ char *state = term_escape(xs, strlen(xs), 16);
+    long long ms = event_int(x, "launch_ms", 0);
+    if (ms > 0)
+        printf("extraction: %s (last launch %.1f s)\n", state ? state : "?", (double) ms / 1e3);
+    else
+        printf("extraction: %s\n", state ? state : "?");
 }
 
 static void
@@ -78,16 +88,18 @@ pool_print(Cli *cli, json_t *p)
     table_free(t);
 }
 
-/* True once pool `name` has an idle guest; E_INVALID if there is no such pool. */
+/* True once pool `name` has an idle guest (and, with extraction, the extraction appliance is
+ * up); E_INVALID if there is no such pool. */
 static int
-pool_ready(json_t *p, const char *name, bool *ret, Error **errp)
+pool_ready(json_t *p, const char *name, bool extraction, bool *ret, Error **errp)
 {
     json_t *pools = json_object_get(p, "pools");
+    const char *xs = event_str(json_object_get(p, "extraction"), "state", "");
     for (size_t i = 0; i < json_array_size(pools); i++) {
         json_t *row = json_array_get(pools, i);
         if (strcmp(event_str(row, "name", ""), name) == 0) {
-            *ret =
-                json_is_true(json_object_get(p, "accel_decided")) && event_int(row, "idle", 0) > 0;
+            *ret = json_is_true(json_object_get(p, "accel_decided")) &&
+                   event_int(row, "idle", 0) > 0 && (!extraction || strcmp(xs, "up") == 0);
             return 0;
         }
     }
@@ -95,7 +107,8 @@ pool_ready(json_t *p, const char *name, bool *ret, Error **errp)
 }
 
 static int
-pool_wait(Client *c, const char *name, uint64_t timeout_s, json_t **ret, Error **errp)
+pool_wait(Client *c, const char *name, bool extraction, uint64_t timeout_s, json_t **ret,
+          Error **errp)
 {
     uint64_t deadline = now_usec() + timeout_s * USEC_PER_SEC;
     for (;;) {
@@ -103,7 +116,7 @@ pool_wait(Client *c, const char *name, uint64_t timeout_s, json_t **ret, Error *
         bool ready = false;
         if (client_json(c, "GET", "/v1/pool", NULL, &p, errp) < 0)
             return -1;
-        if (pool_ready(p, name, &ready, errp) < 0) {
+        if (pool_ready(p, name, extraction, &ready, errp) < 0) {
             json_decref(p);
             return -1;
         }
@@ -114,15 +127,16 @@ pool_wait(Client *c, const char *name, uint64_t timeout_s, json_t **ret, Error *
         json_decref(p);
         if (now_usec() > deadline)
             return error_set(errp, E_TIMEOUT, 0,
-                             "pool %.32s has no idle guest after %llu s (first start makes "
-                             "snapshots: see the daemon's log)",
-                             name, (unsigned long long) timeout_s);
+                             "pool %.32s has no idle guest%s after %llu s (first start makes "
+                             "snapshots and launches the appliance: see the daemon's log)",
+                             name, extraction ? " or the extraction appliance is not up" : "",
+                             (unsigned long long) timeout_s);
         struct timespec ts = {.tv_nsec = (long) POOL_WAIT_POLL_USEC * 1000};
         nanosleep(&ts, NULL);
     }
 }
 
-enum { OPT_WAIT = CLI_OPT_VERB_BASE, OPT_WAIT_TIMEOUT };
+enum { OPT_WAIT = CLI_OPT_VERB_BASE, OPT_WAIT_TIMEOUT, OPT_WAIT_EXTRACTION };
 
 int
 cmd_pool(Cli *cli, int argc, char **argv)
@@ -130,11 +144,13 @@ cmd_pool(Cli *cli, int argc, char **argv)
     static const struct option opts[] = {
         {"wait", required_argument, NULL, OPT_WAIT},
         {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
+        {"wait-extraction", no_argument, NULL, OPT_WAIT_EXTRACTION},
         CLI_GLOBAL_OPTIONS,
     };
     _cleanup_error_ Error *err = NULL;
     _cleanup_json_ json_t *p = NULL;
     const char *wait = NULL;
+    bool wait_extraction = false;
     uint64_t timeout_s = POOL_WAIT_DEFAULT_S;
     Client *c;
     int k;
@@ -144,18 +160,23 @@ cmd_pool(Cli *cli, int argc, char **argv)
     while ((k = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (k == OPT_WAIT)
             wait = optarg;
+        else if (k == OPT_WAIT_EXTRACTION)
+            wait_extraction = true;
         else if (k == OPT_WAIT_TIMEOUT && args_uint(optarg, 1, 86400, &timeout_s) < 0)
             return cli_usage_error(cli, "--wait-timeout wants 1..86400 seconds");
-        else if (k != OPT_WAIT_TIMEOUT && args_global(cli, k, argc, argv, &err) < 0)
+        else if (k != OPT_WAIT_TIMEOUT && k != OPT_WAIT_EXTRACTION &&
+                 args_global(cli, k, argc, argv, &err) < 0)
             return cli_usage_error(cli, "%s", err->message);
     }
     if (cli->help)
         return cli_print_help(pool_help);
     if (optind < argc)
         return cli_usage_error(cli, "unexpected operand '%.64s'", argv[optind]);
+    if (wait_extraction && !wait)
+        return cli_usage_error(cli, "--wait-extraction goes with --wait POOL");
     if (!(c = cli_client(cli, &err)))
         return cli_report(cli, err, false);
-    int r = wait ? pool_wait(c, wait, timeout_s, &p, &err)
+    int r = wait ? pool_wait(c, wait, wait_extraction, timeout_s, &p, &err)
                  : client_json(c, "GET", "/v1/pool", NULL, &p, &err);
     if (r < 0)
         return cli_report(cli, err, true);

@@ -119,6 +119,21 @@ metrics_on_loop(ApiCtx *c)
                        &ss.handout);
         histogram_text(f, "stockade_extraction_seconds", "Salvage of a workspace disk.",
                        &ss.extraction);
+        fprintf(f,
+                "# HELP stockade_extraction_appliance_up 1 when the extraction appliance is up.\n"
+                "# TYPE stockade_extraction_appliance_up gauge\n"
+                "stockade_extraction_appliance_up %d\n",
+                strcmp(ss.appliance_state, "up") == 0);
+        counter(f, "stockade_extraction_appliance_launches_total",
+                "Extraction appliance launches that came up.", ss.appliance_launches);
+        counter(f, "stockade_extraction_appliance_launch_failures_total",
+                "Extraction appliance launches that failed (retried).",
+                ss.appliance_launch_failures);
+        fprintf(f,
+                "# HELP stockade_extraction_appliance_launch_seconds The last launch's duration.\n"
+                "# TYPE stockade_extraction_appliance_launch_seconds gauge\n"
+                "stockade_extraction_appliance_launch_seconds %.3f\n",
+                (double) ss.appliance_launch_usec / 1e6);
         fclose(f);
     }
     free(m);
@@ -167,12 +182,26 @@ pool_json(const PoolStatus *st)
                      "accel_probe", probe, "guests", guests, "pools", pools);
 }
 
+/* The extraction appliance that salvages workspaces (its launch starts with the daemon). */
+static json_t *
+extraction_json(const SessionsStats *ss)
+{
+    return json_pack("{s:s,s:s,s:I,s:I,s:I}", "state", ss->appliance_state, "accel",
+                     ss->appliance_force_tcg ? "tcg" : "kvm", "launch_ms",
+                     (json_int_t) (ss->appliance_launch_usec / 1000), "launches",
+                     (json_int_t) ss->appliance_launches, "launch_failures",
+                     (json_int_t) ss->appliance_launch_failures);
+}
+
 static void
 pool_on_loop(ApiCtx *c)
 {
     PoolStatus st;
+    SessionsStats ss;
     pool_status(c->api->d.pool, &st);
+    sessions_stats(c->api->d.sessions, &ss);
     json_t *o = pool_json(&st);
+    json_object_set_new(o, "extraction", extraction_json(&ss));
     if (c->extra) { /* health: the short form */
         json_t *h = json_pack("{s:s,s:s,s:b}", "status", "ok", "version", STOCKADE_VERSION,
                               "accel_decided", st.accel_decided);

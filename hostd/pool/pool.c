@@ -307,6 +307,7 @@ pool_on_reconciled(Pool *p, Error *err)
         log_error("pool start-up failed: %s", e->message);
         return; /* nothing will be filled; status shows accel undecided */
     }
+    p->disks_ready = true;
     if (p->stopping) {
         pool_check_stopped(p);
         return;
@@ -368,6 +369,7 @@ pool_status(Pool *p, PoolStatus *ret)
     *ret = p->stats;
     ret->accel = p->accel;
     ret->accel_decided = p->accel_decided;
+    ret->disks_ready = p->disks_ready;
     ret->accel_reason = p->accel_decided ? p->accel_reason : "not decided yet";
     ret->n_shapes = p->n_shapes;
     for (size_t i = 0; i < p->n_shapes; i++) {

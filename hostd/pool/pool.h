@@ -103,6 +103,7 @@ typedef struct PoolShapeStatus {
 typedef struct PoolStatus {
     Accel accel;
     bool accel_decided;
+    bool disks_ready;                 /* every slot's workspace disk exists (the appliance's) */
     const char *accel_reason;         /* human text: why this accel */
     size_t n_shapes;
     PoolShapeStatus shapes[POOL_SHAPES_MAX];

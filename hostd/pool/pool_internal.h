@@ -89,6 +89,7 @@ struct Pool {
     size_t n_disks;
     Accel accel;
     bool accel_decided;
+    bool disks_ready;   /* reconciled: every slot's workspace disk exists */
     char accel_reason[512];
     Guest *probe;
     void (*on_accel_decided)(Pool *p);

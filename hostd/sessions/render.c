@@ -76,6 +76,7 @@ render_session(const SessionRecord *r)
         json_object_set_new(o, "guest", json_string(r->guest));
     set_time(o, "created_at", r->created_usec);
     set_time(o, "started_at", r->started_usec);
+    set_time(o, "stopped_at", r->stopped_usec);
     set_time(o, "ended_at", r->ended_usec);
     if (r->has_exit_code)
         json_object_set_new(o, "exit_code", json_integer(r->exit_code));

@@ -94,13 +94,17 @@ session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp)
 
 /* ------------------------------------------------------------------ settlement */
 
-/* Ends an open reservation from its session's record (NULL: the session is gone). */
+/* Ends an open reservation from its session's record (NULL: the session is gone). The charge
+ * is the guest's life: hand-out (started) to the destroy request (stopped), never the queue
+ * before it nor the extraction after it. A record without a stop time (ended before the
+ * column existed) is charged to its end. */
 static int
 reservation_settle(Store *st, const ReservationRecord *res, const SessionRecord *rec, Error **errp)
 {
     bool ran = rec && rec->started_usec > 0;
+    int64_t stopped = ran && rec->stopped_usec > 0 ? rec->stopped_usec : ran ? rec->ended_usec : 0;
     uint64_t charged = ran ? admit_charge_guest_s(res->reserved_guest_s, res->vcpus,
-                                                  rec->started_usec, rec->ended_usec)
+                                                  rec->started_usec, stopped)
                            : 0;
     int64_t ended = rec && rec->ended_usec > 0 ? rec->ended_usec : (int64_t) wall_usec();
     return store_reservation_end(st, res->id, ran ? RESERVATION_CHARGED : RESERVATION_RELEASED,

@@ -1,8 +1,10 @@
 /* Every way a session ends: stop accepting the guest, destroy it without its help (a finished
  * task's runner may first sync, for at most sync_grace), pull the workspace out with the warm
  * extraction appliance (or a cold one when none is up), merge with the live mirror, end.
- * Also owns the extraction appliance: launched once the pool knows its accel (TCG or not
- * decides force_tcg), relaunched when a salvage leaves it dead. */
+ * Also owns the extraction appliance: launched as soon as the pool's disks exist, in parallel
+ * with the accel decision (under TCG until KVM is proven: TCG works on every host), relaunched
+ * with KVM once the pool decides KVM and no salvage uses it, and when a salvage leaves it
+ * dead. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
-#define APPLIANCE_POLL_USEC (500 * 1000)
+#define APPLIANCE_POLL_USEC (100 * 1000)
 #define APPLIANCE_RETRY_USEC (30 * 1000000)
 
 
@@ -64,6 +66,8 @@ session_release_guest(Session *s)
     loop_cancel_timer(s->mgr->loop, s->sync_timer);
     s->sync_timer = 0;
     s->accepting = false;
+    if (s->rec.stopped_usec == 0)
+        s->rec.stopped_usec = (int64_t) wall_usec(); /* the guest's life, and its charge, end */
     mirror_abort(s);
     session_egress_stop(s); /* every stream closes before the guest goes */
     pool_release(s->mgr->pool, s->guest, session_on_gone, s);
@@ -218,6 +222,7 @@ extract_job_done(void *userdata)
 
     histogram_add(&m->stats.extraction, now_usec() - s->extract_started_usec);
     m->stats.extraction_bytes += j->stats.bytes;
+    m->extractions_running -= j->appliance != NULL;
     if (j->err) {
         m->stats.extraction_failures++;
         json_object_set_new(attrs, "error", json_string(j->err->message));
@@ -256,12 +261,13 @@ session_extract(Session *s)
     const char *const *disks;
     ExtractJob *j;
 
+    /* The wait for the appliance counts in salvage_ms: it is part of what the client waits. */
+    s->extract_started_usec = s->extract_started_usec ? s->extract_started_usec : now_usec();
     if (m->appliance_state == APPLIANCE_WANTED || m->appliance_state == APPLIANCE_STARTING) {
         s->next_pending = m->extract_waiting; /* it is coming: wait rather than launch cold */
         m->extract_waiting = s;
         return;
     }
-    s->extract_started_usec = s->extract_started_usec ? s->extract_started_usec : now_usec();
     if (!(j = calloc(1, sizeof(*j))))
         abort(); /* the session would never end */
     PoolStatus st;
@@ -270,6 +276,7 @@ session_extract(Session *s)
     j->m = m;
     j->force_tcg = st.accel != ACCEL_KVM;
     j->appliance = m->appliance;
+    m->extractions_running += j->appliance != NULL;
     j->disk_index = s->disk_index;
     session_extract_limits(s, &j->limits);
     snprintf(j->id, sizeof(j->id), "%s", s->rec.id);
@@ -307,15 +314,20 @@ launch_done(void *userdata)
     LaunchJob *j = userdata;
     Sessions *m = j->m;
 
+    uint64_t took_usec = now_usec() - m->appliance_launch_started_usec;
     if (j->err) {
         log_error("extraction appliance did not start (salvage falls back to a slow cold "
                   "launch per session): %s", j->err->message);
         error_free(j->err);
+        m->stats.appliance_launch_failures++;
         m->appliance_state = APPLIANCE_FAILED;
         m->appliance_timer = loop_add_timer(m->loop, now_usec() + APPLIANCE_RETRY_USEC,
                                             appliance_on_timer, m);
     } else {
-        log_info("extraction appliance ready");
+        log_info("extraction appliance ready (launched in %.1f s, %s)", (double) took_usec / 1e6,
+                 j->force_tcg ? "TCG" : "KVM");
+        m->stats.appliance_launches++;
+        m->stats.appliance_launch_usec = took_usec;
         m->appliance = j->a;
         m->appliance_state = APPLIANCE_UP;
     }
@@ -326,7 +338,38 @@ launch_done(void *userdata)
         s->next_pending = NULL;
         session_extract(s);
     }
+    if (m->appliance)
+        sessions_extract_appliance_tick(m); /* launched before the accel decision? */
     sessions_check_stopped(m);
+}
+
+static void
+appliance_poll_later(Sessions *m)
+{
+    m->appliance_timer =
+        loop_add_timer(m->loop, now_usec() + APPLIANCE_POLL_USEC, appliance_on_timer, m);
+}
+
+/* An appliance launched under TCG before the pool proved KVM: once it has, and no salvage
+ * uses the appliance, it goes and a KVM one is launched (much faster per salvage). */
+static bool
+appliance_retire_if_stale(Sessions *m, const PoolStatus *st)
+{
+    if (!st->accel_decided) {
+        appliance_poll_later(m);
+        return false;
+    }
+    if (m->appliance_force_tcg == (st->accel != ACCEL_KVM))
+        return false;
+    if (m->extractions_running || m->extract_waiting)
+        return false; /* extract_job_done ticks again */
+    log_info("the pool chose %s: relaunching the extraction appliance with it",
+             accel_to_string(st->accel));
+    if (workq_submit(m->q, appliance_free_work, NULL, m->appliance) < 0)
+        return false;
+    m->appliance = NULL;
+    m->appliance_state = APPLIANCE_WANTED;
+    return true;
 }
 
 void
@@ -336,20 +379,25 @@ sessions_extract_appliance_tick(Sessions *m)
 
     loop_cancel_timer(m->loop, m->appliance_timer);
     m->appliance_timer = 0;
-    if (m->appliance || m->appliance_state == APPLIANCE_STARTING || m->stopping)
+    if (m->appliance_state == APPLIANCE_STARTING || m->stopping)
         return;
     pool_status(m->pool, &st);
-    if (!st.accel_decided) { /* force_tcg follows the pool's accel: wait for it */
-        m->appliance_timer = loop_add_timer(m->loop, now_usec() + APPLIANCE_POLL_USEC,
-                                            appliance_on_timer, m);
+    if (m->appliance && !appliance_retire_if_stale(m, &st))
+        return;
+    if (!st.disks_ready) { /* it attaches every slot's disk: wait until they exist */
+        appliance_poll_later(m);
         return;
     }
     LaunchJob *j = calloc(1, sizeof(*j));
     if (!j)
         return;
     j->m = m;
-    j->force_tcg = st.accel != ACCEL_KVM;
+    j->force_tcg = !st.accel_decided || st.accel != ACCEL_KVM;
+    m->appliance_force_tcg = j->force_tcg;
+    m->appliance_launch_started_usec = now_usec();
     m->appliance_state = APPLIANCE_STARTING;
+    if (!st.accel_decided)
+        log_info("launching the extraction appliance under TCG while the pool decides its accel");
     if (workq_submit(m->q, launch_work, launch_done, j) < 0) {
         m->appliance_state = APPLIANCE_FAILED;
         free(j);

@@ -124,6 +124,9 @@ struct Sessions {
     ExtractAppliance *appliance_dying; /* being shut down on a worker during stop */
     enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
     Session *extract_waiting; /* sessions whose extraction waits for the appliance */
+    bool appliance_force_tcg;      /* the settings of the appliance that is up or starting */
+    unsigned extractions_running;  /* salvage jobs that use m->appliance */
+    uint64_t appliance_launch_started_usec;
     bool stopping;
     void (*stop_done)(void *userdata);
     void *stop_userdata;

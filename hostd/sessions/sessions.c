@@ -622,7 +622,12 @@ sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind k
 void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {
+    static const char *const appliance_states[] = {
+        [APPLIANCE_WANTED] = "waiting", [APPLIANCE_STARTING] = "starting",
+        [APPLIANCE_UP] = "up", [APPLIANCE_FAILED] = "failed"};
     *ret = m->stats;
+    ret->appliance_state = appliance_states[m->appliance_state];
+    ret->appliance_force_tcg = m->appliance_force_tcg;
     ret->pending = ret->live = 0;
     for (Session *s = m->all; s; s = s->next) {
         ret->live++;

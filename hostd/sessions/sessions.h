@@ -193,6 +193,12 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
     uint64_t pending, live;
+    /* The extraction appliance: "waiting" (for the pool's disks), "starting", "up" or
+     * "failed" (retried); its accel settings; launches that succeeded / failed; how long the
+     * last successful launch took (0: none yet). */
+    const char *appliance_state;
+    bool appliance_force_tcg;
+    uint64_t appliance_launches, appliance_launch_failures, appliance_launch_usec;
     Histogram handout;   /* created (or queued) -> guest acked Hello */
     Histogram extraction;
 } SessionsStats;

@@ -38,6 +38,8 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     r->spec = NULL; /* moved */
     s->mirror.fd = -1;
     s->state = ST_RUNNING; /* so that the end path runs; nothing is accepted from anyone */
+    if (s->rec.started_usec > 0 && s->rec.stopped_usec == 0) /* its guest ran until now */
+        s->rec.stopped_usec = (int64_t) wall_usec();
     session_admit_adopt(s);
     uint64_t seq;
     if (store_event_max_seq(m->store, s->rec.id, &seq, &err) == 0 && seq > s->rec.last_seq)

@@ -31,6 +31,7 @@ typedef struct SessionRecord {
     char end_reason[STORE_REASON_MAX_BYTES]; /* "" until ended */
     char guest[STORE_GUEST_MAX_BYTES];     /* domain name while it has one ("" otherwise) */
     int64_t created_usec, started_usec, ended_usec; /* wall clock; 0 = not yet */
+    int64_t stopped_usec; /* wall clock: the guest's destroy was requested; the charge ends here */
     uint64_t timeout_usec;
     bool has_exit_code;
     int exit_code;                         /* tasks: the command's exit code */

@@ -82,6 +82,8 @@ def counts_out(text):
                   r"\d+ broken$",
                   "guests: <COUNTS>", text)
     text = re.sub(r"(?m)^probe: (none this run|\d+ runs?, \d+ failed.*)$", "probe: <PROBE>", text)
+    text = re.sub(r"(?m)^extraction: (waiting|starting|up|failed)( \(last launch [\d.]+ s\))?$",
+                  "extraction: <EXTRACTION>", text)
 
     def row(m):
         cells = re.split(r" {2,}", m.group(0))

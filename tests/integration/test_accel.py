@@ -2,7 +2,8 @@
 """accel=auto through a real stockaded (issue 12): the KVM probe's outcome is its own figure in
 GET /v1/pool, /metrics, status.json and `stockade pool`, never one of the pool's failure
 counters; a restart on the same state on this boot uses the cached verdict, says so in its
-log, and probes nothing.
+log, and probes nothing. The extraction appliance's launch starts while the probe still
+decides (issue 13.5), and its state shows in GET /v1/pool, /metrics and `stockade pool`.
 
 The probe runs as this host's KVM has it (QEMU asserts on MSR 0x10a on some machines of this
 kind, the guest hangs on others, a good host passes); test_pool probe-* makes it fail each way
@@ -27,6 +28,25 @@ def metric(text, name):
     m = re.search(rf"(?m)^{name} (\d+)$", text)
     assert m, f"/metrics has no {name}"
     return int(m.group(1))
+
+
+def check_appliance(d):
+    """Launched in parallel with the accel decision, not after it; its state is shown."""
+    log = d.tail_log(400)
+    launch = log.find("launching the extraction appliance under TCG while the pool decides")
+    decided = log.find("accel=auto chose")
+    if decided < 0:
+        decided = log.find("accel: kvm")
+    print(f"log offsets: appliance launch {launch}, accel decided {decided}")
+    assert 0 <= launch < decided, "the appliance's launch waited for the accel decision"
+    d.wait(lambda: d.get("/v1/pool")["extraction"]["state"] == "up", 420, "the appliance")
+    x = d.get("/v1/pool")["extraction"]
+    print("extraction:", json.dumps(x))
+    assert x["launches"] == 1 and x["launch_ms"] > 0, x
+    status, _, body = d.request("GET", "/metrics")
+    assert metric(body.decode(), "stockade_extraction_appliance_up") == 1
+    rc, out, err = Cli(d).run("pool", "--wait", "minimal", "--wait-extraction")
+    assert rc == 0 and re.search(r"(?m)^extraction: up \(last launch [\d.]+ s\)$", out), (out, err)
 
 
 def check_first_start(d):
@@ -81,6 +101,7 @@ def main():
         with Daemon(pools=POOLS, extra_conf=CONF, state_dir=root, keep_state=True) as d:
             d.wait(d.pool_full, 300, "a full pool")
             accel = check_first_start(d)
+            check_appliance(d)
             prefix = d.prefix
         open(os.path.join(root, "stockaded.log"), "w").close()  # the restart's log alone
         with Daemon(pools=POOLS, extra_conf=CONF, state_dir=root, prefix=prefix,

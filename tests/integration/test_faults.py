@@ -58,8 +58,9 @@ def wall(ts):
 
 def ledger_exact(d):
     """Once every session ended: each one's reservation is settled exactly once (none open,
-    nothing still reserved), and the wallet is charged vcpus x ceil(ended - started) per
-    session that ran (to the second: the API shows milliseconds)."""
+    nothing still reserved), and the wallet is charged vcpus x ceil(stopped - started) per
+    session that ran: its guest's life, not its extraction (to the second: the API shows
+    milliseconds)."""
     sessions = d.all_sessions()
     assert all(s["state"] == "ended" for s in sessions), sessions
     vcpus = {p["name"]: p["vcpus"] for p in d.get("/v1/pool")["pools"]}
@@ -69,8 +70,10 @@ def ledger_exact(d):
     assert r["open"] == 0 and w["reserved"] == 0, u
     assert r["charged"] == len(ran) and r["charged"] + r["released"] == len(sessions), \
         (u, len(ran), len(sessions))
+    assert all(wall(s["started_at"]) <= wall(s["stopped_at"]) <= wall(s["ended_at"])
+               for s in ran), ran
     used = sum(min(s["timeout_s"] * vcpus[s["pool"]],
-                   vcpus[s["pool"]] * (wall(s["ended_at"]) - wall(s["started_at"])))
+                   vcpus[s["pool"]] * (wall(s["stopped_at"]) - wall(s["started_at"])))
                for s in ran)
     assert -0.01 < w["charged"] - used < len(ran) + 0.01, (w, used)  # ms vs µs rounding
     print(f"ledger exact: {len(sessions)} sessions, {r['charged']} charged "

@@ -210,14 +210,16 @@ def scenario_ledger():
         r, s = res[sid], ses[sid]
         assert r["state"] in ("charged", "released") and r["ended_usec"] > 0, r
         ran = s["started_usec"] > 0
+        # the guest's life: hand-out to the destroy request, never the extraction after it
+        assert not ran or 0 < s["stopped_usec"] <= s["ended_usec"], s
         want = min(r["reserved_guest_s"], r["vcpus"] * math.ceil(
-            (s["ended_usec"] - s["started_usec"]) / 1e6)) if ran else 0
+            (s["stopped_usec"] - s["started_usec"]) / 1e6)) if ran else 0
         assert r["state"] == ("charged" if ran else "released"), (r, s)
         assert r["charged_guest_s"] == want, (sid, r, s, want)
         total += want
         if ran:
             api_total += min(r["reserved_guest_s"], r["vcpus"] * (
-                wall(recs[sid]["ended_at"]) - wall(recs[sid]["started_at"])))
+                wall(recs[sid]["stopped_at"]) - wall(recs[sid]["started_at"])))
     assert recs[ids[2]]["end_reason"] == "host_restart" and recs[ids[4]]["end_reason"] == \
         "host_restart", recs
     assert res[ids[4]]["state"] == "released", "the pending session was charged"
@@ -229,7 +231,7 @@ def scenario_ledger():
     assert 0 <= total - api_total < len(ids), (total, api_total)
     per = {sid[:12]: res[sid]["charged_guest_s"] for sid in ids}
     print(f"ledger ok: after kill -9 and restart every reservation ended once; wallet charged "
-          f"{total} guest-s = sum of vcpus x ceil(ended - started) (API times: "
+          f"{total} guest-s = sum of vcpus x ceil(stopped - started) (API times: "
           f"{api_total:.2f} s); per session {per}")
 
 
@@ -261,6 +263,22 @@ def scenario_wallet():
         w = usage(d, broke)["wallet_guest_seconds"]
         assert 0 < w["charged"] < WALLET_ONE and w["reserved"] == 0, w
         assert w["available"] == WALLET_ONE - w["charged"], w  # the rest was refunded
+
+        # billed for the guest's life (hand-out to destroy request), not the extraction after
+        billed = new_tenant(d, "billed")
+        _, _, bt = create(d, billed, kind="tasks", argv=["sleep", "2"], timeout_s=60)
+        bs = wait_state(d, billed, bt["id"], "ended")
+        vcpus = {p["name"]: p["vcpus"] for p in d.get("/v1/pool")["pools"]}["minimal"]
+        bw = usage(d, billed)["wallet_guest_seconds"]
+        life = wall(bs["stopped_at"]) - wall(bs["started_at"])
+        whole = wall(bs["ended_at"]) - wall(bs["started_at"])
+        print(f"a 2 s task: guest life {life:.2f} s, started to ended {whole:.2f} s, "
+              f"charged {bw['charged']} guest-s ({vcpus} vCPU)")
+        assert bs["end_reason"] == "completed", bs
+        assert wall(bs["started_at"]) <= wall(bs["stopped_at"]) <= wall(bs["ended_at"]), bs
+        assert bw["charged"] <= 3 * vcpus, (bw, bs)
+        assert bw["charged"] == vcpus * math.ceil(life - 0.001) or \
+            bw["charged"] == vcpus * math.ceil(life), (bw, life)  # API times are in ms
 
         # per-session caps: refused whatever the wallet says
         caps = new_tenant(d, "caps", max_timeout_s=30, max_memory_mib=100, max_vcpus=0)
