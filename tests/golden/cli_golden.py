@@ -82,7 +82,8 @@ def counts_out(text):
                   r"\d+ broken$",
                   "guests: <COUNTS>", text)
     text = re.sub(r"(?m)^probe: (none this run|\d+ runs?, \d+ failed.*)$", "probe: <PROBE>", text)
-    text = re.sub(r"(?m)^extraction: (waiting|starting|up|failed)( \(last launch [\d.]+ s\))?$",
+    text = re.sub(r"(?m)^extraction: (waiting|starting|up|failed)"
+                  r"( \(last launch ([\d.]+ s|<DUR>)\))?$",
                   "extraction: <EXTRACTION>", text)
 
     def row(m):
