@@ -84,6 +84,7 @@ static const Key keys[] = {
     {SEC_SESSIONS, "artifact_max_age_h", K_UINT, DC(artifact_max_age_h), 0, 1, 24 * 365},
     {SEC_SESSIONS, "artifact_max_total_gib", K_UINT, DC(artifact_max_total_gib), 0, 1, 65536},
     {SEC_SESSIONS, "extract_max_mib", K_UINT, DC(extract_max_mib), 0, 1, 65536},
+    {SEC_SESSIONS, "max_guest_events", K_UINT, SC(max_guest_events), 0, 0, 10000000},
     {SEC_SESSIONS, "extract_max_files", K_UINT, SC(extract.max_files), 0, 1, 10000000},
     {SEC_SESSIONS, "extract_timeout_s", K_USEC, SC(extract.max_usec), 0, 1, 3600},
     /* [quota]: the limits of tenants that have none of their own (admit.h) */

@@ -5,6 +5,7 @@
 
 #include "api_internal.h"
 #include "base64.h"
+#include "http_json.h"
 #include "runner_limits.h"
 
 #define API_TIMEOUT_MAX_S (24u * 3600)
@@ -20,6 +21,9 @@ api_parse_body(ApiCtx *c, Error **errp)
         c->body = json_object();
         return 0;
     }
+    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
+        return error_set(errp, E_INVALID, 0, "request body nests deeper than %d levels",
+                         HTTP_JSON_MAX_DEPTH);
     c->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!c->body)
         return error_set(errp, E_INVALID, 0, "request body is not JSON: %s (at byte %d)", jerr.text,

@@ -742,6 +742,9 @@ parse_body(ApiReq *a, Error **errp)
     json_error_t jerr;
     if (len == 0)
         return 0;
+    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
+        return error_set(errp, E_INVALID, 0, "the body nests deeper than %d levels",
+                         HTTP_JSON_MAX_DEPTH);
     a->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!a->body || !json_is_object(a->body))
         return error_set(errp, E_INVALID, 0, "the body must be a JSON object");

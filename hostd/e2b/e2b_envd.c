@@ -388,6 +388,11 @@ rpc_message(HttpRequest *req, bool stream, Error **errp)
                   E2B_RPC_MAX_BODY_BYTES);
         return NULL;
     }
+    if (!http_json_depth_within(payload, len, HTTP_JSON_MAX_DEPTH)) {
+        error_set(errp, E_INVALID, 0, "the message nests deeper than %d levels",
+                  HTTP_JSON_MAX_DEPTH);
+        return NULL;
+    }
     json_t *msg = len ? json_loadb((const char *) payload, len, JSON_REJECT_DUPLICATES, &jerr)
                       : json_object();
     if (!json_is_object(msg)) {

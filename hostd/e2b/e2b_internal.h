@@ -13,6 +13,7 @@
 #include "e2b_json.h"
 #include "e2b_wire.h"
 #include "http.h"
+#include "http_json.h"
 #include "sessions.h"
 #include "store.h"
 #include "timeutil.h"
@@ -36,7 +37,7 @@
 typedef struct E2bProc {
     uint32_t pid; /* the exec id: unique in its session, never reused */
     char *tag;
-    json_t *config; /* {cmd, args, envs, cwd} as the client sent them */
+    json_t *config; /* e2b_start_config(): {cmd, args, envs, cwd?}, checked and flat */
     struct E2bProc *next;
 } E2bProc;
 

@@ -39,6 +39,24 @@ string_map(json_t *v, const char *field, size_t max, size_t key_max, size_t val_
     return 0;
 }
 
+/* An array of at most max strings of up to val_max bytes each (no NUL inside). */
+static int
+string_list(json_t *v, const char *field, size_t max, size_t val_max, Error **errp)
+{
+    size_t i;
+    json_t *x;
+    if (!json_is_array(v) || json_array_size(v) > max)
+        return error_set(errp, E_INVALID, 0, "%s must be an array of at most %zu strings", field,
+                         max);
+    json_array_foreach(v, i, x)
+    {
+        if (!is_plain_string(x, 0, val_max))
+            return error_set(errp, E_INVALID, 0, "%s[%zu] must be a string of at most %zu bytes",
+                             field, i, val_max);
+    }
+    return 0;
+}
+
 static json_t *
 optional_field(json_t *obj, const char *name)
 {
@@ -164,6 +182,8 @@ e2b_parse_start(json_t *req, E2bStart *ret, Error **errp)
     s.cmd = json_string_value(json_object_get(p, "cmd"));
     s.args = optional_field(p, "args");
     s.envs = optional_field(p, "envs");
+    if (s.args && string_list(s.args, "process.args", ARGV_MAX_COUNT - 1, ARG_MAX_BYTES, errp) < 0)
+        return -1;
     if (s.envs && string_map(s.envs, "process.envs", E2B_ENV_MAX, ENV_NAME_MAX_BYTES,
                              ENV_VALUE_MAX_BYTES, errp) < 0)
         return -1;
@@ -284,6 +304,19 @@ json_t *
 e2b_event_keepalive(bool process)
 {
     return process ? wrap_event("keepalive", json_object()) : json_pack("{s:{}}", "keepalive");
+}
+
+json_t *
+e2b_start_config(const E2bStart *st)
+{
+    json_t *args = st->args ? json_deep_copy(st->args) : json_array();
+    json_t *envs = st->envs ? json_deep_copy(st->envs) : json_object();
+    json_t *o = json_pack("{s:s,s:o,s:o}", "cmd", st->cmd, "args", args, "envs", envs);
+    if (o && st->cwd && json_object_set_new(o, "cwd", json_string(st->cwd)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *

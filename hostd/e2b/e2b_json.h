@@ -59,7 +59,14 @@ typedef struct E2bStart {
     bool stdin_open;
 } E2bStart;
 
+/* StartRequest: process.cmd (required), args (at most ARGV_MAX_COUNT - 1 strings), envs,
+ * cwd, and tag, stdin; E_INVALID naming the field. */
 int e2b_parse_start(json_t *req, E2bStart *ret, Error **errp);
+/* The ProcessConfig that List echoes: {cmd, args, envs, cwd?} built from the checked fields
+ * of st alone, never the client's object: anything else it held (unknown keys, nested any
+ * depth) is dropped, so what the daemon keeps and re-serialises later is flat and bounded.
+ * NULL on ENOMEM. */
+json_t *e2b_start_config(const E2bStart *st);
 
 typedef struct E2bSelector {
     uint32_t pid; /* 0 when by tag */
@@ -79,7 +86,7 @@ json_t *e2b_event_data(bool is_stderr, const uint8_t *data, size_t len);
 /* exit_code >= 0: exited; otherwise killed by signo. error: NULL or why it did not run. */
 json_t *e2b_event_end(int exit_code, int signo, const char *error);
 json_t *e2b_event_keepalive(bool process); /* process: {"event":{"keepalive":{}}} */
-/* A process listing entry; config (as the client sent it: cmd, args, envs, cwd) is copied. */
+/* A process listing entry; config (e2b_start_config()'s) is copied. */
 json_t *e2b_process_info(uint32_t pid, const char *tag, json_t *config);
 
 /* The payload of an end-stream envelope: {} or {"error":{"code","message"}}. */

@@ -376,7 +376,7 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
         return error_set(errp, E_INVALID, 0, "process.cwd: %s", why);
     if ((cwd[0] && !(sc->spec.cwd = strdup(cwd))) || (st.tag && !(sc->tag = strdup(st.tag))) ||
         !(sc->spec.env = calloc(json_object_size(st.envs) + 1, sizeof(EnvPair))) ||
-        !(sc->config = json_deep_copy(json_object_get(msg, "process"))))
+        !(sc->config = e2b_start_config(&st)))
         return error_set(errp, E_INTERNAL, ENOMEM, "start");
     json_object_foreach(st.envs, k, v)
     {

@@ -44,13 +44,18 @@ mirror_abort(Session *s)
     f->fd = -1;
 }
 
+/* "stored" events are bounded by extract.max_files (mirror_files); the others (removed,
+ * over_budget, failed) a workload can make without limit, so they go through the cap. */
 static void
 mirror_event(Session *s, const Stockade__Runner__FileChanged *c, const char *outcome)
 {
-    session_event(s, "file.changed", 0, NULL, 0,
-                  json_pack("{s:s,s:I,s:i,s:I,s:s}", "path", c->path, "size",
-                            (json_int_t) c->size, "mode", (int) c->mode, "mtime_ms",
-                            (json_int_t) (c->mtime_ns / 1000000), "mirror", outcome));
+    json_t *attrs = json_pack("{s:s,s:I,s:i,s:I,s:s}", "path", c->path, "size",
+                              (json_int_t) c->size, "mode", (int) c->mode, "mtime_ms",
+                              (json_int_t) (c->mtime_ns / 1000000), "mirror", outcome);
+    if (strcmp(outcome, "stored") == 0)
+        session_event(s, "file.changed", 0, NULL, 0, attrs);
+    else
+        session_guest_event(s, "file.changed", attrs);
 }
 
 /* A removed path in the guest: a file, or a directory with its whole subtree. The folder

@@ -66,10 +66,11 @@ set_time(json_t *o, const char *key, int64_t usec)
 json_t *
 render_session(const SessionRecord *r)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I}", "id", r->id, "kind", r->kind, "pool",
-                          r->pool, "state", r->state, "timeout_s",
-                          (json_int_t) (r->timeout_usec / 1000000), "output_bytes",
-                          (json_int_t) r->output_bytes, "last_seq", (json_int_t) r->last_seq);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "id", r->id, "kind", r->kind, "pool",
+                  r->pool, "state", r->state, "timeout_s", (json_int_t) (r->timeout_usec / 1000000),
+                  "output_bytes", (json_int_t) r->output_bytes, "last_seq",
+                  (json_int_t) r->last_seq, "events_suppressed", (json_int_t) r->events_suppressed);
     if (r->end_reason[0])
         json_object_set_new(o, "end_reason", json_string(r->end_reason));
     if (r->guest[0]) /* the libvirt domain while it has one: operators find its QEMU by it */

@@ -94,6 +94,31 @@ session_event(Session *s, const char *type, uint32_t exec_id, const void *data, 
 }
 
 void
+session_guest_event(Session *s, const char *type, json_t *attrs)
+{
+    json_int_t cap = (json_int_t) s->mgr->cfg.max_guest_events;
+
+    if (s->guest_events < s->mgr->cfg.max_guest_events) {
+        s->guest_events++;
+        session_event(s, type, 0, NULL, 0, attrs);
+        return;
+    }
+    json_decref(attrs);
+    if (s->rec.events_suppressed++ == 0)
+        session_event(s, "events.suppressed", 0, NULL, 0, json_pack("{s:I}", "after", cap));
+}
+
+void
+session_guest_events_summary(Session *s)
+{
+    if (s->rec.events_suppressed == 0)
+        return;
+    session_event(s, "events.suppressed", 0, NULL, 0,
+                  json_pack("{s:I,s:I}", "after", (json_int_t) s->mgr->cfg.max_guest_events,
+                            "suppressed", (json_int_t) s->rec.events_suppressed));
+}
+
+void
 session_persist(Session *s)
 {
     _cleanup_error_ Error *err = NULL;

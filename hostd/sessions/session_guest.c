@@ -283,8 +283,8 @@ session_on_error(Session *s, const GuestMsg *m)
         }
         return;
     }
-    session_event(s, "guest.error", 0, NULL, 0,
-                  json_pack("{s:s,s:i}", "message", er->message, "code", er->code));
+    session_guest_event(s, "guest.error",
+                        json_pack("{s:s,s:i}", "message", er->message, "code", er->code));
 }
 
 static void

@@ -95,6 +95,7 @@ struct Session {
     MirrorFile mirror;
     uint64_t mirror_bytes;
     uint32_t mirror_files; /* capped by cfg.extract.max_files, like the salvage */
+    uint64_t guest_events; /* recorded by session_guest_event(); rec.events_suppressed after */
     bool touched; /* has uncommitted events */
     ExtractStats xstats;
     Error *xerr;
@@ -144,6 +145,14 @@ void session_event(Session *s, const char *type, uint32_t exec_id, const void *d
                    json_t *attrs /* stolen, may be NULL */);
 void session_set_state(Session *s, SessionState st, const char *reason);
 void session_persist(Session *s); /* store_session_update in the open batch */
+/* An event the workload can make without limit (file.changed: removed, over_budget, failed;
+ * guest.error): recorded like session_event() up to cfg.max_guest_events, then only counted
+ * in rec.events_suppressed, with one events.suppressed {after} when the first is dropped.
+ * Takes attrs. */
+void session_guest_event(Session *s, const char *type, json_t *attrs);
+/* events.suppressed {after, suppressed} with the final count, when any were; once the guest
+ * is gone. */
+void session_guest_events_summary(Session *s);
 void sessions_commit_now(Sessions *m);
 const char *session_state_name(SessionState st);
 

@@ -26,6 +26,7 @@ sessions_config_defaults(SessionsConfig *c)
     c->output_limit_bytes = 64ull << 20;
     c->mirror_budget_bytes = 256ull << 20;
     c->mirror_max_file_bytes = 64ull << 20;
+    c->max_guest_events = SESSION_DEFAULT_MAX_GUEST_EVENTS;
     c->sync_grace_usec = 3 * USEC_PER_SEC;
     c->artifact_max_age_usec = 7ull * 24 * 3600 * USEC_PER_SEC;
     c->artifact_max_total_bytes = 10ull << 30;

@@ -37,6 +37,12 @@
 
 typedef struct Sessions Sessions;
 
+/* Events a workload can make as fast as it likes (a file removed, a file over the mirror
+ * budget or failing to land, an error the runner reports): the first max_guest_events of a
+ * session are recorded, later ones only counted (events.suppressed, the session's
+ * events_suppressed), so one session cannot grow the host's event store without limit. */
+#define SESSION_DEFAULT_MAX_GUEST_EVENTS 10000
+
 typedef struct SessionsConfig {
     const char *state_dir;            /* artifacts in <state_dir>/artifacts/<id>/ */
     const char *db_path;              /* for the EventHub readers */
@@ -47,6 +53,7 @@ typedef struct SessionsConfig {
     uint64_t output_limit_bytes;      /* stdout + stderr of a session, then end(output_limit) */
     uint64_t mirror_budget_bytes;     /* live mirror content per session */
     uint64_t mirror_max_file_bytes;
+    unsigned max_guest_events;        /* per session, see SESSION_DEFAULT_MAX_GUEST_EVENTS */
     uint64_t sync_grace_usec;         /* a finished task's runner may sync this long */
     uint64_t artifact_max_age_usec;   /* retention: artifacts and records of ended sessions */
     uint64_t artifact_max_total_bytes;

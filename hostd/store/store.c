@@ -97,22 +97,26 @@ static const char *const migrations[] = {
     /* 3: when the session's guest was stopped (destroy requested): the charge ends there, not
      * when extraction ends (issue 13). 0 for sessions that ended before this column. */
     "ALTER TABLE sessions ADD COLUMN stopped_usec INTEGER NOT NULL DEFAULT 0;",
+    /* 4: events a session's workload made past [sessions] max_guest_events, only counted */
+    "ALTER TABLE sessions ADD COLUMN events_suppressed INTEGER NOT NULL DEFAULT 0;",
 };
 
 static const char *const stmt_sql[_STMT_MAX] = {
     [STMT_SESSION_INSERT] =
         "INSERT INTO sessions (id, tenant_id, kind, pool, state, end_reason, guest, created_usec,"
         " started_usec, ended_usec, timeout_usec, exit_code, output_bytes, artifact_bytes,"
-        " artifact_files, artifacts_truncated, last_seq, spec, stopped_usec)"
-        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)",
+        " artifact_files, artifacts_truncated, last_seq, spec, stopped_usec, events_suppressed)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
     [STMT_SESSION_UPDATE] =
         "UPDATE sessions SET state=?5, end_reason=?6, guest=?7, started_usec=?9, ended_usec=?10,"
         " exit_code=?12, output_bytes=?13, artifact_bytes=?14, artifact_files=?15,"
-        " artifacts_truncated=?16, last_seq=?17, stopped_usec=?19 WHERE id=?1",
+        " artifacts_truncated=?16, last_seq=?17, stopped_usec=?19, events_suppressed=?20"
+        " WHERE id=?1",
     [STMT_SESSION_GET] =
         "SELECT id, tenant_id, kind, pool, state, end_reason, guest, created_usec, started_usec,"
         " ended_usec, timeout_usec, exit_code, output_bytes, artifact_bytes, artifact_files,"
-        " artifacts_truncated, last_seq, spec, stopped_usec FROM sessions WHERE id=?1",
+        " artifacts_truncated, last_seq, spec, stopped_usec, events_suppressed"
+        " FROM sessions WHERE id=?1",
     [STMT_SESSION_DELETE] = "DELETE FROM sessions WHERE id=?1",
     [STMT_EVENT_APPEND] = "INSERT INTO events (session_id, seq, ts_usec, type, exec_id, data,"
                           " attrs) VALUES (?1,?2,?3,?4,?5,?6,?7)",

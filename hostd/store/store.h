@@ -40,6 +40,7 @@ typedef struct SessionRecord {
     uint32_t artifact_files;
     bool artifacts_truncated;
     uint64_t last_seq;
+    uint64_t events_suppressed;            /* guest events only counted (sessions.h) */
     char *spec;                            /* JSON text of the request; owned; may be NULL */
 } SessionRecord;
 

@@ -29,6 +29,7 @@ bind_session(sqlite3_stmt *st, const SessionRecord *r)
     if (r->spec)
         sqlite3_bind_text(st, 18, r->spec, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 19, r->stopped_usec);
+    sqlite3_bind_int64(st, 20, (sqlite3_int64) r->events_suppressed);
 }
 
 static int
@@ -95,6 +96,7 @@ row_to_session(sqlite3_stmt *st, SessionRecord *r)
     r->artifacts_truncated = sqlite3_column_int(st, 15) != 0;
     r->last_seq = (uint64_t) sqlite3_column_int64(st, 16);
     r->stopped_usec = sqlite3_column_int64(st, 18);
+    r->events_suppressed = (uint64_t) sqlite3_column_int64(st, 19);
     const unsigned char *spec = sqlite3_column_text(st, 17);
     if (spec && !(r->spec = strdup((const char *) spec)))
         return -1;
@@ -174,7 +176,7 @@ fail_free:
 #define SESSION_COLUMNS                                                                            \
     "id, tenant_id, kind, pool, state, end_reason, guest, created_usec, started_usec,"             \
     " ended_usec, timeout_usec, exit_code, output_bytes, artifact_bytes, artifact_files,"          \
-    " artifacts_truncated, last_seq, spec, stopped_usec"
+    " artifacts_truncated, last_seq, spec, stopped_usec, events_suppressed"
 
 int
 store_session_list(Store *s, const char *tenant_id, const char *state, size_t limit,

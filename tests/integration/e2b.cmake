@@ -6,3 +6,10 @@ add_test(NAME integration_e2b_sdk
 set_tests_properties(integration_e2b_sdk PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# Hostile envd input (issue 14): Connect spoken directly (no SDK), a real daemon and guest.
+add_test(NAME integration_e2b_hostile
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_e2b_hostile.py)
+set_tests_properties(integration_e2b_hostile PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

@@ -1,5 +1,5 @@
-/* Unit tests of the HTTP layer's request-target parsing (hostd/api/http_url.c): table-driven
- * accepts and refusals, and every cap at and one past its limit. */
+/* Unit tests of the HTTP layer's pure request parsing (hostd/api/http_url.c, http_json.c):
+ * table-driven accepts and refusals, and every cap at and one past its limit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "http_json.h"
 #include "http_url.h"
 
 typedef struct {
@@ -219,13 +220,49 @@ test_split_and_copy(void **state)
     http_strv_free(NULL);
 }
 
+/* The JSON nesting bound (http_json.c): at and one past the limit, brackets in strings and
+ * escaped quotes do not count, closing brackets bring the depth back. */
+static void
+test_json_depth(void **state)
+{
+    (void) state;
+    char deep[2 * 2000 + 1];
+    for (size_t d = 1; d <= 2000; d *= 2) {
+        memset(deep, '[', d);
+        memset(deep + d, ']', d);
+        assert_int_equal(http_json_depth_within(deep, 2 * d, HTTP_JSON_MAX_DEPTH),
+                         d <= HTTP_JSON_MAX_DEPTH);
+    }
+    memset(deep, '{', HTTP_JSON_MAX_DEPTH);
+    assert_true(http_json_depth_within(deep, HTTP_JSON_MAX_DEPTH, HTTP_JSON_MAX_DEPTH));
+    deep[HTTP_JSON_MAX_DEPTH] = '[';
+    assert_false(http_json_depth_within(deep, HTTP_JSON_MAX_DEPTH + 1, HTTP_JSON_MAX_DEPTH));
+
+    static const struct {
+        const char *text;
+        bool ok; /* within 2 */
+    } cases[] = {
+        {"{\"a\":[1]}", true},
+        {"{\"a\":[[1]]}", false},
+        {"{\"a\":\"[[[[{{{{\"}", true},
+        {"{\"a\":\"\\\"[[[\"}", true},           /* an escaped quote does not end the string */
+        {"{\"a\":\"\\\\\",\"b\":[[1]]}", false}, /* an escaped backslash does */
+        {"[1],[2],[3]", true},
+        {"]]]]{[[", false}, /* stray closers do not buy depth */
+        {"\"unterminated [[[", true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(http_json_depth_within(cases[i].text, strlen(cases[i].text), 2),
+                         cases[i].ok);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_targets),   cmocka_unit_test(test_bad_targets),
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
-        cmocka_unit_test(test_split_and_copy),
+        cmocka_unit_test(test_split_and_copy), cmocka_unit_test(test_json_depth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -300,6 +300,65 @@ test_lossy_strings(void **state)
     }
 }
 
+/* A key nested deeper than a handler thread's stack can dump (issue 14): the kept config
+ * holds only cmd, args, envs and cwd, so neither it nor List's dump of it carries the key. */
+static char *
+deep_start_message(size_t depth)
+{
+    const char *head = "{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-c\",\"x\"],\"deep\":";
+    const char *tail = ",\"cwd\":\"/home/user\"},\"tag\":\"t\"}";
+    size_t n = strlen(head) + 2 * depth + strlen(tail) + 1;
+    char *s = malloc(n), *p = s;
+    assert_non_null(s);
+    p = stpcpy(p, head);
+    for (size_t i = 0; i < depth; i++)
+        *p++ = '[';
+    for (size_t i = 0; i < depth; i++)
+        *p++ = ']';
+    strcpy(p, tail);
+    return s;
+}
+
+static void
+test_start_config_is_rebuilt(void **state)
+{
+    (void) state;
+    E2bStart s;
+    Error *e = NULL;
+    char *text = deep_start_message(1900);
+    json_t *m = js(text);
+    assert_int_equal(e2b_parse_start(m, &s, &e), 0);
+    json_t *cfg = e2b_start_config(&s);
+    assert_dump(e2b_process_info(3, s.tag, cfg),
+                "{\"config\":{\"args\":[\"-c\",\"x\"],\"cmd\":\"/bin/bash\",\"cwd\":"
+                "\"/home/user\",\"envs\":{}},\"pid\":3,\"tag\":\"t\"}");
+    json_decref(cfg);
+    json_decref(m);
+    free(text);
+
+    /* args: strings only, at most ARGV_MAX_COUNT - 1 of them */
+    static const char *const bad[] = {"{\"process\":{\"cmd\":\"x\",\"args\":[[]]}}",
+                                      "{\"process\":{\"cmd\":\"x\",\"args\":{}}}",
+                                      "{\"process\":{\"cmd\":\"x\",\"args\":[1]}}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        m = js(bad[i]);
+        assert_int_equal(e2b_parse_start(m, &s, &e), -1);
+        error_free(e);
+        e = NULL;
+        json_decref(m);
+    }
+    json_t *args = json_array();
+    for (size_t i = 0; i < ARGV_MAX_COUNT; i++)
+        json_array_append_new(args, json_string("a"));
+    m = json_pack("{s:{s:s,s:o}}", "process", "cmd", "x", "args", args);
+    assert_int_equal(e2b_parse_start(m, &s, &e), -1);
+    error_free(e);
+    e = NULL;
+    json_array_remove(args, 0);
+    assert_int_equal(e2b_parse_start(m, &s, &e), 0);
+    json_decref(m);
+}
+
 int
 main(void)
 {
@@ -308,6 +367,7 @@ main(void)
         cmocka_unit_test(test_render_sandbox),   cmocka_unit_test(test_start_and_selectors),
         cmocka_unit_test(test_input),            cmocka_unit_test(test_process_events),
         cmocka_unit_test(test_entries),          cmocka_unit_test(test_lossy_strings),
+        cmocka_unit_test(test_start_config_is_rebuilt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

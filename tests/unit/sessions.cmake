@@ -1,0 +1,5 @@
+# hostd/sessions: the per-session cap on events a workload makes without limit, through the real
+# mirror and event code into a real SQLite file (the rest of the module is tested with real
+# guests in tests/integration/sessions.cmake).
+stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
+              LIBS stockade_sessions PkgConfig::CMOCKA)

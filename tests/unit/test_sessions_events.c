@@ -1,0 +1,205 @@
+/* The cap on events a session's workload can make without limit (issue 14), driven through
+ * the real mirror and event code of hostd/sessions into a real SQLite store: 10^5
+ * FileChanged{removed} records and a few over-budget ones, as a runner sends them for a task
+ * that made and removed 100 000 files. At most max_guest_events + 2 rows are stored (the
+ * recorded ones and two events.suppressed), and the count of the others is exact, in the
+ * final event and in the session's record. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "render.h"
+#include "session_internal.h"
+#include "testlib.h"
+
+#define CAP 1000
+#define REMOVED 100000
+#define OVER_BUDGET 10
+
+typedef struct {
+    char *dir;
+    Loop *loop;
+    Store *store;
+    Sessions m;
+    Session s;
+} Fixture;
+
+static int
+setup(void **state)
+{
+    static Fixture fx;
+    char path[512];
+    Error *e = NULL;
+
+    memset(&fx, 0, sizeof(fx));
+    fx.dir = test_mkdtemp("stockade-sessions-events");
+    snprintf(path, sizeof(path), "%s/stockade.db", fx.dir);
+    assert_int_equal(loop_new(&fx.loop, &e), 0);
+    assert_int_equal(store_open(path, &fx.store, &e), 0);
+    sessions_config_defaults(&fx.m.cfg);
+    fx.m.cfg.max_guest_events = CAP;
+    fx.m.loop = fx.loop;
+    fx.m.store = fx.store;
+    fx.m.artifacts_dir = fx.dir;
+
+    Session *s = &fx.s;
+    s->mgr = &fx.m;
+    s->state = ST_RUNNING;
+    s->accepting = true;
+    s->mirror.fd = -1;
+    snprintf(s->rec.id, sizeof(s->rec.id), "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa");
+    snprintf(s->rec.tenant_id, sizeof(s->rec.tenant_id), "default");
+    snprintf(s->rec.kind, sizeof(s->rec.kind), "task");
+    snprintf(s->rec.pool, sizeof(s->rec.pool), "minimal");
+    snprintf(s->rec.state, sizeof(s->rec.state), "running");
+    s->rec.timeout_usec = 60000000;
+    assert_int_equal(store_session_insert(fx.store, &s->rec, &e), 0);
+    snprintf(path, sizeof(path), "%s/%s", fx.dir, s->rec.id); /* the mirror's folders */
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/%s/files", fx.dir, s->rec.id);
+    assert_int_equal(mkdir(path, 0700), 0);
+    *state = &fx;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    Fixture *fx = *state;
+    store_close(fx->store);
+    loop_free(fx->loop);
+    test_rm_rf(fx->dir);
+    free(fx->dir);
+    return 0;
+}
+
+static void
+file_changed(Session *s, const char *path, bool removed)
+{
+    Stockade__Runner__FileChanged c = STOCKADE__RUNNER__FILE_CHANGED__INIT;
+    c.path = (char *) path;
+    c.removed = removed;
+    c.over_budget = !removed;
+    c.size = removed ? 0 : 1u << 30;
+    mirror_on_changed(s, &c);
+}
+
+static json_int_t
+attr_int(const EventRecord *ev, const char *key)
+{
+    json_t *o = json_loads(ev->attrs, 0, NULL);
+    json_t *v = json_object_get(o, key);
+    json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+    json_decref(o);
+    return n;
+}
+
+/* Every stored event of the session, page by page (a read returns at most a page). */
+static size_t
+count_events(Store *store, const char *id)
+{
+    uint64_t after = 0;
+    size_t total = 0, n;
+    Error *e = NULL;
+    do {
+        EventRecord *v = NULL;
+        assert_int_equal(store_events_read(store, id, after, 1000, &v, &n, &e), 0);
+        if (n > 0)
+            after = v[n - 1].seq;
+        total += n;
+        event_records_free(v, n);
+    } while (n > 0);
+    return total;
+}
+
+static void
+test_removed_files_are_capped(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+    char path[32];
+
+    for (unsigned i = 0; i < REMOVED; i++) {
+        snprintf(path, sizeof(path), "f%u", i);
+        file_changed(s, path, true);
+        if (i % 10000 == 0) /* over-budget files count against the same cap */
+            file_changed(s, path, false);
+    }
+    session_guest_events_summary(s); /* what releasing the guest does */
+    assert_int_equal(store_session_update(fx->store, &s->rec, &e), 0);
+    assert_int_equal(store_commit(fx->store, &e), 0);
+
+    size_t stored = count_events(fx->store, s->rec.id);
+    printf("# %u records sent, %zu events stored (cap %d)\n", REMOVED + OVER_BUDGET, stored, CAP);
+    assert_true(stored <= CAP + 2);
+
+    EventRecord *v = NULL;
+    size_t n = 0, changed = 0, suppressed = 0;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, CAP + 2, &v, &n, &e), 0);
+    assert_int_equal(n, stored);
+    const uint64_t dropped = REMOVED + OVER_BUDGET - CAP;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v[i].type, "file.changed") == 0) {
+            changed++;
+        } else {
+            assert_string_equal(v[i].type, "events.suppressed");
+            assert_int_equal(attr_int(&v[i], "after"), CAP);
+            /* the first one when the cap is hit (no count yet), the last one with the count */
+            json_int_t want = suppressed++ == 0 ? -1 : (json_int_t) dropped;
+            assert_int_equal(attr_int(&v[i], "suppressed"), want);
+        }
+    }
+    assert_int_equal(changed, CAP);
+    assert_int_equal(suppressed, 2);
+    assert_string_equal(v[n - 1].type, "events.suppressed");
+    event_records_free(v, n);
+
+    SessionRecord r;
+    assert_int_equal(store_session_get(fx->store, s->rec.id, &r, &e), 0);
+    assert_int_equal(r.events_suppressed, dropped);
+    json_t *o = render_session(&r);
+    assert_int_equal(json_integer_value(json_object_get(o, "events_suppressed")), dropped);
+    json_decref(o);
+    session_record_clear(&r);
+}
+
+/* Below the cap nothing changes: every event is stored, no events.suppressed. */
+static void
+test_below_cap_all_recorded(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+
+    for (unsigned i = 0; i < CAP; i++)
+        file_changed(s, "again", true);
+    session_guest_events_summary(s);
+    assert_int_equal(store_commit(fx->store, &e), 0);
+    assert_int_equal(count_events(fx->store, s->rec.id), CAP);
+    EventRecord *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, CAP, &v, &n, &e), 0);
+    assert_int_equal(n, CAP);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(v[i].type, "file.changed");
+    assert_int_equal(s->rec.events_suppressed, 0);
+    event_records_free(v, n);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
