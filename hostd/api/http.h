@@ -143,6 +143,8 @@ const char *http_path(const HttpRequest *r);
 const char *http_query(const HttpRequest *r, const char *key);
 /* Case-insensitive; the first header of that name; NULL if absent. */
 const char *http_header(const HttpRequest *r, const char *name);
+/* Whether the head declares a body (Content-Length over 0, or chunked); for guards. */
+bool http_request_has_body(const HttpRequest *r);
 /* The body (NULL and 0 when there was none). Owned by the request. */
 const uint8_t *http_body(const HttpRequest *r, size_t *ret_len);
 bool http_peer_is_unix(const HttpRequest *r);

@@ -279,6 +279,15 @@ http_header(const HttpRequest *r, const char *name)
     return NULL;
 }
 
+bool
+http_request_has_body(const HttpRequest *r)
+{
+    /* framing_check() set body_cap to the Content-Length, or to the cap without one */
+    if (http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        return r->body_cap > 0;
+    return http_header(r, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
 const uint8_t *
 http_body(const HttpRequest *r, size_t *ret_len)
 {
