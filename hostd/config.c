@@ -74,6 +74,10 @@ static const Key keys[] = {
     {SEC_API, "request_timeout_s", K_UINT, HC(request_timeout_s), 0, 1, 3600},
     {SEC_API, "idle_timeout_s", K_UINT, HC(idle_timeout_s), 0, 1, 3600},
     {SEC_API, "max_connections", K_UINT, HC(max_connections), 0, 1, 4096},
+    {SEC_API, "max_per_ip", K_UINT, HC(max_per_ip), 0, 1, 65536},
+    {SEC_API, "head_timeout_s", K_UINT, HC(head_timeout_s), 0, 1, 3600},
+    {SEC_API, "max_pending", K_UINT, HC(max_pending), 0, 1, HTTP_MAX_PENDING_CEILING},
+    {SEC_API, "body_budget_mib", K_UINT, DC(body_budget_mib), 0, 1, 16384},
     {SEC_SESSIONS, "default_timeout_s", K_USEC, SC(default_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "max_timeout_s", K_USEC, SC(max_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "exec_timeout_s", K_USEC, SC(exec_default_timeout_usec), 0, 1, 86400},
@@ -160,6 +164,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     http_config_defaults(&c->http);
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
     c->max_body_mib = (unsigned) (c->http.max_body_bytes >> 20);
+    c->body_budget_mib = (unsigned) (c->http.body_budget_bytes >> 20);
     sessions_config_defaults(&c->sessions);
     e2b_config_defaults(&c->e2b);
     c->output_limit_mib = (unsigned) (c->sessions.output_limit_bytes >> 20);
@@ -405,6 +410,10 @@ config_finish(DaemonConfig *c, Error **errp)
     c->http.tcp_address = strcmp(c->tcp_address, "none") == 0 ? NULL : c->tcp_address;
     c->http.unix_path = c->unix_socket;
     c->http.max_body_bytes = (size_t) c->max_body_mib << 20;
+    c->http.body_budget_bytes = (size_t) c->body_budget_mib << 20;
+    if (c->body_budget_mib < c->max_body_mib)
+        return error_set(errp, E_INVALID, 0,
+                         "[api] body_budget_mib must hold one largest body (max_body_mib)");
     SessionsConfig *sc = &c->sessions;
     sc->state_dir = c->state_dir;
     sc->output_limit_bytes = (uint64_t) c->output_limit_mib << 20;

@@ -10,7 +10,8 @@
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
  *   [api]               tcp_address ("none" disables TCP), tcp_port, unix_socket, max_body_mib,
- *                       request_timeout_s, idle_timeout_s, max_connections
+ *                       request_timeout_s, idle_timeout_s, max_connections, max_per_ip,
+ *                       head_timeout_s, max_pending, body_budget_mib
  *   [sessions]          default_timeout_s, max_timeout_s, exec_timeout_s, pending_timeout_s,
  *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
  *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
@@ -55,6 +56,7 @@ typedef struct DaemonConfig {
     char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */
     HttpConfig http;                         /* strings point into this struct */
     unsigned max_body_mib;
+    unsigned body_budget_mib;                /* request bodies in memory, all listeners */
     SessionsConfig sessions;
     E2bConfig e2b;
     unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;

@@ -38,7 +38,8 @@ struct Daemon {
     EventHub *hub;
     Sessions *sessions;
     Api *api;
-    E2b *e2b; /* [e2b] enabled: the E2B SDK's control plane and envd face */
+    E2b *e2b;                /* [e2b] enabled: the E2B SDK's control plane and envd face */
+    HttpBudget *body_budget; /* request bodies in memory, across the API and E2B listeners */
     char *db_path;
     int lock_fd;
     int signal_fd;
@@ -201,7 +202,11 @@ daemon_start_api(Daemon *d, Error **errp)
                     .readers = d->readers, .store = d->store,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
-    if (api_start(&deps, &d->cfg->http, &d->api, errp) < 0)
+    HttpConfig hc = d->cfg->http;
+    if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
+        return error_set(errp, E_INTERNAL, ENOMEM, "body budget");
+    hc.body_budget = d->body_budget;
+    if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
     log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
              d->cfg->http.tcp_address ? d->cfg->http.tcp_address : "(no TCP)",
@@ -217,7 +222,8 @@ daemon_start_e2b(Daemon *d, Error **errp)
                     .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
-                    .workspace_mib = d->cfg->pool.workspace_mib};
+                    .workspace_mib = d->cfg->pool.workspace_mib,
+                    .body_budget = d->body_budget};
     if (!c->enabled)
         return 0;
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
@@ -278,6 +284,7 @@ daemon_free(Daemon *d)
         eventhub_shutdown(d->hub); /* followers end */
     api_stop(d->api);          /* waits for connection threads: the loop no longer runs */
     e2b_stop(d->e2b);          /* the same, and its pending loop calls are never run */
+    http_budget_free(d->body_budget); /* no server uses it any more */
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);

@@ -104,15 +104,23 @@ apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
     return config_finish(cfg, errp);
 }
 
-/* Each API connection needs two descriptors (see hostd/api/README.md); systemd starts
- * services with a soft limit of 1024. Raise the soft limit to the hard one. */
+/* Each API connection needs two descriptors and each TCP connection waiting for its head
+ * one (see hostd/api/README.md); systemd starts services with a soft limit of 1024. Raise
+ * the soft limit to the hard one, and say so: the HTTP layer refuses a config the limit
+ * cannot hold. */
 static void
 raise_fd_limit(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
         rl.rlim_cur = rl.rlim_max;
-        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_info("RLIMIT_NOFILE raised from %llu to %llu", (unsigned long long) was,
+                     (unsigned long long) rl.rlim_cur);
+        else
+            log_warn("cannot raise RLIMIT_NOFILE from %llu: %s", (unsigned long long) was,
+                     strerror(errno));
     }
 }
 

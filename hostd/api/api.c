@@ -13,7 +13,7 @@
  * the unix socket or an operator token). */
 typedef enum { AUTH_NONE, AUTH_TENANT, AUTH_ADMIN } RouteAuth;
 
-typedef struct {
+typedef struct Route {
     const char *method;
     const char *const pattern[6]; /* literal segments, "{id}" = a session id, "*" = any one,
                                    * "**" = one or more (a workspace path) */
@@ -169,7 +169,16 @@ api_load_session(ApiCtx *c, const char *id, SessionRecord *ret, Error **errp)
 }
 
 static void
-api_handle(HttpRequest *req, void *userdata)
+api_ctx_free(void *c)
+{
+    api_ctx_done(c);
+}
+
+/* The head is in, the body not read: route and authenticate now, so a caller without a valid
+ * token is answered 401 at once and never makes the server read its body. Whatever is
+ * decided without the body is answered here; the route itself runs in api_handle(). */
+static bool
+api_guard(HttpRequest *req, void *userdata)
 {
     _cleanup_error_ Error *err = NULL;
     ApiCtx *c = calloc(1, sizeof(*c));
@@ -179,13 +188,13 @@ api_handle(HttpRequest *req, void *userdata)
     if (!c) {
         error_set(&err, E_INTERNAL, ENOMEM, "request");
         http_respond_error(req, err, NULL);
-        return;
+        return false;
     }
     c->api = userdata;
     c->req = req;
     if (http_path_segments(req, &c->seg, &c->n_seg, &err) < 0) {
         api_reply_error(c, err);
-        return;
+        return false;
     }
     for (size_t i = 0; i < ELEMENTSOF(routes) && best < 2; i++) {
         int m = route_match(&routes[i], c);
@@ -209,8 +218,21 @@ api_handle(HttpRequest *req, void *userdata)
         api_reply_json(c, 405,
                        json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed", "message",
                                  "this method is not allowed on this path"));
-    else
-        found->fn(c);
+    else {
+        c->route = found;
+        http_request_set_context(req, c, api_ctx_free);
+        return true;
+    }
+    return false;
+}
+
+static void
+api_handle(HttpRequest *req, void *userdata)
+{
+    ApiCtx *c = http_request_take_context(req); /* api_guard() passed it */
+
+    (void) userdata;
+    c->route->fn(c);
 }
 
 int
@@ -220,7 +242,9 @@ api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp)
     if (!a)
         return error_set(errp, E_INTERNAL, ENOMEM, "api");
     a->d = *deps;
-    if (http_server_start(http, api_handle, a, &a->http, errp) < 0) {
+    HttpConfig hc = *http;
+    hc.guard = api_guard;
+    if (http_server_start(&hc, api_handle, a, &a->http, errp) < 0) {
         free(a);
         return -1;
     }

@@ -16,6 +16,8 @@ struct Api {
     HttpServer *http;
 };
 
+struct Route;
+
 /* One request on its way through a route. */
 typedef struct ApiCtx {
     Api *api;
@@ -27,6 +29,7 @@ typedef struct ApiCtx {
     bool acting;     /* an operator named the tenant (X-Stockade-Tenant): scope lists to it */
     json_t *body;    /* parsed JSON body, when the route wants one */
     void *extra;     /* route-specific state carried to the loop */
+    const struct Route *route; /* what the guard matched (api.c) */
 } ApiCtx;
 
 typedef void (*ApiRouteFn)(ApiCtx *c);

@@ -41,26 +41,31 @@ http_config_defaults(HttpConfig *c)
         .request_timeout_s = HTTP_DEFAULT_REQUEST_TIMEOUT_S,
         .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
         .max_per_ip = HTTP_DEFAULT_MAX_PER_IP,
+        .head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT_S,
+        .max_pending = HTTP_DEFAULT_MAX_PENDING,
+        .body_budget_bytes = HTTP_DEFAULT_BODY_BUDGET_BYTES,
     };
 }
 
-/* Each connection holds two descriptors (MHD's socket and the watchdog's dup). Running out
- * would refuse connections under load, far from the cause: refuse the config up front. The
- * daemon raises its soft RLIMIT_NOFILE to the hard limit at startup. */
+/* Each connection MHD serves holds two descriptors (MHD's socket and the watchdog's dup),
+ * each one waiting for its head one. Running out would refuse connections under load, far
+ * from the cause: refuse the config up front. The daemon raises its soft RLIMIT_NOFILE to
+ * the hard limit at startup. */
 static int
 fd_budget_check(const HttpConfig *c, Error **errp)
 {
     struct rlimit rl;
-    rlim_t need = (rlim_t) HTTP_FDS_PER_CONNECTION * c->max_connections + HTTP_FD_RESERVE;
+    rlim_t need = (rlim_t) HTTP_FDS_PER_CONNECTION * c->max_connections +
+                  (c->tcp_address ? c->max_pending : 0) + HTTP_FD_RESERVE;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
         return error_set(errp, E_INTERNAL, errno, "getrlimit");
     if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
         return error_set(errp, E_INVALID, 0,
-                         "http: %u connections need %llu descriptors but RLIMIT_NOFILE is %llu: "
-                         "raise it or lower max_connections",
-                         c->max_connections, (unsigned long long) need,
-                         (unsigned long long) rl.rlim_cur);
+                         "http: %u connections and %u waiting heads need %llu descriptors but "
+                         "RLIMIT_NOFILE is %llu: raise it or lower max_connections/max_pending",
+                         c->max_connections, c->tcp_address ? c->max_pending : 0,
+                         (unsigned long long) need, (unsigned long long) rl.rlim_cur);
     return 0;
 }
 
@@ -81,8 +86,17 @@ config_check(const HttpConfig *c, Error **errp)
         return error_set(errp, E_INVALID, 0, "http: timeouts must be in [1, %u] s",
                          HTTP_TIMEOUT_S_CEILING);
     if (c->max_connections == 0 || c->max_connections > HTTP_MAX_CONNECTIONS_CEILING ||
-        c->max_per_ip == 0)
+        c->max_per_ip == 0 || c->max_pending == 0 || c->max_pending > HTTP_MAX_PENDING_CEILING)
         return error_set(errp, E_INVALID, 0, "http: connection limits out of range");
+    if (c->head_timeout_s == 0 || c->head_timeout_s > HTTP_TIMEOUT_S_CEILING)
+        return error_set(errp, E_INVALID, 0, "http: head timeout must be in [1, %u] s",
+                         HTTP_TIMEOUT_S_CEILING);
+    size_t budget = c->body_budget ? http_budget_limit(c->body_budget) : c->body_budget_bytes;
+    if (budget < c->max_body_bytes || budget > HTTP_BODY_BUDGET_BYTES_CEILING)
+        return error_set(errp, E_INVALID, 0,
+                         "http: the body budget (%zu bytes) must hold one largest body (%zu) "
+                         "and be at most %zu",
+                         budget, c->max_body_bytes, HTTP_BODY_BUDGET_BYTES_CEILING);
     if (c->unix_mode & ~(mode_t) 0777)
         return error_set(errp, E_INVALID, 0, "http: unix mode %o is not a permission mode",
                          (unsigned) c->unix_mode);
@@ -209,6 +223,47 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     return ret;
 }
 
+/* Runs the guard on a head that passed our checks: true to go on. Otherwise r->reply holds
+ * its answer (a guard that returned false without one, or answered with a stream, gets a
+ * 500 in its place). */
+static bool
+request_guard(HttpRequest *r)
+{
+    HttpServer *s = r->srv;
+    bool pass, answered;
+
+    if (!s->cfg.guard)
+        return true;
+    pthread_mutex_lock(&r->lock);
+    r->refs++; /* the guard's, dropped by its http_respond_*() */
+    pthread_mutex_unlock(&r->lock);
+    pass = s->cfg.guard(r, s->userdata);
+    pthread_mutex_lock(&r->lock);
+    answered = r->answered;
+    pthread_mutex_unlock(&r->lock);
+    if (!answered)
+        http_request_unref(r); /* the connection's reference remains */
+    if (pass && !answered)
+        return true;
+    if (!answered || r->reply.kind == REPLY_STREAM) {
+        Error e = {.category = E_INTERNAL};
+        snprintf(e.message, sizeof(e.message), "the request guard gave no answer");
+        http_reply_clear(&r->reply);
+        http_reply_set_error(&r->reply, MHD_HTTP_INTERNAL_SERVER_ERROR, &e);
+    }
+    return false;
+}
+
+/* Queues r->reply while no body byte has been read: MHD then skips the body and closes the
+ * connection after the answer. */
+static enum MHD_Result
+request_answer_early(HttpRequest *r, struct MHD_Connection *mc)
+{
+    http_conn_set_deadline(r->conn, false);
+    r->phase = PHASE_DONE;
+    return http_reply_queue(r->srv, &r->reply, mc);
+}
+
 static enum MHD_Result
 request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
 {
@@ -219,13 +274,17 @@ request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         (void) error_set(&e, E_UNAVAILABLE, 0, "the server is shutting down");
     } else if (http_request_check_head(r, mc, method, &status, &e) == 0) {
-        r->phase = PHASE_BODY;
-        return MHD_YES;
+        if (!request_guard(r))
+            return request_answer_early(r, mc);
+        if (http_request_reserve_body(r, &e) == 0) {
+            r->phase = PHASE_BODY;
+            return MHD_YES;
+        }
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        (void) http_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_BUDGET_RETRY_AFTER_S);
     }
-    http_conn_set_deadline(r->conn, false);
-    r->phase = PHASE_DONE;
     http_reply_set_error(&r->reply, status, e);
-    return http_reply_queue(r->srv, &r->reply, mc);
+    return request_answer_early(r, mc);
 }
 
 static enum MHD_Result
@@ -268,19 +327,26 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
     vsnprintf(start_log, sizeof(start_log), fmt, ap);
 }
 
+/* The unix listener's socket goes to MHD; the TCP one stays with the acceptor
+ * (http_accept.c), which hands MHD each connection once its head is in. */
 static int
 listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
 {
     const HttpConfig *c = &s->cfg;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | (is_unix ? 0u : MHD_USE_NO_LISTEN_SOCKET);
+
+    struct MHD_OptionItem listen_opt[] = {
+        {is_unix ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END, l->fd, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
 
     l->srv = s;
     l->is_unix = is_unix;
     start_log[0] = '\0';
     l->mhd = MHD_start_daemon(
         flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        l, MHD_OPTION_LISTEN_SOCKET, l->fd, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
+        l, MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         2 * c->max_header_bytes + HTTP_POOL_SLACK_BYTES, MHD_OPTION_THREAD_STACK_SIZE,
@@ -290,11 +356,15 @@ listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
     /* MHD's now (MHD_stop_daemon() or MHD_quiesce_daemon() gives it back). When the start
      * failed, MHD 0.9.75 has closed it or not depending on where it failed: leaking it is
      * safe, closing it again might close someone else's descriptor. */
-    l->fd = -1;
+    if (is_unix)
+        l->fd = -1;
     if (!l->mhd)
         return error_set(errp, E_IO, 0, "start the HTTP %s daemon%s%s", is_unix ? "unix" : "TCP",
                          start_log[0] ? ": " : "", start_log);
-    return 0;
+    if (is_unix)
+        return 0;
+    int fd = TAKE_FD(l->fd);
+    return http_acceptor_start(s, fd, l->mhd, &s->acceptor, errp);
 }
 
 static HttpServer *
@@ -316,11 +386,14 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     pthread_cond_init(&s->watchdog_cond, &attr);
     pthread_cond_init(&s->drain_cond, &attr);
     pthread_condattr_destroy(&attr);
+    s->budget = cfg->body_budget ? cfg->body_budget
+                                 : (s->own_budget = http_budget_new(cfg->body_budget_bytes));
     s->tcp_address = cfg->tcp_address ? strdup(cfg->tcp_address) : NULL;
     s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
     s->cfg.tcp_address = s->tcp_address;
     s->cfg.unix_path = s->unix_path;
-    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path)) {
+    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) ||
+        !s->budget) {
         http_server_stop(s);
         return NULL;
     }
@@ -364,6 +437,12 @@ uint16_t
 http_server_tcp_port(const HttpServer *s)
 {
     return s->tcp.mhd ? s->tcp_port : 0;
+}
+
+unsigned
+http_server_pending_heads(const HttpServer *s)
+{
+    return http_acceptor_pending(s->acceptor);
 }
 
 /* Stop begins: producers see the eventfd, handler waits see the flag. */
@@ -416,6 +495,8 @@ http_server_stop(HttpServer *s)
     if (!s)
         return;
     server_wake_all(s);
+    http_acceptor_stop(s->acceptor); /* before MHD goes: it hands MHD connections */
+    s->acceptor = NULL;
     listener_quiesce(&s->tcp);
     listener_quiesce(&s->unx);
     if (s->unix_path && s->unix_ino)
@@ -432,6 +513,7 @@ http_server_stop(HttpServer *s)
     pthread_cond_destroy(&s->watchdog_cond);
     pthread_cond_destroy(&s->drain_cond);
     pthread_mutex_destroy(&s->lock);
+    http_budget_free(s->own_budget);
     free(s->tcp_address);
     free(s->unix_path);
     free(s);

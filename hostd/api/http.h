@@ -13,7 +13,10 @@
  * body that outgrows the cap has its connection closed), path and query (400/414),
  * methods (405), connections in total and per IP (refused at accept), an idle timeout and
  * an absolute deadline from accept (or from the previous response) until the request head
- * and body are in, enforced by a watchdog thread (slow-loris).
+ * and body are in, enforced by a watchdog thread (slow-loris). A TCP connection costs no
+ * thread until its head is complete (http_accept.c; head_timeout_s, max_pending). A guard
+ * (authentication) sees every head before its body is read; bodies in memory are bounded
+ * by a budget shared across servers (503 when spent).
  *
  * Every response carries Cache-Control: no-store and X-Content-Type-Options: nosniff.
  * Errors raised by the layer itself use the same JSON shape as http_respond_error().
@@ -36,17 +39,49 @@
 #define HTTP_DEFAULT_REQUEST_TIMEOUT_S 60
 #define HTTP_DEFAULT_MAX_CONNECTIONS 512
 #define HTTP_DEFAULT_MAX_PER_IP 64
+#define HTTP_DEFAULT_HEAD_TIMEOUT_S 10
+#define HTTP_DEFAULT_MAX_PENDING 16384
+#define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
 
 /* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
 #define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
 #define HTTP_MAX_HEADER_BYTES_FLOOR ((size_t) 1 << 10)
 #define HTTP_MAX_HEADER_BYTES_CEILING ((size_t) 1 << 20)
 #define HTTP_MAX_CONNECTIONS_CEILING 4096u
+#define HTTP_MAX_PENDING_CEILING 262144u
+#define HTTP_BODY_BUDGET_BYTES_CEILING ((size_t) 16 << 30)
 #define HTTP_TIMEOUT_S_CEILING 86400u
 
 /* Caps on untrusted input that are not configurable. */
 #define HTTP_MAX_REQUEST_HEADERS 64  /* header lines in one request: more is 431 */
 #define HTTP_MAX_RESPONSE_HEADERS 16 /* http_response_header() calls per response */
+
+typedef struct HttpServer HttpServer;
+/* One request. Valid from the handler call until the handler's http_respond_*() call;
+ * neither the handler nor anyone it hands req to may touch it after that. Its accessors
+ * may be called from any thread, one at a time. */
+typedef struct HttpRequest HttpRequest;
+
+/* Called on the connection's thread once the request head is in and passed the layer's
+ * checks, before a single body byte is read (http_body() is empty here). Returns true to go
+ * on: the body is read and the handler called. Or it answers with exactly one
+ * http_respond_*() call before returning (not a stream) and returns false: the answer goes
+ * out at once, the body is never read and the connection is closed. This is where
+ * authentication belongs, so a caller without credentials cannot make the server read,
+ * let alone buffer, a body. It may leave state for the handler (http_request_set_context()). */
+typedef bool (*HttpGuard)(HttpRequest *req, void *userdata);
+
+/* Bytes of request bodies held in memory at once, shared by every server given it (the
+ * daemon's API and E2B listeners): a body is admitted only if its Content-Length (a chunked
+ * body: each growth of its buffer) fits, else 503 (a chunked body: the connection closes).
+ * Thread-safe. */
+typedef struct HttpBudget HttpBudget;
+/* NULL on OOM. */
+HttpBudget *http_budget_new(size_t limit_bytes);
+/* After every server using it stopped. NULL is fine. */
+void http_budget_free(HttpBudget *b);
+size_t http_budget_limit(const HttpBudget *b);
+size_t http_budget_used(const HttpBudget *b);
 
 typedef struct HttpConfig {
     const char *tcp_address;    /* numeric IPv4/IPv6 address; NULL = no TCP listener */
@@ -59,17 +94,19 @@ typedef struct HttpConfig {
     unsigned request_timeout_s; /* absolute, from accept (or the previous response) until
                                  * the request head and body are in */
     unsigned max_connections;   /* both listeners together */
-    unsigned max_per_ip;        /* TCP only */
+    unsigned max_per_ip;        /* TCP only: connections of one address waiting for their
+                                 * head, and (separately) connections MHD serves */
+    unsigned head_timeout_s;    /* TCP: from accept until the request head is complete (no
+                                 * longer than the two timeouts above) */
+    unsigned max_pending;       /* TCP connections waiting for their head; when full, the
+                                 * oldest is closed for a new one */
+    size_t body_budget_bytes;   /* the server's own budget when body_budget is NULL */
+    HttpBudget *body_budget;    /* shared; not owned; NULL: a budget of body_budget_bytes */
+    HttpGuard guard;            /* NULL: every head passes */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */
 void http_config_defaults(HttpConfig *c);
-
-typedef struct HttpServer HttpServer;
-/* One request. Valid from the handler call until the handler's http_respond_*() call;
- * neither the handler nor anyone it hands req to may touch it after that. Its accessors
- * may be called from any thread, one at a time. */
-typedef struct HttpRequest HttpRequest;
 
 /* Called on the connection's thread once the whole request (head + body, within the caps)
  * is in. It must answer with exactly one http_respond_*() call, now or later, from any
@@ -90,6 +127,13 @@ int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata
 void http_server_stop(HttpServer *s);
 /* The bound TCP port (useful with tcp_port 0); 0 without a TCP listener. */
 uint16_t http_server_tcp_port(const HttpServer *s);
+/* TCP connections accepted whose request head is not complete yet. */
+unsigned http_server_pending_heads(const HttpServer *s);
+
+/* State a guard leaves for the handler: the request owns ctx until the handler takes it
+ * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */
+void http_request_set_context(HttpRequest *r, void *ctx, void (*free_ctx)(void *));
+void *http_request_take_context(HttpRequest *r);
 
 const char *http_method(const HttpRequest *r); /* GET, HEAD, POST, PUT or DELETE */
 /* Raw path without the query, already checked: starts with '/', only RFC 3986 path bytes,
@@ -99,6 +143,8 @@ const char *http_path(const HttpRequest *r);
 const char *http_query(const HttpRequest *r, const char *key);
 /* Case-insensitive; the first header of that name; NULL if absent. */
 const char *http_header(const HttpRequest *r, const char *name);
+/* Whether the head declares a body (Content-Length over 0, or chunked); for guards. */
+bool http_request_has_body(const HttpRequest *r);
 /* The body (NULL and 0 when there was none). Owned by the request. */
 const uint8_t *http_body(const HttpRequest *r, size_t *ret_len);
 bool http_peer_is_unix(const HttpRequest *r);

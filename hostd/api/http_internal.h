@@ -21,17 +21,23 @@
 #define HTTP_STREAM_BLOCK_BYTES ((size_t) 16 << 10)
 /* Stack of each connection thread: handlers and producers run on it. */
 #define HTTP_THREAD_STACK_BYTES ((size_t) 512 << 10)
-#define HTTP_LISTEN_BACKLOG 128
-/* Descriptors: two per connection, plus this many for listeners, the eventfd, and MHD's
- * own inter-thread channels; checked against RLIMIT_NOFILE at start. */
+/* Connections the kernel completes before accept(): bursts of clients (or of an attacker's
+ * connections) must not make a legitimate client wait for a SYN retransmit. */
+#define HTTP_LISTEN_BACKLOG 1024
+/* Descriptors: two per connection MHD serves, one per connection waiting for its head,
+ * plus this many for listeners, the eventfd, epoll and MHD's own inter-thread channels;
+ * checked against RLIMIT_NOFILE at start. */
 #define HTTP_FDS_PER_CONNECTION 2
 #define HTTP_FD_RESERVE 64
 /* MHD's per-connection pool must hold the head plus parsed header entries and the reply
  * head: we give it twice the head cap plus this, and check the head cap ourselves so the
  * client gets our JSON 431 rather than MHD's own page in all but extreme cases. */
 #define HTTP_POOL_SLACK_BYTES ((size_t) 16 << 10)
+/* Retry-After of a 503 for a spent body budget: uploads in flight end within seconds. */
+#define HTTP_BUDGET_RETRY_AFTER_S "1"
 
 typedef struct HttpConn HttpConn;
+typedef struct HttpAcceptor HttpAcceptor;
 
 /* One MHD daemon: TCP or unix. */
 typedef struct HttpListener {
@@ -52,6 +58,9 @@ struct HttpServer {
     void *userdata;
     HttpListener tcp;
     HttpListener unx;
+    HttpAcceptor *acceptor; /* TCP connections until their head is in */
+    HttpBudget *budget;     /* cfg.body_budget, or own_budget */
+    HttpBudget *own_budget;
     int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
 
@@ -116,6 +125,9 @@ struct HttpRequest {
     bool active;       /* counted in srv->n_active */
     size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
     size_t body_alloc; /* bytes allocated at body */
+    size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
+    void *ctx;         /* the guard's state for the handler */
+    void (*free_ctx)(void *);
 
     /* Filled on the connection thread before the handler runs; read-only afterwards. */
     char *raw_target;
@@ -147,7 +159,10 @@ void http_request_unref(HttpRequest *r);
 /* Returns 0 to go on reading the body, or -1 with the status and error to answer with. */
 int http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *method,
                             unsigned *ret_status, Error **errp);
-/* Appends a body chunk; -1 when it would exceed the cap (the connection is then closed). */
+/* Reserves the declared body from the server's budget; E_UNAVAILABLE when it is spent. */
+int http_request_reserve_body(HttpRequest *r, Error **errp);
+/* Appends a body chunk; -1 when it would exceed the cap or the budget (the connection is
+ * then closed). */
 int http_request_append_body(HttpRequest *r, const char *data, size_t len);
 
 /* http_reply.c: answers and their MHD responses. */
@@ -158,6 +173,18 @@ void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
  * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
 enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
 unsigned http_status_for_category(ErrorCategory c);
+
+/* http_accept.c: the TCP front door. Takes listen_fd (closed by stop, also on failure);
+ * *ret is set even on failure, for http_acceptor_stop(). The thread leaves once
+ * s->stop_fd is readable; stop joins it and closes what still waits. */
+int http_acceptor_start(HttpServer *s, int listen_fd, struct MHD_Daemon *mhd, HttpAcceptor **ret,
+                        Error **errp);
+void http_acceptor_stop(HttpAcceptor *a);
+unsigned http_acceptor_pending(const HttpAcceptor *a);
+
+/* http_budget.c: reserve/release against a budget; reserve is all or nothing. */
+bool http_budget_reserve(HttpBudget *b, size_t n);
+void http_budget_release(HttpBudget *b, size_t n);
 
 /* http_listen.c: listening sockets. */
 int http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,

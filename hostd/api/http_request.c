@@ -55,6 +55,10 @@ request_free(HttpRequest *r)
     free(r->hdr_names);
     free(r->hdr_values);
     free(r->body);
+    if (r->budget_held)
+        http_budget_release(r->srv->budget, r->budget_held);
+    if (r->free_ctx)
+        r->free_ctx(r->ctx);
     http_reply_clear(&r->reply);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
@@ -204,6 +208,24 @@ http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *m
     return framing_check(r, ret_status, errp);
 }
 
+/* A Content-Length body reserves all of it before it is read: refused, the client gets a 503
+ * and the body is never read. A chunked one reserves as its buffer grows. */
+int
+http_request_reserve_body(HttpRequest *r, Error **errp)
+{
+    const char *cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    size_t n = cl ? r->body_cap : 0; /* framing_check() parsed it into body_cap */
+
+    if (n == 0 || http_budget_reserve(r->srv->budget, n)) {
+        r->budget_held = n;
+        return 0;
+    }
+    return error_set(errp, E_UNAVAILABLE, 0,
+                     "the server holds as many request bodies as it may (%zu bytes): "
+                     "retry later",
+                     http_budget_limit(r->srv->budget));
+}
+
 int
 http_request_append_body(HttpRequest *r, const char *data, size_t len)
 {
@@ -211,6 +233,11 @@ http_request_append_body(HttpRequest *r, const char *data, size_t len)
         return -1;
     if (r->body_len + len > r->body_alloc) {
         size_t want = MAX(r->body_len + len, MIN(r->body_cap, MAX(r->body_alloc * 2, 4096)));
+        if (want > r->budget_held) {
+            if (!http_budget_reserve(r->srv->budget, want - r->budget_held))
+                return -1;
+            r->budget_held = want;
+        }
         uint8_t *b = realloc(r->body, want);
         if (!b)
             return -1;
@@ -252,6 +279,15 @@ http_header(const HttpRequest *r, const char *name)
     return NULL;
 }
 
+bool
+http_request_has_body(const HttpRequest *r)
+{
+    /* framing_check() set body_cap to the Content-Length, or to the cap without one */
+    if (http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        return r->body_cap > 0;
+    return http_header(r, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
 const uint8_t *
 http_body(const HttpRequest *r, size_t *ret_len)
 {
@@ -284,4 +320,22 @@ http_path_segments(const HttpRequest *r, char ***ret_segments, size_t *ret_n, Er
     *ret_segments = copy;
     *ret_n = r->target.n_segments;
     return 0;
+}
+
+void
+http_request_set_context(HttpRequest *r, void *ctx, void (*free_ctx)(void *))
+{
+    if (r->free_ctx)
+        r->free_ctx(r->ctx);
+    r->ctx = ctx;
+    r->free_ctx = free_ctx;
+}
+
+void *
+http_request_take_context(HttpRequest *r)
+{
+    void *ctx = r->ctx;
+    r->ctx = NULL;
+    r->free_ctx = NULL;
+    return ctx;
 }

@@ -305,7 +305,7 @@ e2b_proc_find(E2bSandbox *sb, const E2bSelector *sel)
 
 static int
 listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandler handler,
-          HttpServer **ret, Error **errp)
+          HttpGuard guard, HttpServer **ret, Error **errp)
 {
     HttpConfig hc;
     http_config_defaults(&hc);
@@ -314,6 +314,8 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
     hc.unix_path = NULL;
     hc.max_body_bytes = max_body;
     hc.max_per_ip = max_per_ip;
+    hc.body_budget = e->d.body_budget;
+    hc.guard = guard;
     if (http_server_start(&hc, handler, e, ret, errp) < 0)
         return error_prefix(errp, "e2b listener on %s port %u", e->cfg.address, port);
     return 0;
@@ -339,9 +341,9 @@ e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
         return -1;
     }
     if (listen_on(e, cfg->api_port, E2B_API_MAX_BODY_BYTES, HTTP_DEFAULT_MAX_PER_IP, e2b_api_handle,
-                  &e->api, errp) < 0 ||
+                  e2b_api_guard, &e->api, errp) < 0 ||
         listen_on(e, cfg->envd_port, E2B_ENVD_MAX_BODY_BYTES, E2B_ENVD_MAX_PER_IP, e2b_envd_handle,
-                  &e->envd, errp) < 0) {
+                  e2b_envd_guard, &e->envd, errp) < 0) {
         e2b_stop(e);
         return -1;
     }

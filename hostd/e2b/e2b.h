@@ -78,6 +78,8 @@ typedef struct E2bDeps {
     const AdmitQuota *default_quota; /* of tenants without their own */
     uint64_t max_timeout_usec;       /* [sessions] max_timeout_s: an exec without a deadline */
     unsigned workspace_mib;          /* reported as diskSizeMB */
+    struct HttpBudget *body_budget;  /* request bodies in memory, shared with the API; NULL: the
+                                      * listeners' own */
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects

@@ -751,17 +751,44 @@ parse_body(ApiReq *a, Error **errp)
     return 0;
 }
 
+/* The route of a request and, unless it needs none, its caller (an unknown caller learns no
+ * more than 401: not even which paths exist). */
+static const ApiRoute *
+api_req_admit(ApiReq *a, Error **errp)
+{
+    const ApiRoute *r = NULL;
+
+    if (http_path_segments(a->req, &a->seg, &a->n_seg, errp) < 0)
+        return NULL;
+    r = route_find(a);
+    if ((!r || r->auth) && e2b_api_key_tenant(a->e, a->req, a->tenant, errp) < 0)
+        return NULL;
+    return r;
+}
+
+bool
+e2b_api_guard(HttpRequest *req, void *userdata)
+{
+    _cleanup_error_ Error *err = NULL;
+    ApiReq a = {.e = userdata, .req = req};
+
+    if (!http_request_has_body(req))
+        return true; /* the head is all there is: the handler checks it */
+    (void) api_req_admit(&a, &err);
+    http_strv_free(a.seg);
+    if (!err)
+        return true;
+    reply_error(&a, err);
+    return false;
+}
+
 void
 e2b_api_handle(HttpRequest *req, void *userdata)
 {
     _cleanup_error_ Error *err = NULL;
     ApiReq a = {.e = userdata, .req = req};
-    const ApiRoute *r = NULL;
+    const ApiRoute *r = api_req_admit(&a, &err);
 
-    if (http_path_segments(req, &a.seg, &a.n_seg, &err) == 0)
-        r = route_find(&a);
-    if (!err && (!r || r->auth)) /* an unknown caller learns no more than 401 */
-        (void) e2b_api_key_tenant(a.e, req, a.tenant, &err);
     if (!err && r)
         (void) parse_body(&a, &err);
     if (err)

@@ -341,6 +341,73 @@ envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
     e2b_call_unref(&hc->c);
 }
 
+/* ------------------------------------------------------------------ heads with a body */
+
+typedef struct CheckCall {
+    E2bCall c;
+    E2bEnvdAuth auth;
+} CheckCall;
+
+static void
+check_call_free(E2bCall *c)
+{
+    e2b_envd_auth_clear(&((CheckCall *) c)->auth);
+}
+
+static void
+check_on_loop(E2bCall *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    (void) e2b_envd_sandbox(c->e, &((CheckCall *) c)->auth, &err);
+    e2b_call_done(c, err);
+}
+
+/* X-Access-Token, and for /files a signed URL's parts. */
+static void
+envd_credentials(HttpRequest *req, E2bEnvdAuth *auth)
+{
+    const char *token = http_header(req, E2B_ACCESS_TOKEN_HEADER);
+
+    if (token && strlen(token) < sizeof(auth->token))
+        snprintf(auth->token, sizeof(auth->token), "%s", token);
+    if (strcmp(http_path(req), "/files") == 0)
+        envd_signature(req, auth);
+}
+
+/* A request with a body has its credentials checked on the loop before a body byte is read:
+ * without the sandbox's token it is answered at once and its body never read. A request
+ * without one is checked by its handler (its head is all there is). */
+bool
+e2b_envd_guard(HttpRequest *req, void *userdata)
+{
+    E2b *e = userdata;
+    _cleanup_error_ Error *err = NULL;
+    const char *why = NULL;
+
+    if (!http_request_has_body(req))
+        return true;
+    CheckCall *cc = e2b_call_new(sizeof(*cc), check_call_free);
+    if (!cc) {
+        http_respond_bytes(req, 500, NULL, NULL, 0);
+        return false;
+    }
+    if (envd_route(e, req, &cc->auth, &why) < 0) {
+        e2b_call_unref(&cc->c);
+        http_respond_json(req, 502, e2b_render_api_error(502, why));
+        return false;
+    }
+    envd_credentials(req, &cc->auth);
+    int r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    e2b_call_unref(&cc->c);
+    if (r == 0)
+        return true;
+    if (strcmp(http_path(req), "/files") == 0)
+        e2b_files_error(req, err);
+    else
+        e2b_rpc_error(req, err);
+    return false;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 typedef struct {
@@ -433,19 +500,16 @@ e2b_envd_handle(HttpRequest *req, void *userdata)
     E2b *e = userdata;
     E2bEnvdAuth auth = {0};
     const char *path = http_path(req), *method = http_method(req), *why = NULL;
-    const char *token = http_header(req, E2B_ACCESS_TOKEN_HEADER);
 
     if (envd_route(e, req, &auth, &why) < 0) {
         http_respond_json(req, 502, e2b_render_api_error(502, why));
         return;
     }
-    if (token && strlen(token) < sizeof(auth.token))
-        snprintf(auth.token, sizeof(auth.token), "%s", token);
+    envd_credentials(req, &auth);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (strcmp(path, "/health") == 0 && get) {
         envd_health(e, req, &auth);
     } else if (strcmp(path, "/files") == 0 && (get || strcmp(method, "POST") == 0)) {
-        envd_signature(req, &auth);
         if (get)
             e2b_files_get(e, req, &auth);
         else

@@ -118,6 +118,10 @@ E2bProc *e2b_proc_find(E2bSandbox *sb, const E2bSelector *sel);
 /* The two handlers (e2b_api.c, e2b_envd.c). */
 void e2b_api_handle(HttpRequest *req, void *userdata);
 void e2b_envd_handle(HttpRequest *req, void *userdata);
+/* Their guards (HttpGuard): a request with a body is authenticated (X-API-KEY; the sandbox's
+ * access token) before the body is read. */
+bool e2b_api_guard(HttpRequest *req, void *userdata);
+bool e2b_envd_guard(HttpRequest *req, void *userdata);
 
 /* e2b_api.c: the API key's tenant (connection thread, store readers): "X-API-KEY:
  * stk_<64 hex>" (or e2b_<the same 64 hex>, the form older Python SDKs insist on).

@@ -2,6 +2,7 @@
  * socket in a scratch directory; one ctest per scenario (argv[1]):
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
+ *   guard, crowd                                               api_http_test_hostile.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /stream/timer, /stream/pipe) and main(). Figures
  * (cut-off times, CPU, request rates) are printed. */
@@ -357,6 +358,8 @@ static const struct {
     {"disconnect", scenario_disconnect},
     {"stop", scenario_stop},
     {"cpu", scenario_cpu},
+    {"guard", scenario_guard},
+    {"crowd", scenario_crowd},
 };
 
 static void

@@ -252,11 +252,24 @@ refused_promptly(int fd)
     return waited >= 0 && waited < 1000000;
 }
 
+/* A TCP connection MHD serves: a kept-alive request answered, then idle. */
+static int
+kept_alive(void)
+{
+    static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n";
+    CliResponse r;
+    int fd = cli_connect_tcp(port);
+
+    EXPECT(cli_send(fd, req, sizeof(req) - 1) == 0 && cli_read_response(fd, 5000, &r) == 200);
+    cli_response_clear(&r);
+    return fd;
+}
+
 void
 scenario_limits(void)
 {
     HttpConfig c;
-    int tcp[4], unx[2];
+    int tcp[4], silent[4], unx[2];
     CliResponse r;
     static const char req[] = "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
 
@@ -264,13 +277,20 @@ scenario_limits(void)
     c.max_per_ip = 4;
     c.max_connections = 6;
     server_up(&c);
-    for (int i = 0; i < 4; i++) {
-        tcp[i] = cli_connect_tcp(port);
-        usleep(50000);
-    }
+    for (int i = 0; i < 4; i++)
+        tcp[i] = kept_alive();
     int extra = cli_connect_tcp(port);
-    EXPECT(refused_promptly(extra)); /* fifth from one IP */
+    EXPECT(cli_send(extra, req, sizeof(req) - 1) == 0);
+    EXPECT(refused_promptly(extra)); /* fifth served from one IP */
     close(extra);
+    /* Waiting for their heads, counted apart: four more from that IP wait, a fifth does not. */
+    for (int i = 0; i < 4; i++)
+        silent[i] = cli_connect_tcp(port);
+    extra = cli_connect_tcp(port);
+    EXPECT(refused_promptly(extra));
+    close(extra);
+    for (int i = 0; i < 4; i++)
+        close(silent[i]);
     close(tcp[0]);
     usleep(200000);
     tcp[0] = cli_connect_tcp(port);
@@ -279,7 +299,7 @@ scenario_limits(void)
     cli_response_clear(&r);
     close(tcp[0]);
     usleep(200000);
-    tcp[0] = cli_connect_tcp(port);
+    tcp[0] = kept_alive();
     for (int i = 0; i < 2; i++) {
         unx[i] = cli_connect_unix(sock_path);
         usleep(50000);

@@ -475,6 +475,7 @@ config_fd_budget(const HttpConfig *base)
            fe->category == E_INVALID && strstr(fe->message, "RLIMIT_NOFILE"));
     error_free(fe);
     c.max_connections = 64;
+    c.max_pending = 32;
     EXPECT(http_server_start(&c, test_handler, NULL, &s, NULL) == 0);
     http_server_stop(s);
     setrlimit(RLIMIT_NOFILE, &rl);
