@@ -107,7 +107,7 @@ def check(reader, got, want):
 def read_tarfile(data):
     got = {}
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        for m in t.getmembers():
+        for m in t:  # one at a time: a forged entry is reported before a later error
             if not (m.isreg() or m.isdir()) or m.mode & 0o7000 or m.name.startswith("/"):
                 raise SystemExit(f"FAIL tarfile: forged entry {m.name!r} type {m.type!r} "
                                  f"mode {m.mode:o} link {m.linkname!r}")
@@ -119,13 +119,15 @@ def read_tarfile(data):
 
 
 def read_gnu_tar(path):
-    out = subprocess.run(["tar", "tvf", path], check=True, capture_output=True).stdout
+    run = subprocess.run(["tar", "tvf", path], capture_output=True)
     got = {}
-    for line in out.decode().splitlines():
+    for line in run.stdout.decode().splitlines():
         perms, _owner, size, _date, _time, name = line.split(maxsplit=5)
         if perms[0] not in "d-" or "s" in perms or " -> " in name or name.startswith("/"):
             raise SystemExit(f"FAIL tar: forged entry: {line[:200]}")
         got[name] = ("5" if perms[0] == "d" else "0", int(size), None)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL tar: exit {run.returncode}: {run.stderr.decode()[:300]}")
     return got
 
 
@@ -155,9 +157,17 @@ def main():
         with open(archive, "wb") as f:
             f.write(data)
         assert len(data) % 512 == 0, len(data)
-        check("ours (hostd/extract/tar.c)", read_ours(tool, data), want)
-        check("GNU tar", read_gnu_tar(archive), want)
-        check("Python tarfile", read_tarfile(data), want)
+        failed = 0
+        for reader, read in (("ours (hostd/extract/tar.c)", lambda: read_ours(tool, data)),
+                             ("GNU tar", lambda: read_gnu_tar(archive)),
+                             ("Python tarfile", lambda: read_tarfile(data))):
+            try:  # every reader runs, so a failure shows what each of them saw
+                check(reader, read(), want)
+            except (SystemExit, subprocess.CalledProcessError, tarfile.TarError) as e:
+                print(e if isinstance(e, SystemExit) else f"FAIL {reader}: {e}")
+                failed += 1
+        if failed:
+            sys.exit(1)
         print(f"ok: {len(data)} bytes, {len(want)} entries")
     finally:
         shutil.rmtree(root)
