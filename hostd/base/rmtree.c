@@ -106,9 +106,10 @@ rm_scan(int dirfd, dev_t dev, char ret_name[static NAME_MAX + 1], struct stat *r
     return r;
 }
 
-/* Climbs from *cur (empty, entered from frame f's parent) to that parent and removes it. */
+/* Climbs from *cur (empty, entered from frame f's parent) to that parent, which becomes
+ * *cur and *cur_st, and removes the emptied directory from it. */
 static int
-rm_climb(int *cur, const RmFrame *f)
+rm_climb(int *cur, struct stat *cur_st, const RmFrame *f)
 {
     int parent = openat(*cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
@@ -124,6 +125,7 @@ rm_climb(int *cur, const RmFrame *f)
     }
     safe_close(*cur);
     *cur = parent;
+    *cur_st = st;
     return unlinkat(parent, f->name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -1 : 0;
 }
 
@@ -147,7 +149,7 @@ rm_empty_dir(int top_fd, const struct stat *top)
         if (r == 0 && depth == 0)
             return 0;
         if (r == 0) {
-            if (rm_climb(&cur, &stack[--depth]) < 0)
+            if (rm_climb(&cur, &cur_st, &stack[--depth]) < 0)
                 return -1;
             continue;
         }

@@ -77,6 +77,10 @@ test_rm_deep_tree(void **state)
     assert_true(leaf >= 0);
     assert_int_equal(test_write_at(leaf, "f", "y", 1), 0);
     close(leaf);
+    /* siblings: the walk climbs back and enters another subdirectory of the same parent */
+    assert_int_equal(test_write_at(rfd, "d/d/e1/f", "1", 1), 0);
+    assert_int_equal(test_write_at(rfd, "d/d/e2/g/f", "2", 1), 0);
+    assert_int_equal(test_write_at(rfd, "d/e3/f", "3", 1), 0);
     assert_int_equal(rm_rf_at(rfd, "d"), 0);
     assert_false(exists_at(rfd, "d"));
     assert_int_equal(rm_rf(root), 0);
