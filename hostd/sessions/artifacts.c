@@ -8,7 +8,8 @@
  * Everything here was written by the daemon itself (extract_untar and the mirror only make
  * regular files and directories), and lookups still never follow symlinks.
  * Retention: ended sessions older than artifact_max_age, then the oldest until the total is
- * under artifact_max_total_bytes, lose their folder and their records. */
+ * under artifact_max_total_bytes, lose their folder and then their records; a folder that
+ * could not be removed entirely keeps its records (and its bytes counted) for the next pass. */
 #include <dirent.h>
 #include <pthread.h>
 #include <fcntl.h>
