@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 bool
@@ -103,6 +105,22 @@ test_write_at(int dirfd, const char *rel, const void *data, size_t len)
         close(fd);
     if (dir >= 0)
         close(dir);
+    errno = saved;
+    return r;
+}
+
+int
+test_set_immutable(int dirfd, const char *name, bool on)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int flags = 0, r = -1;
+    if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+        flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+        r = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+    }
+    int saved = errno;
+    if (fd >= 0)
+        close(fd);
     errno = saved;
     return r;
 }

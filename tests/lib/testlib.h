@@ -39,3 +39,6 @@ int test_mkdirs_at(int dirfd, const char *rel, size_t len);
 /* Creates (or truncates) the file rel beneath dirfd with data, making its parents as
  * test_mkdirs_at() does. 0, or -1 with errno. */
 int test_write_at(int dirfd, const char *rel, const void *data, size_t len);
+/* Sets or clears FS_IMMUTABLE_FL on name beneath dirfd (a removal that must fail: even root
+ * cannot unlink it). 0, or -1 with errno (not root, or a filesystem without the flag). */
+int test_set_immutable(int dirfd, const char *name, bool on);

@@ -10,10 +10,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <linux/fs.h>
 
 #include <cmocka.h>
 
@@ -31,6 +29,20 @@ long_rel(size_t len, char fill)
     for (size_t i = 200; i < len - 1; i += 201)
         p[i] = '/';
     p[len] = '\0';
+    return p;
+}
+
+/* "d/d/.../d": levels directories nested. */
+static char *
+chain_rel(size_t levels)
+{
+    char *p = malloc(2 * levels);
+    assert_non_null(p);
+    for (size_t i = 0; i < levels; i++) {
+        p[2 * i] = 'd';
+        p[2 * i + 1] = '/';
+    }
+    p[2 * levels - 1] = '\0';
     return p;
 }
 
@@ -67,13 +79,8 @@ test_rm_deep_tree(void **state)
     (void) state;
     _cleanup_free_ char *root = test_mkdtemp("stockade-rmtree");
     _cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t levels = 3000; /* "d/d/d/...": 6000 bytes */
-    _cleanup_free_ char *rel = malloc(2 * levels);
-    for (size_t i = 0; i < levels; i++) {
-        rel[2 * i] = 'd';
-        rel[2 * i + 1] = '/';
-    }
-    int leaf = test_mkdirs_at(rfd, rel, 2 * levels - 1);
+    _cleanup_free_ char *rel = chain_rel(3000); /* "d/d/d/...": 6000 bytes */
+    int leaf = test_mkdirs_at(rfd, rel, strlen(rel));
     assert_true(leaf >= 0);
     assert_int_equal(test_write_at(leaf, "f", "y", 1), 0);
     close(leaf);
@@ -92,13 +99,8 @@ test_rm_depth_cap(void **state)
     (void) state;
     _cleanup_free_ char *root = test_mkdtemp("stockade-rmtree");
     _cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t levels = RM_RF_MAX_DEPTH + 2;
-    _cleanup_free_ char *rel = malloc(2 * levels);
-    for (size_t i = 0; i < levels; i++) {
-        rel[2 * i] = 'd';
-        rel[2 * i + 1] = '/';
-    }
-    int leaf = test_mkdirs_at(rfd, rel, 2 * levels - 1);
+    _cleanup_free_ char *rel = chain_rel(RM_RF_MAX_DEPTH + 2);
+    int leaf = test_mkdirs_at(rfd, rel, strlen(rel));
     assert_true(leaf >= 0);
     close(leaf);
     errno = 0;
@@ -136,17 +138,6 @@ test_rm_symlinks_not_followed(void **state)
     assert_int_equal(rm_rf(root), 0);
 }
 
-static int
-set_immutable(int dirfd, const char *name, bool on)
-{
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int flags = 0;
-    if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
-        return -1;
-    flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
-    return ioctl(fd, FS_IOC_SETFLAGS, &flags);
-}
-
 /* Last: skips the whole binary where the immutable flag cannot be set (not root). */
 static void
 test_rm_failure_reported(void **state)
@@ -159,14 +150,14 @@ test_rm_failure_reported(void **state)
     assert_true(asprintf(&in_tree, "tree/%s", rel) > 0);
     assert_int_equal(test_write_at(rfd, in_tree, "x", 1), 0);
     assert_int_equal(test_write_at(rfd, "tree/stuck", "s", 1), 0);
-    if (set_immutable(rfd, "tree/stuck", true) < 0) {
+    if (test_set_immutable(rfd, "tree/stuck", true) < 0) {
         test_rm_rf(root);
         test_skip("cannot set FS_IMMUTABLE_FL on %s: %m", root);
     }
     errno = 0;
     int r = rm_rf_at(rfd, "tree");
     int e = errno;
-    assert_int_equal(set_immutable(rfd, "tree/stuck", false), 0);
+    assert_int_equal(test_set_immutable(rfd, "tree/stuck", false), 0);
     assert_int_equal(r, -1);
     assert_int_equal(e, EPERM);
     assert_true(exists_at(rfd, "tree/stuck"));

@@ -10,10 +10,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <linux/fs.h>
 
 #include <cmocka.h>
 
@@ -117,31 +115,17 @@ test_removal_long_path(void **state)
     assert_false(record_exists(f));
 }
 
-static int
-set_immutable(int dirfd, const char *name, bool on)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    int flags = 0, r = -1;
-    if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
-        flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
-        r = ioctl(fd, FS_IOC_SETFLAGS, &flags);
-    }
-    if (fd >= 0)
-        close(fd);
-    return r;
-}
-
 static void
 test_removal_failure_keeps_record(void **state)
 {
     Fixture *f = *state;
     make_long_folder(f);
     assert_int_equal(test_write_at(f->artifacts_fd, ID "/files/stuck", "s", 1), 0);
-    if (set_immutable(f->artifacts_fd, ID "/files/stuck", true) < 0)
+    if (test_set_immutable(f->artifacts_fd, ID "/files/stuck", true) < 0)
         test_skip("cannot set FS_IMMUTABLE_FL under %s: %m", f->dir);
     run_removal(f);
     bool kept = record_exists(f), left = folder_exists(f);
-    assert_int_equal(set_immutable(f->artifacts_fd, ID "/files/stuck", false), 0);
+    assert_int_equal(test_set_immutable(f->artifacts_fd, ID "/files/stuck", false), 0);
     assert_true(left);
     assert_true(kept); /* the bytes are still there: so is the record that counts them */
     run_removal(f);    /* the next pass */
