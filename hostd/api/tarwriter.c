@@ -12,7 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdutil.h"
+
 #define BLOCK 512
+/* Blocks of the NUL-terminated name in a GNU 'L' record. */
+#define NAME_BLOCKS ((TARW_NAME_MAX_BYTES + 1 + BLOCK - 1) / BLOCK)
 
 typedef struct {
     char *path; /* relative */
@@ -31,7 +35,7 @@ struct TarWriter {
     int fd;                 /* current file */
     off_t sent;             /* of the current file's data */
     size_t pad_left;        /* zero bytes that round the current file's data up to a block */
-    uint8_t hdr[3 * BLOCK]; /* long-name header + name block(s) + header */
+    uint8_t hdr[(2 + NAME_BLOCKS) * BLOCK]; /* 'L' header + its name blocks + header */
     size_t hdr_len, hdr_off;
     int trailer_left; /* zero bytes of the end-of-archive marker still to send */
 };
@@ -47,10 +51,13 @@ walk_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void) ftw;
     TarWriter *t = walk.t;
-    if (strlen(path) <= walk.prefix || (type != FTW_F && type != FTW_D))
+    size_t len = strlen(path);
+    if (len <= walk.prefix || (type != FTW_F && type != FTW_D))
         return 0;
     if (type == FTW_F && !S_ISREG(st->st_mode))
         return 0;
+    if (len - walk.prefix - 1 + (type == FTW_D) > TARW_NAME_MAX_BYTES)
+        return 0; /* left out (see tarwriter.h) */
     if (t->n == TARW_MAX_ENTRIES)
         return 1; /* stop: the archive is cut at the cap */
     if (t->n == t->cap) {
@@ -160,22 +167,32 @@ static void
 tarw_headers(TarWriter *t)
 {
     Entry *e = &t->e[t->cur];
-    char name[4200];
-    int len = snprintf(name, sizeof(name), "%s%s", e->path, e->dir ? "/" : "");
+    char name[TARW_NAME_MAX_BYTES + 1]; /* the listing left longer names out */
+    size_t len = (size_t) snprintf(name, sizeof(name), "%s%s", e->path, e->dir ? "/" : "");
     size_t off = 0;
-    if ((size_t) len > 100) { /* GNU long name: a 'L' entry whose data is the name */
+    if (len > 100) { /* GNU long name: a 'L' entry whose data is the whole name and its NUL */
+        size_t blocks = (len + 1 + BLOCK - 1) / BLOCK;
         header_block(t->hdr, "././@LongLink", 13, 'L', (unsigned long long) len + 1, 0644, 0);
-        size_t blocks = ((size_t) len + 1 + BLOCK - 1) / BLOCK;
-        if (blocks > 1) /* names over 511 bytes are cut (the folders never hold such) */
-            len = BLOCK - 1;
-        memset(t->hdr + BLOCK, 0, BLOCK);
-        memcpy(t->hdr + BLOCK, name, (size_t) len);
-        off = 2 * BLOCK;
+        memset(t->hdr + BLOCK, 0, blocks * BLOCK);
+        memcpy(t->hdr + BLOCK, name, len);
+        off = (1 + blocks) * BLOCK;
     }
-    header_block(t->hdr + off, name, (size_t) len, e->dir ? '5' : '0', (unsigned long long) e->size,
-                 e->mode, e->mtime);
+    header_block(t->hdr + off, name, len, e->dir ? '5' : '0', (unsigned long long) e->size, e->mode,
+                 e->mtime);
     t->hdr_len = off + BLOCK;
     t->hdr_off = 0;
+}
+
+/* Opens a listed file for its data; -1 if it is gone or no longer a regular file (a FIFO
+ * put in its place must not block the stream: O_NONBLOCK). Paths may exceed PATH_MAX. */
+static int
+tarw_open_file(int root_fd, const char *path)
+{
+    int fd = openat2_beneath_long(root_fd, path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
+        fd = safe_close(fd);
+    return fd;
 }
 
 static ssize_t
@@ -207,8 +224,7 @@ tarw_read(TarWriter *t, void *out, size_t cap)
         if (t->phase == 0) {
             if (t->hdr_len == 0) {
                 tarw_headers(t);
-                t->fd =
-                    e->dir ? -1 : openat(t->root_fd, e->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                t->fd = e->dir ? -1 : tarw_open_file(t->root_fd, e->path);
                 t->sent = 0;
             }
             if (t->hdr_off < t->hdr_len) {

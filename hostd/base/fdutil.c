@@ -3,11 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -109,17 +110,27 @@ openat2_beneath(int dirfd, const char *path, int flags)
     return (int) syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-static int
-rm_rf_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void) st;
-    (void) type;
-    (void) ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 int
-rm_rf(const char *path)
+openat2_beneath_long(int dirfd, const char *path, int flags)
 {
-    return nftw(path, rm_rf_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 ? -1 : 0;
+    _cleanup_close_ int cur = -1;
+
+    while (strlen(path) >= PATH_MAX) {
+        /* cut at the last '/' that leaves a piece (and its NUL) within PATH_MAX */
+        const char *cut = memrchr(path, '/', PATH_MAX - 1);
+        char piece[PATH_MAX];
+        if (!cut || cut == path) {
+            errno = ENAMETOOLONG; /* a component over NAME_MAX, or an absolute path */
+            return -1;
+        }
+        memcpy(piece, path, (size_t) (cut - path));
+        piece[cut - path] = '\0';
+        int next = openat2_beneath(cur >= 0 ? cur : dirfd, piece, O_RDONLY | O_DIRECTORY);
+        if (next < 0)
+            return -1;
+        safe_close(cur);
+        cur = next;
+        path = cut + 1;
+    }
+    return openat2_beneath(cur >= 0 ? cur : dirfd, path, flags);
 }

@@ -8,7 +8,8 @@
  * Everything here was written by the daemon itself (extract_untar and the mirror only make
  * regular files and directories), and lookups still never follow symlinks.
  * Retention: ended sessions older than artifact_max_age, then the oldest until the total is
- * under artifact_max_total_bytes, lose their folder and their records. */
+ * under artifact_max_total_bytes, lose their folder and then their records; a folder that
+ * could not be removed entirely keeps its records (and its bytes counted) for the next pass. */
 #include <dirent.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -164,27 +165,26 @@ artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
 
 /* ------------------------------------------------------------------ retention */
 
-typedef struct {
-    Sessions *m;
-    char id[SESSION_ID_BYTES];
-} RemoveJob;
-
-static void
-remove_work(void *userdata)
+void
+artifacts_removal_work(void *userdata)
 {
-    RemoveJob *j = userdata;
+    ArtifactsRemoval *j = userdata;
     char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", j->m->artifacts_dir, j->id);
-    rm_rf(path);
+    snprintf(path, sizeof(path), "%s/%s", j->artifacts_dir, j->id);
+    if (rm_rf(path) < 0)
+        error_set(&j->err, E_IO, errno, "remove %s", path);
 }
 
-static void
-remove_done(void *userdata)
+void
+artifacts_removal_done(void *userdata)
 {
-    RemoveJob *j = userdata;
+    ArtifactsRemoval *j = userdata;
     _cleanup_error_ Error *err = NULL;
-    if (store_session_delete(j->m->store, j->id, &err) < 0)
+    if (j->err)
+        log_warn("retention: %s (the records stay until it is gone)", j->err->message);
+    else if (store_session_delete(j->store, j->id, &err) < 0)
         log_warn("retention: %s", err->message);
+    error_free(j->err);
     free(j);
 }
 
@@ -197,13 +197,14 @@ artifacts_expire(Sessions *m, const SessionRecord *r, uint64_t *total)
         return false;
     if (sessions_find(m, NULL, r->id))
         return true; /* still in memory (should not happen for an ended one): keep */
-    RemoveJob *j = calloc(1, sizeof(*j));
+    ArtifactsRemoval *j = calloc(1, sizeof(*j));
     if (!j)
         return false;
-    j->m = m;
+    j->store = m->store;
+    j->artifacts_dir = m->artifacts_dir;
     snprintf(j->id, sizeof(j->id), "%s", r->id);
     *total -= MIN(*total, r->artifact_bytes);
-    if (workq_submit(m->q, remove_work, remove_done, j) < 0)
+    if (workq_submit(m->q, artifacts_removal_work, artifacts_removal_done, j) < 0)
         free(j);
     return true;
 }

@@ -58,25 +58,25 @@ mirror_event(Session *s, const Stockade__Runner__FileChanged *c, const char *out
         session_guest_event(s, "file.changed", attrs);
 }
 
-/* A removed path in the guest: a file, or a directory with its whole subtree. The folder
- * holds only what the daemon wrote (files and directories, never symlinks); the openat2
- * check keeps the removal beneath it anyway. */
+/* A removed path in the guest: a file, or a directory with its whole subtree. The parent is
+ * opened beneath files/ without following symlinks (a full path may not fit PATH_MAX, and the
+ * 4096-byte path itself does not fit one openat2), the entry removed relative to it. */
 static void
 mirror_remove(Session *s, const Stockade__Runner__FileChanged *c)
 {
     _cleanup_close_ int files = mirror_open_dir(s, "files");
-    if (files >= 0) {
-        _cleanup_close_ int fd = openat2_beneath(files, c->path, O_RDONLY | O_PATH);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            (void) unlinkat(files, c->path, 0);
-        } else if (fd >= 0 && S_ISDIR(st.st_mode)) {
-            char path[PATH_MAX_BYTES + 1024];
-            snprintf(path, sizeof(path), "%s/%s/files/%s", s->mgr->artifacts_dir, s->rec.id,
-                     c->path);
-            (void) rm_rf(path);
-        }
+    _cleanup_free_ char *parent = strdup(c->path);
+    _cleanup_close_ int pfd = -1;
+    char *slash = parent ? strrchr(parent, '/') : NULL;
+
+    if (files >= 0 && parent) {
+        if (slash)
+            *slash = '\0';
+        pfd = slash ? openat2_beneath(files, parent, O_RDONLY | O_DIRECTORY)
+                    : fcntl(files, F_DUPFD_CLOEXEC, 3);
     }
+    if (pfd >= 0)
+        (void) rm_rf_at(pfd, slash ? slash + 1 : parent);
     mirror_event(s, c, "removed");
 }
 

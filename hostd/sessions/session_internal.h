@@ -214,3 +214,14 @@ void artifacts_drop_work(Sessions *m, const char *id);
 int artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
                     uint64_t *ret_bytes, uint32_t *ret_files, bool *ret_capped, Error **errp);
 void artifacts_retention_tick(Sessions *m);
+/* One retention removal: the folder on a worker (_work), then the session's records on the
+ * loop thread (_done, which frees the job). The records go only with the folder: if any of it
+ * could not be removed, they stay, the bytes stay counted, and the next pass tries again. */
+typedef struct ArtifactsRemoval {
+    Store *store;
+    const char *artifacts_dir; /* borrowed: outlives the job */
+    char id[SESSION_ID_BYTES];
+    Error *err; /* why the folder is still there */
+} ArtifactsRemoval;
+void artifacts_removal_work(void *userdata);
+void artifacts_removal_done(void *userdata);

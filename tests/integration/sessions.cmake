@@ -1,7 +1,7 @@
 # Sessions and tasks through a real stockaded (issue 4). Python 3 from Debian, stdlib only.
 # stream, cancel, timeout and hostile share one daemon; restart needs daemons of its own.
 find_program(STOCKADE_TEST_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
-foreach(group "shared;stream clock cancel timeout hostile queued" "restart;restart")
+foreach(group "shared;stream clock cancel timeout hostile queued longnames" "restart;restart")
     list(GET group 0 name)
     list(GET group 1 scenarios)
     separate_arguments(scenarios)

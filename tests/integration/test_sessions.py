@@ -2,7 +2,7 @@
 """Integration tests of sessions and tasks (issue 4) against a real stockaded, real libvirtd
 and real guests booted from the project's images. One scenario per run:
 
-    test_sessions.py stream|clock|cancel|timeout|hostile|queued|restart
+    test_sessions.py stream|clock|cancel|timeout|hostile|queued|longnames|restart
 """
 import json
 import os
@@ -256,6 +256,59 @@ def scenario_hostile(d):
     print(f"hostile ok: {count} regular files, artifacts {art}")
 
 
+# Issue 14: a file whose path is over 511 bytes, holding forged tar headers (a symlink to
+# /etc/passwd, an absolute setuid file). The workspace tar must list exactly the tree.
+LONG_NAMES = r"""
+import os, tarfile
+evil = tarfile.TarInfo("evil")
+evil.type, evil.linkname = tarfile.SYMTYPE, "/etc/passwd"
+suid = tarfile.TarInfo("/usr/local/bin/rootme")
+suid.mode = 0o4755
+forged = evil.tobuf(tarfile.USTAR_FORMAT) + suid.tobuf(tarfile.USTAR_FORMAT) + bytes(1024)
+def make(comps, data):
+    fd = os.open(".", os.O_RDONLY)
+    for c in comps[:-1]:
+        try:
+            os.mkdir(c, dir_fd=fd)
+        except FileExistsError:
+            pass
+        nfd = os.open(c, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    f = os.open(comps[-1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
+    os.write(f, data)
+    os.close(f)
+    os.close(fd)
+make(["w" * 200] * 3, forged)
+make(["m" * 200] * 19 + ["k" * 180], forged + b"deep")
+print("made", flush=True)
+"""
+
+
+def scenario_longnames(d):
+    sid = task(d, ["python3", "ln.py"], files=[("ln.py", LONG_NAMES)])
+    s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 300, "the task")
+    assert s.get("exit_code") == 0, s
+    forged = ("w" * 200 + "/") * 2 + "w" * 200
+    deep = ("m" * 200 + "/") * 19 + "k" * 180
+    want = {"ln.py": "f", forged: "f", deep: "f"}
+    for p in (forged, deep):
+        parts = p.split("/")
+        want.update({"/".join(parts[:i]): "d" for i in range(1, len(parts))})
+    tar, _ = workspace(d, sid)
+    got = {}
+    for m in tar:  # one at a time: a forged entry is reported before a later error
+        assert (m.isreg() or m.isdir()) and not m.mode & 0o7000 and not m.name.startswith("/"), \
+            f"forged entry: {m.name[:80]!r} type {m.type!r} mode {m.mode:o} link {m.linkname!r}"
+        got[m.name] = "d" if m.isdir() else "f"
+    assert got == want, (sorted(n[:60] for n in set(got) ^ set(want)))
+    body = tar.extractfile(forged).read()
+    assert body.startswith(b"evil\0") and len(body) == 2048, body[:16]
+    assert tar.extractfile(deep).read().endswith(b"deep")
+    print(f"longnames ok: {len(got)} entries, names of {len(forged)} and {len(deep)} bytes, "
+          "forged headers stay file content")
+
+
 def scenario_restart():
     d = Daemon(pools={"minimal": dict(warm=1, slots=2)}, keep_state=True).start()
     try:
@@ -290,7 +343,7 @@ def scenario_restart():
           "host_restart with its files")
 
 
-SHARED = ("stream", "clock", "cancel", "timeout", "hostile", "queued")
+SHARED = ("stream", "clock", "cancel", "timeout", "hostile", "queued", "longnames")
 
 
 def run(names):

@@ -32,3 +32,13 @@ char *test_mkdtemp(const char *prefix);
 
 /* rm -rf of a test's own scratch directory. */
 int test_rm_rf(const char *path);
+/* mkdir -p of the first len bytes of rel beneath dirfd, one component at a time through
+ * directory fds (so rel may be longer than PATH_MAX); returns the last directory's fd, or
+ * -1 with errno. Symlinks are not followed. */
+int test_mkdirs_at(int dirfd, const char *rel, size_t len);
+/* Creates (or truncates) the file rel beneath dirfd with data, making its parents as
+ * test_mkdirs_at() does. 0, or -1 with errno. */
+int test_write_at(int dirfd, const char *rel, const void *data, size_t len);
+/* Sets or clears FS_IMMUTABLE_FL on name beneath dirfd (a removal that must fail: even root
+ * cannot unlink it). 0, or -1 with errno (not root, or a filesystem without the flag). */
+int test_set_immutable(int dirfd, const char *name, bool on);

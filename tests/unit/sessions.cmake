@@ -3,3 +3,7 @@
 # guests in tests/integration/sessions.cmake).
 stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
               LIBS stockade_sessions PkgConfig::CMOCKA)
+
+# hostd/sessions: artifact retention's removal job on a real SQLite file.
+stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_artifacts.c
+              LIBS stockade_sessions stockade_store PkgConfig::CMOCKA)
