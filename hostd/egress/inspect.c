@@ -52,8 +52,7 @@ inspect_tls(const uint8_t *buf, size_t len, bool eof, const char *name, InspectV
     case SNI_TOO_LARGE:
         return inspect_refuse(v, "inspect_limit", "%s", s.why);
     case SNI_ABSENT:
-        return inspect_refuse(v, "sni_mismatch", "a ClientHello without server_name for %s",
-                              name);
+        return inspect_refuse(v, "sni_mismatch", "a ClientHello without server_name for %s", name);
     case SNI_FOUND:
         break;
     }

@@ -61,8 +61,7 @@ ports_parse(const char *text, const char *entry, uint32_t *ret, Error **errp)
         return 0;
     }
     unsigned long v = strtoul(text, &end, 10);
-    if (text[0] < '0' || text[0] > '9' || *end || v == 0 || v > TUNNEL_PORT_MAX ||
-        strlen(text) > 5)
+    if (text[0] < '0' || text[0] > '9' || *end || v == 0 || v > TUNNEL_PORT_MAX || strlen(text) > 5)
         return error_set(errp, E_INVALID, 0, "'%.64s': a port is 1..65535 or *", entry);
     *ret = (uint32_t) v;
     return 0;
@@ -94,7 +93,8 @@ cidr_parse(const char *entry, EgressCidr *ret, Error **errp)
         (!slash && egress_addr_parse_strict(text, &c.addr) < 0 &&
          split_ports(text, entry, &c.ports, errp) < 0))
         return -1;
-    if (egress_addr_parse_strict(text, &c.addr) < 0 || (!slash && c.ports && c.addr.family != AF_INET))
+    if (egress_addr_parse_strict(text, &c.addr) < 0 ||
+        (!slash && c.ports && c.addr.family != AF_INET))
         return error_set(errp, E_INVALID, 0, "'%.64s' is not an address or CIDR", entry);
     unsigned max = c.addr.family == AF_INET ? 32 : 128;
     c.bits = max;

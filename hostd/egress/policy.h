@@ -55,14 +55,14 @@ typedef struct EgressPolicy {
 
 /* Per-session limits ([egress] in the config). */
 typedef struct EgressLimits {
-    unsigned max_streams;          /* open at once, <= TUNNEL_STREAMS_MAX */
-    unsigned max_streams_total;    /* opened in the session's life */
-    uint64_t max_bytes_in;         /* upstream -> guest, whole session */
-    uint64_t max_bytes_out;        /* guest -> upstream, whole session */
-    uint64_t connect_timeout_usec; /* from TunnelOpen to connected (resolution included) */
+    unsigned max_streams;               /* open at once, <= TUNNEL_STREAMS_MAX */
+    unsigned max_streams_total;         /* opened in the session's life */
+    uint64_t max_bytes_in;              /* upstream -> guest, whole session */
+    uint64_t max_bytes_out;             /* guest -> upstream, whole session */
+    uint64_t connect_timeout_usec;      /* from TunnelOpen to connected (resolution included) */
     uint64_t first_flight_timeout_usec; /* connected to a name: until its first bytes are
                                            judged (inspect.h); not in the config file */
-    unsigned max_denied_events;    /* egress.denied events recorded; later ones only counted */
+    unsigned max_denied_events;         /* egress.denied events recorded; later ones only counted */
 } EgressLimits;
 
 typedef struct EgressConfig {

@@ -195,9 +195,9 @@ sni_hello(Rd *r, SniResult *ret)
         return rd_fail(r, SNI_TOO_LARGE, "a ClientHello over 16 KiB");
     size_t end = r->off + len;
     if (!rd_within(r, 2 + 32, end) || !rd_skip(r, 2 + 32) || /* legacy_version, random */
-        !rd_skip_vector(r, 1, 0, end) ||                      /* legacy_session_id */
-        !rd_skip_vector(r, 2, 2, end) ||                      /* cipher_suites */
-        !rd_skip_vector(r, 1, 1, end))                        /* compression methods */
+        !rd_skip_vector(r, 1, 0, end) ||                     /* legacy_session_id */
+        !rd_skip_vector(r, 2, 2, end) ||                     /* cipher_suites */
+        !rd_skip_vector(r, 1, 1, end))                       /* compression methods */
         return false;
     if (r->off == end)
         return true;

@@ -8,22 +8,13 @@
  *  - the inspector passes TLS only when the parser found exactly the stream's name, without ECH,
  *    and every refusal has a known reason and a printable detail. */
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "inspect.h"
 #include "sni.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 #define FUZZ_NAME "a.example" /* the stream's host in the inspector */
 #define FUZZ_PORT 443

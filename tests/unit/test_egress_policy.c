@@ -109,6 +109,25 @@ test_lists(void **state)
     assert_int_equal(egress_policy_add(&p, "x.example", NULL), -1); /* full */
 }
 
+typedef struct SubsetCase {
+    const char *entry;
+    bool ok;
+} SubsetCase;
+
+/* Each entry alone as a session's list, within op or not. */
+static void
+check_subsets(const EgressPolicy *op, const SubsetCase *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        EgressPolicy sub = {0};
+        _cleanup_error_ Error *err = NULL;
+        assert_int_equal(egress_policy_add(&sub, cases[i].entry, NULL), 0);
+        int r = egress_policy_check_subset(op, &sub, &err);
+        if ((r == 0) != cases[i].ok)
+            fail_msg("'%s': r=%d (%s)", cases[i].entry, r, err ? err->message : "");
+    }
+}
+
 static void
 test_subset(void **state)
 {
@@ -117,10 +136,7 @@ test_subset(void **state)
     assert_int_equal(
         egress_policy_add_list(&op, "pypi.org,*.pythonhosted.org,localhost", false, NULL), 0);
     assert_int_equal(egress_policy_add_list(&op, "10.213.0.0/24,fd12::/64", true, NULL), 0);
-    static const struct {
-        const char *entry;
-        bool ok;
-    } cases[] = {
+    static const SubsetCase cases[] = {
         {"pypi.org", true},
         {"PYPI.ORG", true},
         {"files.pythonhosted.org", true},
@@ -139,14 +155,7 @@ test_subset(void **state)
         {"fd12::/63", false},
         {"8.8.8.8", false},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        EgressPolicy sub = {0};
-        _cleanup_error_ Error *err = NULL;
-        assert_int_equal(egress_policy_add(&sub, cases[i].entry, NULL), 0);
-        int r = egress_policy_check_subset(&op, &sub, &err);
-        if ((r == 0) != cases[i].ok)
-            fail_msg("'%s': r=%d (%s)", cases[i].entry, r, err ? err->message : "");
-    }
+    check_subsets(&op, cases, sizeof(cases) / sizeof(cases[0]));
     EgressPolicy any = {0}, sub = {0};
     assert_int_equal(egress_policy_add(&any, "*", NULL), 0);
     assert_int_equal(egress_policy_add(&sub, "*", NULL), 0);
@@ -224,32 +233,38 @@ test_ports(void **state)
             fail_msg("'%s': ports %u, want %u", parse[i].entry, got, parse[i].ports);
     }
     EgressPolicy p = {0};
-    assert_int_equal(egress_policy_add_list(&p, "pypi.org, *.example.invalid:8443, git.example:*",
-                                            false, NULL), 0);
+    assert_int_equal(
+        egress_policy_add_list(&p, "pypi.org, *.example.invalid:8443, git.example:*", false, NULL),
+        0);
     assert_int_equal(egress_policy_add_list(&p, "10.213.0.0/30:8080", true, NULL), 0);
     static const struct {
         const char *name; /* NULL: the address 10.213.0.2 */
         uint16_t port;
         bool ok;
     } match[] = {
-        {"pypi.org", 80, true},         {"pypi.org", 443, true},
-        {"pypi.org", 22, false},        {"pypi.org", 8443, false},
-        {"a.example.invalid", 8443, true}, {"a.example.invalid", 443, false},
-        {"git.example", 22, true},      {"git.example", 65535, true},
-        {NULL, 8080, true},             {NULL, 80, false},
+        {"pypi.org", 80, true},
+        {"pypi.org", 443, true},
+        {"pypi.org", 22, false},
+        {"pypi.org", 8443, false},
+        {"a.example.invalid", 8443, true},
+        {"a.example.invalid", 443, false},
+        {"git.example", 22, true},
+        {"git.example", 65535, true},
+        {NULL, 8080, true},
+        {NULL, 80, false},
         {NULL, 443, false},
     };
     for (size_t i = 0; i < sizeof(match) / sizeof(match[0]); i++) {
         EgressAddr a;
         char why[256];
         assert_int_equal(egress_addr_parse_strict("10.213.0.2", &a), 0);
-        bool got = match[i].name ? egress_policy_matches_name(&p, match[i].name, match[i].port)
-                                 : egress_policy_holds_addr(&p, &a, match[i].port) &&
-                                       egress_policy_addr_ok(&p, &a, match[i].port, why,
-                                                             sizeof(why));
+        bool got = match[i].name
+                       ? egress_policy_matches_name(&p, match[i].name, match[i].port)
+                       : egress_policy_holds_addr(&p, &a, match[i].port) &&
+                             egress_policy_addr_ok(&p, &a, match[i].port, why, sizeof(why));
         if (got != match[i].ok)
-            fail_msg("%s:%u: want %d", match[i].name ? match[i].name : "10.213.0.2",
-                     match[i].port, match[i].ok);
+            fail_msg("%s:%u: want %d", match[i].name ? match[i].name : "10.213.0.2", match[i].port,
+                     match[i].ok);
     }
 }
 
@@ -259,28 +274,21 @@ test_ports_subset(void **state)
 {
     (void) state;
     EgressPolicy op = {0};
-    assert_int_equal(egress_policy_add_list(&op, "pypi.org, *.example.invalid:8443, git.example:*",
-                                            false, NULL), 0);
+    assert_int_equal(
+        egress_policy_add_list(&op, "pypi.org, *.example.invalid:8443, git.example:*", false, NULL),
+        0);
     assert_int_equal(egress_policy_add_list(&op, "10.213.0.0/24:8080, fd12::/64", true, NULL), 0);
-    static const struct {
-        const char *entry;
-        bool ok;
-    } cases[] = {
-        {"pypi.org", true},          {"pypi.org:443", true},      {"pypi.org:80", true},
-        {"pypi.org:8443", false},    {"pypi.org:*", false},       {"a.example.invalid:8443", true},
-        {"a.example.invalid", false}, {"git.example:22", true},   {"git.example", true},
-        {"git.example:*", true},     {"10.213.0.0/30:8080", true}, {"10.213.0.0/30", false},
-        {"10.213.0.2:*", false},     {"fd12::1", true},           {"fd12::/64:443", true},
-        {"fd12::/64:22", false},
+    static const SubsetCase cases[] = {
+        {"pypi.org", true},           {"pypi.org:443", true},
+        {"pypi.org:80", true},        {"pypi.org:8443", false},
+        {"pypi.org:*", false},        {"a.example.invalid:8443", true},
+        {"a.example.invalid", false}, {"git.example:22", true},
+        {"git.example", true},        {"git.example:*", true},
+        {"10.213.0.0/30:8080", true}, {"10.213.0.0/30", false},
+        {"10.213.0.2:*", false},      {"fd12::1", true},
+        {"fd12::/64:443", true},      {"fd12::/64:22", false},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        EgressPolicy sub = {0};
-        _cleanup_error_ Error *err = NULL;
-        assert_int_equal(egress_policy_add(&sub, cases[i].entry, NULL), 0);
-        int r = egress_policy_check_subset(&op, &sub, &err);
-        if ((r == 0) != cases[i].ok)
-            fail_msg("'%s': r=%d (%s)", cases[i].entry, r, err ? err->message : "");
-    }
+    check_subsets(&op, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 int

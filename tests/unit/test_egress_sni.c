@@ -36,8 +36,8 @@ check_prefixes(size_t n, SniStatus want, const char *name)
     SniResult r;
     for (size_t k = 0; k < n; k++)
         if (egress_sni_parse(hello, k, &r) != SNI_NEED_MORE)
-            fail_msg("prefix %zu of %zu: %s (%s)", k, n, status_name(egress_sni_parse(hello, k, &r)),
-                     r.why ? r.why : "");
+            fail_msg("prefix %zu of %zu: %s (%s)", k, n,
+                     status_name(egress_sni_parse(hello, k, &r)), r.why ? r.why : "");
     assert_int_equal(egress_sni_parse(hello, n, &r), want);
     if (name)
         assert_string_equal(r.name, name);
@@ -77,9 +77,9 @@ test_trailing_bytes(void **state)
 
 /* Offsets in a single-record hello built with names = {"pypi.org"} and no padding. */
 #define REC 5
-#define HS (REC + 4)                          /* the ClientHello body */
+#define HS (REC + 4)                            /* the ClientHello body */
 #define EXTS (HS + 2 + 32 + 1 + 32 + 2 + 6 + 2) /* the extensions block's length */
-#define SNI (EXTS + 2)                         /* the server_name extension's type */
+#define SNI (EXTS + 2)                          /* the server_name extension's type */
 
 static void
 test_bad(void **state)
@@ -196,8 +196,10 @@ test_inspect_http(void **state)
         InspectStatus want;
         const char *reason;
     } cases[] = {
-        {"GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nConnection: close\r\n\r\n", INSPECT_PASS, NULL},
-        {"GET / HTTP/1.0\r\nhost: PyPI.org.:80\r\nconnection: Close\r\n\r\nbody", INSPECT_PASS, NULL},
+        {"GET /simple/ HTTP/1.1\r\nHost: pypi.org\r\nConnection: close\r\n\r\n", INSPECT_PASS,
+         NULL},
+        {"GET / HTTP/1.0\r\nhost: PyPI.org.:80\r\nconnection: Close\r\n\r\nbody", INSPECT_PASS,
+         NULL},
         {"OPTIONS * HTTP/1.1\r\nHost: pypi.org\r\nConnection: close\r\n\r\n", INSPECT_PASS, NULL},
         {"GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n", INSPECT_REFUSE,
          "host_mismatch"},
@@ -231,8 +233,7 @@ test_inspect_http(void **state)
     InspectVerdict v;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         InspectStatus s = egress_inspect_first((const uint8_t *) cases[i].text,
-                                               strlen(cases[i].text), false,
-                                               "pypi.org", 80, &v);
+                                               strlen(cases[i].text), false, "pypi.org", 80, &v);
         if (s != cases[i].want || (cases[i].reason && strcmp(v.reason, cases[i].reason) != 0))
             fail_msg("case %zu: %d %s %s", i, s, v.reason ? v.reason : "", v.detail);
     }
@@ -251,8 +252,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_and_fragmented), cmocka_unit_test(test_trailing_bytes),
-        cmocka_unit_test(test_bad),                 cmocka_unit_test(test_inspect_tls),
+        cmocka_unit_test(test_good_and_fragmented),
+        cmocka_unit_test(test_trailing_bytes),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_inspect_tls),
         cmocka_unit_test(test_inspect_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
