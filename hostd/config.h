@@ -21,6 +21,7 @@
  *                       the limits of tenants without their own (a new tenant gets a copy)
  *   [egress]            allow_hosts (names, "*.suffix", "*"), allow_cidrs (operator mirrors:
  *                       exempt from the private-range refusal): comma-separated, repeatable;
+ *                       each entry allows ports 80 and 443 unless it names ":N" or ":*";
  *                       max_streams, max_streams_total, max_bytes_in_mib, max_bytes_out_mib,
  *                       connect_timeout_s, max_denied_events (per session; hostd/egress)
  *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,

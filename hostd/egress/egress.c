@@ -148,6 +148,13 @@ stream_deny(Stream *st, OpenCode code, const char *reason, const char *detail,
 }
 
 void
+stream_refuse(Stream *st, const char *reason, const char *detail)
+{
+    egress_event_denied(st->e, st->id, st->host, st->port, reason, detail, &st->addr);
+    stream_end(st, reason, detail);
+}
+
+void
 stream_end(Stream *st, const char *reason, const char *detail)
 {
     EgressSession *e = st->e;
@@ -240,7 +247,7 @@ stream_vet(Stream *st, const struct addrinfo *res)
     for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         if (!addr_from_sockaddr(ai->ai_addr, &a))
             continue;
-        if (!egress_policy_addr_ok(&st->e->allowed, &a, why, sizeof(why))) {
+        if (!egress_policy_addr_ok(&st->e->allowed, &a, st->port, why, sizeof(why))) {
             stream_deny(st, OPEN_CODE(DENIED), "forbidden_address", why, &a);
             return false;
         }
@@ -309,14 +316,16 @@ egress_open_numeric(EgressSession *e, const Stockade__Runner__TunnelOpen *o, Egr
     char why[EGRESS_DETAIL_BYTES];
     EgressVerdict v;
 
-    if (!egress_policy_holds_addr(&e->allowed, a)) {
+    if (!egress_policy_holds_addr(&e->allowed, a, (uint16_t) o->port)) {
         egress_classify(a, &v);
         if (!v.allowed) {
             egress_verdict_describe(a, &v, why, sizeof(why));
             egress_deny_open(e, o, OPEN_CODE(DENIED), "forbidden_address", why, a);
         } else {
             egress_deny_open(e, o, OPEN_CODE(DENIED), "not_allowed",
-                             "a numeric host must lie in a CIDR of the session's egress list", a);
+                             "a numeric host and port must lie in a CIDR of the session's egress "
+                             "list",
+                             a);
         }
         return;
     }
@@ -333,9 +342,9 @@ egress_open_numeric(EgressSession *e, const Stockade__Runner__TunnelOpen *o, Egr
 static void
 egress_open_name(EgressSession *e, const Stockade__Runner__TunnelOpen *o, const char *name)
 {
-    if (!egress_policy_matches_name(&e->allowed, name)) {
+    if (!egress_policy_matches_name(&e->allowed, name, (uint16_t) o->port)) {
         egress_deny_open(e, o, OPEN_CODE(DENIED), "not_allowed",
-                         "the host is not in the session's egress list", NULL);
+                         "the host and port are not in the session's egress list", NULL);
         return;
     }
     if (e->n_lookups >= EGRESS_LOOKUPS_MAX) {
@@ -343,6 +352,10 @@ egress_open_name(EgressSession *e, const Stockade__Runner__TunnelOpen *o, const 
         return;
     }
     Stream *st = stream_new(e, o);
+    if (st) {
+        snprintf(st->name, sizeof(st->name), "%s", name);
+        st->inspecting = true;
+    }
     if (st && (st->lookup = egress_resolve(e->resolver, name, stream_on_resolved, st, NULL)))
         e->n_lookups++;
     else if (st)

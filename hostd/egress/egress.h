@@ -7,9 +7,12 @@
  * and is not refused by classify.h unless a CIDR exempts it; for a name, that a pattern of
  * the session's allow-list matches it (names that do not match are never resolved: no DNS
  * leaks), then resolves it on a worker (resolver.h) and refuses it if any address is refused.
- * It connects, non-blocking, to exactly the addresses it vetted, in order (no second lookup),
- * and relays bytes under credit-based flow control (flow.h) without parsing them: a redirect
- * is the guest's to follow or not. Upstream reads stop while the guest's channel holds more
+ * It connects, non-blocking, to exactly the addresses it vetted, in order (no second lookup).
+ * On a stream to a name the guest's first bytes are held until inspect.h judged them (TLS
+ * server_name or HTTP Host must name the host; at most EGRESS_FIRST_FLIGHT_MAX_BYTES, within
+ * first_flight_timeout_usec); after that, and on numeric hosts from the start, bytes are
+ * relayed under credit-based flow control (flow.h) without parsing: a redirect is the
+ * guest's to follow or not. Upstream reads stop while the guest's channel holds more
  * than EGRESS_GUEST_BACKLOG_BYTES, so a slow guest never makes the daemon buffer more.
  * Memory per stream: one window (TUNNEL_WINDOW_BYTES) of guest bytes for the upstream.
  *
@@ -20,9 +23,11 @@
  *   egress.closed   {stream, host, port, address, reason, bytes_in, bytes_out, ms}
  *   egress.summary  {opened, allowed, denied, denied_unrecorded, bytes_in, bytes_out} at the end
  * reason (denied): limit_streams, limit_streams_total, limit_bytes, limit_lookups, bad_host,
- *   not_allowed, forbidden_address, unresolvable, timeout;
+ *   not_allowed, forbidden_address, unresolvable, timeout; after the open, on a stream to a
+ *   name whose first bytes do not ask for it (inspect.h): sni_mismatch, host_mismatch,
+ *   unknown_protocol, inspect_limit (followed by egress.closed with the same reason);
  * reason (closed): done, guest_reset, upstream_reset, connect_failed, connect_timeout,
- *   limit_bytes_in, limit_bytes_out, channel, session_ended.
+ *   limit_bytes_in, limit_bytes_out, channel, session_ended, and those four.
  * A guest that breaks the tunnel protocol (an id not above the last, data beyond credit or
  * before OK or after eof, credit over the window, a message for an id never opened) makes
  * egress_session_on_message() fail with E_GUEST: the owner destroys the guest.

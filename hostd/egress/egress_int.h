@@ -19,7 +19,10 @@ typedef struct Stream {
     uint32_t id;
     StreamState state;
     char host[TUNNEL_HOST_MAX_BYTES + 1];
+    char name[EGRESS_NAME_MAX_BYTES + 1]; /* a name host, normalised; "" for a numeric one */
     uint16_t port;
+    bool inspecting; /* a name's first bytes are held (not written, nothing read) until judged */
+    unsigned pieces; /* guest messages while inspecting */
     EgressAddr addrs[EGRESS_ADDRS_MAX]; /* vetted, tried in order */
     size_t n_addrs, next_addr;
     EgressAddr addr; /* being connected to, or connected to */
@@ -69,6 +72,8 @@ void egress_event(EgressSession *e, const char *type, json_t *attrs);
  * egress.denied, freed. */
 void stream_deny(Stream *st, OpenCode code, const char *reason, const char *detail,
                  const EgressAddr *addr);
+/* Refuses an open stream on what its first bytes say: egress.denied, then stream_end(). */
+void stream_refuse(Stream *st, const char *reason, const char *detail);
 /* Ends a stream that was allowed: egress.closed; unless quiet, TunnelClose (if it was open;
  * reset unless reason is "done") or OpenResult (if it never opened); freed. */
 void stream_end(Stream *st, const char *reason, const char *detail);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "egress_int.h"
+#include "inspect.h"
 #include "timeutil.h"
 
 static void stream_on_fd(LoopSource *src, int fd, uint32_t events, void *userdata);
@@ -57,7 +58,7 @@ stream_update_events(Stream *st)
 
     if (st->state == STREAM_CONNECTING) {
         ev = EPOLLOUT;
-    } else if (st->state == STREAM_OPEN) {
+    } else if (st->state == STREAM_OPEN && !st->inspecting) {
         if (!st->upstream_eof && st->send.credit > 0) {
             if (e->ops->backlog(e->ud) < EGRESS_GUEST_BACKLOG_BYTES)
                 ev |= EPOLLIN;
@@ -95,6 +96,9 @@ stream_opened(Stream *st)
     }
     loop_cancel_timer(e->loop, st->timer);
     st->timer = 0;
+    if (st->inspecting) /* the first bytes must come, and be judged, in time */
+        st->timer = loop_add_timer(e->loop, now_usec() + e->lim.first_flight_timeout_usec,
+                                   stream_on_timeout, st);
     flow_send_init(&st->send);
     flow_recv_init(&st->recv);
     st->state = STREAM_OPEN;
@@ -165,6 +169,8 @@ stream_on_timeout(Loop *l, void *userdata)
         stream_deny(st, OPEN_CODE(TIMEOUT), "timeout", "the name did not resolve in time", NULL);
     else if (st->state == STREAM_CONNECTING)
         stream_end(st, "connect_timeout", "no vetted address answered in time");
+    else if (st->inspecting)
+        stream_refuse(st, "inspect_limit", "no complete first request or ClientHello in time");
     egress_leave(e);
 }
 
@@ -294,6 +300,32 @@ stream_on_fd(LoopSource *src, int fd, uint32_t events, void *userdata)
     egress_leave(e);
 }
 
+/* A stream to a name: its first bytes (all held in st->up, from offset 0: nothing was written
+ * yet) must ask that name (inspect.h). true: stop here, the stream is gone or waits for more. */
+static bool
+stream_inspect(Stream *st)
+{
+    InspectVerdict v;
+
+    if (++st->pieces > EGRESS_FIRST_FLIGHT_PIECES_MAX) {
+        stream_refuse(st, "inspect_limit", "too many pieces before a complete first request");
+        return true;
+    }
+    switch (egress_inspect_first(st->up, st->up_len, st->guest_eof, st->name, st->port, &v)) {
+    case INSPECT_NEED_MORE:
+        return true;
+    case INSPECT_REFUSE:
+        stream_refuse(st, v.reason, v.detail);
+        return true;
+    case INSPECT_PASS:
+        break;
+    }
+    st->inspecting = false;
+    loop_cancel_timer(st->e->loop, st->timer);
+    st->timer = 0;
+    return false;
+}
+
 int
 stream_on_guest_data(Stream *st, const Stockade__Runner__TunnelData *d, Error **errp)
 {
@@ -320,6 +352,8 @@ stream_on_guest_data(Stream *st, const Stockade__Runner__TunnelData *d, Error **
     st->bytes_out += len;
     e->bytes_out += len;
     st->guest_eof = d->eof;
+    if (st->inspecting && stream_inspect(st))
+        return 0;
     if (stream_write_upstream(st) || stream_check_done(st))
         return 0;
     stream_update_events(st);

@@ -16,6 +16,7 @@
 #define EGRESS_DEFAULT_MAX_BYTES_OUT (256ull << 20)
 #define EGRESS_DEFAULT_CONNECT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define EGRESS_DEFAULT_MAX_DENIED_EVENTS 1000
+#define EGRESS_DEFAULT_FIRST_FLIGHT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 
 /* What no CIDR may cover, even an operator's: loopback, unspecified, multicast, broadcast,
  * IPv4-mapped space (addresses are unmapped before matching) and the metadata services. */
@@ -39,6 +40,7 @@ egress_config_defaults(EgressConfig *c)
         .max_bytes_out = EGRESS_DEFAULT_MAX_BYTES_OUT,
         .connect_timeout_usec = EGRESS_DEFAULT_CONNECT_TIMEOUT_USEC,
         .max_denied_events = EGRESS_DEFAULT_MAX_DENIED_EVENTS,
+        .first_flight_timeout_usec = EGRESS_DEFAULT_FIRST_FLIGHT_TIMEOUT_USEC,
     };
 }
 
@@ -46,6 +48,36 @@ bool
 egress_policy_is_empty(const EgressPolicy *p)
 {
     return p->n_patterns == 0 && p->n_cidrs == 0;
+}
+
+/* "N" (1..65535, decimal) or "*" after an entry's last ':'. */
+static int
+ports_parse(const char *text, const char *entry, uint32_t *ret, Error **errp)
+{
+    char *end;
+
+    if (strcmp(text, "*") == 0) {
+        *ret = EGRESS_PORTS_ANY;
+        return 0;
+    }
+    unsigned long v = strtoul(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end || v == 0 || v > TUNNEL_PORT_MAX || strlen(text) > 5)
+        return error_set(errp, E_INVALID, 0, "'%.64s': a port is 1..65535 or *", entry);
+    *ret = (uint32_t) v;
+    return 0;
+}
+
+/* Splits "head:ports" at the last ':' (text is modified); no ':' leaves 80 and 443. */
+static int
+split_ports(char *text, const char *entry, uint32_t *ret, Error **errp)
+{
+    char *colon = strrchr(text, ':');
+
+    *ret = EGRESS_PORTS_WEB;
+    if (!colon)
+        return 0;
+    *colon = '\0';
+    return ports_parse(colon + 1, entry, ret, errp);
 }
 
 static int
@@ -57,7 +89,12 @@ cidr_parse(const char *entry, EgressCidr *ret, Error **errp)
     EgressCidr c = {0};
     if (slash)
         *slash = '\0';
-    if (egress_addr_parse_strict(text, &c.addr) < 0)
+    if ((slash && split_ports(slash + 1, entry, &c.ports, errp) < 0) ||
+        (!slash && egress_addr_parse_strict(text, &c.addr) < 0 &&
+         split_ports(text, entry, &c.ports, errp) < 0))
+        return -1;
+    if (egress_addr_parse_strict(text, &c.addr) < 0 ||
+        (!slash && c.ports && c.addr.family != AF_INET))
         return error_set(errp, E_INVALID, 0, "'%.64s' is not an address or CIDR", entry);
     unsigned max = c.addr.family == AF_INET ? 32 : 128;
     c.bits = max;
@@ -92,31 +129,44 @@ cidr_check_safe(const EgressCidr *c, const char *entry, Error **errp)
 }
 
 static int
-pattern_normalize(const char *entry, char out[EGRESS_PATTERN_MAX_BYTES + 1], Error **errp)
+pattern_normalize(const char *entry, EgressPattern *out, Error **errp)
 {
-    char name[EGRESS_NAME_MAX_BYTES + 1];
+    char text[EGRESS_ENTRY_MAX_BYTES + 1], name[EGRESS_NAME_MAX_BYTES + 1];
     EgressAddr a;
     const char *why = NULL;
-    bool wild = strncmp(entry, "*.", 2) == 0;
 
-    if (strcmp(entry, "*") == 0) {
-        snprintf(out, EGRESS_PATTERN_MAX_BYTES + 1, "*");
+    snprintf(text, sizeof(text), "%s", entry);
+    if (split_ports(text, entry, &out->ports, errp) < 0)
+        return -1;
+    bool wild = strncmp(text, "*.", 2) == 0;
+    if (strcmp(text, "*") == 0) {
+        snprintf(out->name, sizeof(out->name), "*");
         return 0;
     }
-    HostKind k = egress_host_parse(entry + (wild ? 2 : 0), &a, name, &why);
+    HostKind k = egress_host_parse(text + (wild ? 2 : 0), &a, name, &why);
     if (k == HOST_NUMERIC)
         return error_set(errp, E_INVALID, 0, "'%.64s' is an address: give it as a CIDR", entry);
     if (k == HOST_BAD)
         return error_set(errp, E_INVALID, 0, "'%.64s' is not a host pattern: %s", entry, why);
-    snprintf(out, EGRESS_PATTERN_MAX_BYTES + 1, "%s%s", wild ? "*." : "", name);
+    snprintf(out->name, sizeof(out->name), "%s%s", wild ? "*." : "", name);
     return 0;
 }
 
+/* A CIDR: it holds '/', or is an address, or is a dotted quad with a port. Names never hold
+ * '/', and a name with a port has a last label that is not numeric. */
 static bool
 entry_is_cidr(const char *entry)
 {
+    char text[EGRESS_ENTRY_MAX_BYTES + 1];
     EgressAddr a;
-    return strchr(entry, '/') || strchr(entry, ':') || egress_addr_parse_strict(entry, &a) == 0;
+
+    if (strchr(entry, '/') || egress_addr_parse_strict(entry, &a) == 0)
+        return true;
+    snprintf(text, sizeof(text), "%s", entry);
+    char *colon = strrchr(text, ':');
+    if (colon)
+        *colon = '\0';
+    return strchr(text, ':') || egress_addr_parse_strict(text, &a) == 0;
 }
 
 static int
@@ -140,7 +190,7 @@ policy_add(EgressPolicy *p, const char *entry, int want_cidr, Error **errp)
     }
     if (p->n_patterns == EGRESS_PATTERNS_MAX)
         return error_set(errp, E_INVALID, 0, "at most %d host patterns", EGRESS_PATTERNS_MAX);
-    if (pattern_normalize(entry, p->patterns[p->n_patterns], errp) < 0)
+    if (pattern_normalize(entry, &p->patterns[p->n_patterns], errp) < 0)
         return -1;
     p->n_patterns++;
     return 0;
@@ -187,23 +237,60 @@ egress_pattern_matches(const char *pattern, const char *name)
 }
 
 bool
-egress_policy_matches_name(const EgressPolicy *p, const char *name)
+egress_ports_allow(uint32_t ports, uint16_t port)
+{
+    if (ports == EGRESS_PORTS_ANY)
+        return true;
+    if (ports == EGRESS_PORTS_WEB)
+        return port == 80 || port == 443;
+    return ports == port;
+}
+
+const char *
+egress_ports_format(uint32_t ports, char buf[EGRESS_PORT_TEXT_BYTES])
+{
+    if (ports == EGRESS_PORTS_WEB)
+        buf[0] = '\0';
+    else if (ports == EGRESS_PORTS_ANY)
+        snprintf(buf, EGRESS_PORT_TEXT_BYTES, ":*");
+    else
+        snprintf(buf, EGRESS_PORT_TEXT_BYTES, ":%u", (unsigned) ports);
+    return buf;
+}
+
+bool
+egress_policy_matches_name(const EgressPolicy *p, const char *name, uint16_t port)
 {
     for (size_t i = 0; i < p->n_patterns; i++)
-        if (egress_pattern_matches(p->patterns[i], name))
+        if (egress_ports_allow(p->patterns[i].ports, port) &&
+            egress_pattern_matches(p->patterns[i].name, name))
             return true;
     return false;
 }
 
 bool
-egress_policy_holds_addr(const EgressPolicy *p, const EgressAddr *a)
+egress_policy_holds_addr(const EgressPolicy *p, const EgressAddr *a, uint16_t port)
 {
     EgressAddr u = *a;
     egress_addr_unmap(&u);
     for (size_t i = 0; i < p->n_cidrs; i++)
-        if (egress_addr_prefix_equal(&u, &p->cidrs[i].addr, p->cidrs[i].bits))
+        if (egress_ports_allow(p->cidrs[i].ports, port) &&
+            egress_addr_prefix_equal(&u, &p->cidrs[i].addr, p->cidrs[i].bits))
             return true;
     return false;
+}
+
+/* Every port sub allows, op allows. */
+static bool
+ports_cover(uint32_t op, uint32_t sub)
+{
+    if (op == EGRESS_PORTS_ANY)
+        return true;
+    if (sub == EGRESS_PORTS_ANY)
+        return false;
+    if (sub == EGRESS_PORTS_WEB)
+        return op == EGRESS_PORTS_WEB;
+    return egress_ports_allow(op, (uint16_t) sub);
 }
 
 /* Pattern sub allows nothing that op does not. */
@@ -225,23 +312,25 @@ static bool
 cidr_covers(const EgressCidr *op, const EgressCidr *sub)
 {
     return op->addr.family == sub->addr.family && op->bits <= sub->bits &&
-           egress_addr_prefix_equal(&sub->addr, &op->addr, op->bits);
+           egress_addr_prefix_equal(&sub->addr, &op->addr, op->bits) &&
+           ports_cover(op->ports, sub->ports);
 }
 
 int
 egress_policy_check_subset(const EgressPolicy *op, const EgressPolicy *sub, Error **errp)
 {
-    char text[EGRESS_ADDR_TEXT_BYTES];
+    char text[EGRESS_ADDR_TEXT_BYTES], ports[EGRESS_PORT_TEXT_BYTES];
 
     for (size_t i = 0; i < sub->n_patterns; i++) {
+        const EgressPattern *s = &sub->patterns[i];
         bool ok = false;
         for (size_t k = 0; k < op->n_patterns && !ok; k++)
-            ok = pattern_covers(op->patterns[k], sub->patterns[i]);
+            ok = pattern_covers(op->patterns[k].name, s->name) &&
+                 ports_cover(op->patterns[k].ports, s->ports);
         if (!ok)
             return error_set(errp, E_INVALID, 0,
-                             "egress '%s' is not within the hosts this "
-                             "server allows",
-                             sub->patterns[i]);
+                             "egress '%s%s' is not within the hosts and ports this server allows",
+                             s->name, egress_ports_format(s->ports, ports));
     }
     for (size_t i = 0; i < sub->n_cidrs; i++) {
         bool ok = false;
@@ -249,20 +338,20 @@ egress_policy_check_subset(const EgressPolicy *op, const EgressPolicy *sub, Erro
             ok = cidr_covers(&op->cidrs[k], &sub->cidrs[i]);
         if (!ok)
             return error_set(errp, E_INVALID, 0,
-                             "egress %s/%u is not within the CIDRs this "
-                             "server allows",
+                             "egress %s/%u%s is not within the CIDRs and ports this server allows",
                              egress_addr_format(&sub->cidrs[i].addr, text, sizeof(text)),
-                             sub->cidrs[i].bits);
+                             sub->cidrs[i].bits, egress_ports_format(sub->cidrs[i].ports, ports));
     }
     return 0;
 }
 
 bool
-egress_policy_addr_ok(const EgressPolicy *p, const EgressAddr *a, char *why, size_t cap)
+egress_policy_addr_ok(const EgressPolicy *p, const EgressAddr *a, uint16_t port, char *why,
+                      size_t cap)
 {
     EgressVerdict v;
 
-    if (egress_policy_holds_addr(p, a))
+    if (egress_policy_holds_addr(p, a, port))
         return true;
     egress_classify(a, &v); /* a mapped address is judged by the IPv4 it maps */
     if (v.allowed)

@@ -8,3 +8,6 @@ target_include_directories(fuzz_proxyreq_replay PRIVATE ${PROJECT_SOURCE_DIR}/gu
 if(STOCKADE_FUZZ)
     target_include_directories(fuzz_proxyreq PRIVATE ${PROJECT_SOURCE_DIR}/guest)
 endif()
+# Issue 14: the ClientHello server-name parser and the first-flight inspector (hostd/egress).
+# Seeds: tests/fuzz/seeds_egress.py (real hellos from python3's ssl, cut and spliced).
+stockade_fuzz_target(fuzz_egress_sni SOURCES fuzz_egress_sni.c LIBS stockade_egress_policy)

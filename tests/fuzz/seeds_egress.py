@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora of fuzz_egress_host and fuzz_proxyreq (issue 7).
+"""Writes the seed corpora of fuzz_egress_host and fuzz_proxyreq (issue 7) and
+fuzz_egress_sni (issue 14: real ClientHellos from python3's ssl, whole, cut into small records,
+truncated, and HTTP request heads).
 
 Run from anywhere: python3 tests/fuzz/seeds_egress.py. Seeds are inputs, not code; the fuzzer
 and crash reproducers add more files beside them."""
 import os
+import ssl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,6 +33,39 @@ REQUESTS = [
 ]
 
 
+def hello_of(name):
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    obj = ctx.wrap_bio(incoming, outgoing, server_hostname=name)
+    try:
+        obj.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def records(hello, size):
+    """The same handshake bytes re-cut into records of size bytes."""
+    body, out = hello[5:], b""
+    for i in range(0, len(body), size):
+        chunk = body[i:i + size]
+        out += b"\x16\x03\x01" + len(chunk).to_bytes(2, "big") + chunk
+    return out
+
+
+GOOD = hello_of("a.example")
+HELLOS = [
+    GOOD, hello_of("other.example"), hello_of(None), records(GOOD, 1), records(GOOD, 7),
+    records(GOOD, 300), GOOD[:len(GOOD) // 2], GOOD + b"\x17\x03\x03\x00\x01x",
+    b"\x16\x03\x01\x40\x00\x01\x00\x3f\xfb",
+    b"GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n",
+    b"GET http://b.example/ HTTP/1.1\r\nHost: a.example:443\r\nConnection: close\r\n\r\n",
+    b"SSH-2.0-OpenSSH_9.2\r\n", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+]
+
+
 def write(target, items):
     out = os.path.join(HERE, "corpus", target)
     os.makedirs(out, exist_ok=True)
@@ -41,3 +77,4 @@ def write(target, items):
 
 write("fuzz_egress_host", HOSTS)
 write("fuzz_proxyreq", REQUESTS)
+write("fuzz_egress_sni", HELLOS)

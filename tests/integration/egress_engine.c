@@ -20,7 +20,9 @@
 
 #include "egress.h"
 #include "fdutil.h"
+#include "inspect.h"
 #include "timeutil.h"
+#include "tlshello.h"
 
 #define EE_WAIT_USEC (5 * USEC_PER_SEC)
 #define EE_SENT_MAX 256
@@ -283,11 +285,14 @@ ee_new(void **state)
     ee.lim.max_bytes_out = 1u << 20;
     ee.lim.max_denied_events = 3;
     ee.lim.connect_timeout_usec = 2 * USEC_PER_SEC;
+    ee.lim.first_flight_timeout_usec = 2 * USEC_PER_SEC;
     memset(&ee.policy, 0, sizeof(ee.policy));
-    snprintf(ee.policy.patterns[0], sizeof(ee.policy.patterns[0]), "localhost");
+    snprintf(ee.policy.patterns[0].name, sizeof(ee.policy.patterns[0].name), "localhost");
+    ee.policy.patterns[0].ports = EGRESS_PORTS_ANY;
     ee.policy.n_patterns = 1;
     assert_int_equal(egress_addr_parse_strict("127.0.0.0", &ee.policy.cidrs[0].addr), 0);
     ee.policy.cidrs[0].bits = 8;
+    ee.policy.cidrs[0].ports = EGRESS_PORTS_ANY;
     ee.policy.n_cidrs = 1;
     ee_clear();
     return egress_session_new(ee.loop, ee.resolver, &ee.policy, &ee.lim, &ee_ops, NULL, &ee.e,
@@ -560,6 +565,123 @@ test_free_from_callback(void **state)
     close(up);
 }
 
+/* ------------------------------------------------------------------ first flights (issue 14) */
+
+/* Opens a stream to "localhost" (a name: its first bytes are judged) and takes the upstream. */
+static int
+ee_open_name(uint32_t id)
+{
+    assert_int_equal(ee_open(id, "localhost", ee.port), 0);
+    int up = ee_accept();
+    assert_int_equal(ee.sent[ee_wait_sent(HB(TUNNEL_OPEN_RESULT), id)].code, OC(OK));
+    return up;
+}
+
+/* The stream was refused for reason: egress.denied, a reset to the guest, and the upstream
+ * saw not one byte (an orderly close of an empty connection). */
+static void
+ee_expect_refused(uint32_t id, int up, const char *reason)
+{
+    char want[64], buf[64];
+    size_t c = ee_wait_sent(HB(TUNNEL_CLOSE), id);
+    assert_true(ee.sent[c].reset);
+    snprintf(want, sizeof(want), "egress.denied {\"stream\":%u", id);
+    bool found = false;
+    for (size_t i = 0; i < ee.n_events; i++)
+        if (strncmp(ee.events[i], want, strlen(want)) == 0) {
+            found = true;
+            if (!strstr(ee.events[i], reason))
+                fail_msg("want %s: %s", reason, ee.events[i]);
+        }
+    assert_true(found);
+    snprintf(want, sizeof(want), "egress.closed {\"stream\":%u", id);
+    assert_true(ee_has_event(want));
+    assert_int_equal(read(up, buf, sizeof(buf)), 0);
+    close(up);
+}
+
+/* The upstream gets exactly these bytes. */
+static void
+ee_expect_relayed(int up, const uint8_t *data, size_t n)
+{
+    static uint8_t got[TLSHELLO_MAX_BYTES];
+    ee_read_exact(up, got, n);
+    assert_memory_equal(got, data, n);
+    close(up);
+}
+
+/* CONNECT to an allowed name, then a ClientHello for another (domain fronting): refused with
+ * sni_mismatch before a byte goes out; no SNI is refused too; the matching SNI passes, also
+ * when the hello comes in 1-byte records and odd pieces. */
+static void
+test_sni(void **state)
+{
+    (void) state;
+    static uint8_t hello[TLSHELLO_MAX_BYTES];
+    size_t n = tlshello_build(&(TlsHelloSpec){.names = {"other.example"}}, hello, sizeof(hello));
+    int up = ee_open_name(1);
+    assert_int_equal(ee_data(1, hello, n, false), 0);
+    ee_expect_refused(1, up, "\"reason\":\"sni_mismatch\"");
+
+    n = tlshello_build(&(TlsHelloSpec){.record_bytes = 0}, hello, sizeof(hello));
+    up = ee_open_name(2);
+    assert_int_equal(ee_data(2, hello, n, false), 0);
+    ee_expect_refused(2, up, "sni_mismatch");
+
+    n = tlshello_build(&(TlsHelloSpec){.names = {"LOCALHOST"}, .record_bytes = 1}, hello,
+                       sizeof(hello));
+    up = ee_open_name(3);
+    size_t cuts[] = {1, 6, 300, n};
+    for (size_t i = 0, off = 0; i < 4; off = cuts[i++])
+        assert_int_equal(ee_data(3, hello + off, cuts[i] - off, false), 0);
+    ee_expect_relayed(up, hello, n);
+    assert_false(ee_has_event("egress.denied {\"stream\":3"));
+}
+
+/* Plain HTTP to a name: its Host must name it, once, with Connection: close. */
+static void
+test_http_host(void **state)
+{
+    (void) state;
+    static const char bad[] = "GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n";
+    static const char good[] = "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    int up = ee_open_name(1);
+    assert_int_equal(ee_data(1, bad, strlen(bad), false), 0);
+    ee_expect_refused(1, up, "host_mismatch");
+    up = ee_open_name(2);
+    assert_int_equal(ee_data(2, good, strlen(good), false), 0);
+    ee_expect_relayed(up, (const uint8_t *) good, strlen(good));
+    up = ee_open_name(3);
+    assert_int_equal(ee_data(3, "SSH-2.0-x\r\n", 11, false), 0);
+    ee_expect_refused(3, up, "unknown_protocol");
+}
+
+/* A name's stream that never sends a complete first flight is refused at the deadline, and
+ * one that sends too many pieces at once; numeric hosts are not inspected. */
+static void
+test_first_flight_limits(void **state)
+{
+    (void) state;
+    egress_session_free(ee.e);
+    ee.lim.first_flight_timeout_usec = 200 * USEC_PER_MSEC;
+    assert_int_equal(
+        egress_session_new(ee.loop, ee.resolver, &ee.policy, &ee.lim, &ee_ops, NULL, &ee.e, NULL),
+        0);
+    int up = ee_open_name(1);
+    assert_int_equal(ee_data(1, "GET / HTT", 9, false), 0);
+    ee_expect_refused(1, up, "inspect_limit");
+    up = ee_open_name(2);
+    assert_int_equal(ee_data(2, "GET /", 5, false), 0);
+    for (unsigned i = 1; i < EGRESS_FIRST_FLIGHT_PIECES_MAX + 1; i++)
+        assert_int_equal(ee_data(2, "a", 1, false), 0);
+    ee_expect_refused(2, up, "inspect_limit");
+    assert_int_equal(ee_open(3, "127.0.0.1", ee.port), 0);
+    up = ee_accept();
+    ee_wait_sent(HB(TUNNEL_OPEN_RESULT), 3);
+    assert_int_equal(ee_data(3, "raw", 3, false), 0);
+    ee_expect_relayed(up, (const uint8_t *) "raw", 3);
+}
+
 int
 main(void)
 {
@@ -572,6 +694,9 @@ main(void)
         cmocka_unit_test_setup_teardown(test_connect_refused, ee_new, ee_end),
         cmocka_unit_test_setup_teardown(test_session_end, ee_new, ee_end),
         cmocka_unit_test_setup_teardown(test_free_from_callback, ee_new, ee_end),
+        cmocka_unit_test_setup_teardown(test_sni, ee_new, ee_end),
+        cmocka_unit_test_setup_teardown(test_http_host, ee_new, ee_end),
+        cmocka_unit_test_setup_teardown(test_first_flight_limits, ee_new, ee_end),
     };
     return cmocka_run_group_tests(tests, ee_setup, ee_teardown);
 }

@@ -4,7 +4,7 @@ upstream HTTP server in a network namespace of its own, reached over a veth pair
 
     netns stkeg-XXXXXX: veth 10.213.0.2/30, python3 HTTP server on :8080
     host:               veth 10.213.0.1/30  <- stockaded connects from here
-    [egress] allow_cidrs = 10.213.0.0/30, allow_hosts = localhost, ip6-localhost, ...
+    [egress] allow_cidrs = 10.213.0.0/30:8080 (a port: 80 and 443 only otherwise), allow_hosts = ...
 
 One daemon, one run (fast enough under TCG):
   1. requests for egress outside the operator's set are refused (400);
@@ -45,7 +45,7 @@ PY = {"python": dict(warm=2, slots=2, memory_mib=384)}
 EGRESS_CONF = f"""
 [egress]
 allow_hosts = localhost, *.example.invalid
-allow_cidrs = 10.213.0.0/30
+allow_cidrs = 10.213.0.0/30:8080
 max_streams = 32
 max_streams_total = {STREAMS_TOTAL}
 max_denied_events = {DENIED_EVENTS}
@@ -556,8 +556,8 @@ def main():
         d.wait_ready()
         step("daemon ready")
         check_refused_requests(d)
-        a = new_session(d, ["10.213.0.0/30", "localhost"])
-        b = new_session(d, ["10.213.0.0/30"])
+        a = new_session(d, ["10.213.0.0/30:8080", "localhost"])
+        b = new_session(d, ["10.213.0.0/30:8080"])
         step("sessions running")
         check_fetch(d, a, up)
         step("fetch")

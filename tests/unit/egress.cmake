@@ -1,7 +1,8 @@
 # Egress (issue 7): the numeric-host parser, the IANA special-purpose address classifier, the
-# allow-list matcher (hostd/egress, pure), the tunnel's flow-control arithmetic (proto/flow.c)
+# allow-list matcher with ports, the ClientHello parser and first-flight inspector (hostd/egress,
+# pure; issue 14), the tunnel's flow-control arithmetic (proto/flow.c)
 # and the guest proxy's request parser (guest/proxyreq.c).
-foreach(part host classify policy)
+foreach(part host classify policy sni)
     stockade_test(NAME unit_egress_${part} LABEL unit SOURCES test_egress_${part}.c
                   LIBS stockade_egress_policy PkgConfig::CMOCKA)
 endforeach()

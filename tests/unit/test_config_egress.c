@@ -29,15 +29,19 @@ test_egress_section(void **state)
     assert_int_equal(parse("", &e), 0);
     assert_true(egress_policy_is_empty(&eg->allowed)); /* egress is off by default */
     assert_int_equal(eg->limits.max_streams, 32);
-    const char *text = "[egress]\nallow_hosts = pypi.org, *.PythonHosted.org\n"
-                       "allow_hosts = localhost\nallow_cidrs = 10.213.0.0/30, fd12::/64\n"
+    const char *text = "[egress]\nallow_hosts = pypi.org, *.PythonHosted.org:8443\n"
+                       "allow_hosts = localhost:*\nallow_cidrs = 10.213.0.0/30:8080, fd12::/64\n"
                        "max_streams = 8\nmax_streams_total = 300\nmax_bytes_in_mib = 5\n"
                        "max_bytes_out_mib = 1\nconnect_timeout_s = 3\nmax_denied_events = 0\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_int_equal(eg->allowed.n_patterns, 3);
-    assert_string_equal(eg->allowed.patterns[1], "*.pythonhosted.org");
+    assert_string_equal(eg->allowed.patterns[1].name, "*.pythonhosted.org");
+    assert_int_equal(eg->allowed.patterns[0].ports, EGRESS_PORTS_WEB); /* 80 and 443 */
+    assert_int_equal(eg->allowed.patterns[1].ports, 8443);
+    assert_int_equal(eg->allowed.patterns[2].ports, EGRESS_PORTS_ANY);
     assert_int_equal(eg->allowed.n_cidrs, 2);
+    assert_int_equal(eg->allowed.cidrs[0].ports, 8080);
     assert_int_equal(eg->limits.max_streams, 8);
     assert_int_equal(eg->limits.max_streams_total, 300);
     assert_int_equal(eg->limits.max_bytes_in, 5ull << 20);
@@ -60,6 +64,9 @@ test_egress_rejects(void **state)
         {"[egress]\nallow_hosts = 10.0.0.0/8\n", "allow_cidrs"},
         {"[egress]\nallow_hosts = a b\n", "not a host pattern"},
         {"[egress]\nallow_hosts = a,,b\n", "empty"},
+        {"[egress]\nallow_hosts = pypi.org:0\n", "1..65535"},
+        {"[egress]\nallow_hosts = 10.0.0.1:80\n", "allow_cidrs"},
+        {"[egress]\nallow_cidrs = 10.213.0.0/30:99999\n", "1..65535"},
         {"[egress]\nmax_streams = 129\n", "max_streams must be"},
         {"[egress]\nmax_streams = 0\n", "max_streams must be"},
         {"[egress]\nconnect_timeout_s = 0\n", "connect_timeout_s must be"},
