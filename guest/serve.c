@@ -170,7 +170,8 @@ serve_manifest_work(Server *s)
 {
     _cleanup_error_ Error *err = NULL;
 
-    if (!s->manifest || (s->mirror && mirror_has_work(s->mirror)) || !outq_has_room(&s->q))
+    if (!s->manifest || (s->mirror && mirror_has_work(s->mirror)) || !outq_has_room(&s->q) ||
+        exec_any_draining(s->execs))
         return false;
     if (manifest_walk_send_next(s->manifest, &s->q, s->finalize_req_id, &err) < 0) {
         log_error("finalize: %s", err->message);
