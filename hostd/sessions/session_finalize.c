@@ -269,31 +269,21 @@ finalize_send_get(Session *s)
     return guest_send(s->guest, &m, &f->get_req, NULL);
 }
 
-/* The current file is whole: its mode and mtime as listed (modes as the salvage keeps them). */
+/* The current file is whole (ok: its mode and mtime as listed, modes as the salvage keeps
+ * them), or the runner could not read it (gone, swapped for a symlink: left out, counted). */
 static void
-finalize_file_done(Session *s)
+finalize_file_end(Session *s, bool ok)
 {
     Finalize *f = s->fin;
-    int r = dest_file_finish_ns(TAKE_FD(f->cur_fd), f->cur->mode & 0744, f->cur->mtime_ns);
+    int r = ok ? dest_file_finish_ns(TAKE_FD(f->cur_fd), f->cur->mode & 0744, f->cur->mtime_ns)
+               : -EIO;
+    f->cur_fd = safe_close(f->cur_fd);
     if (r < 0) {
         dest_unlink(f->dir_fd, f->cur->path);
         f->failed_files++;
     } else {
         f->fetched_files++;
     }
-    f->cur = NULL;
-    f->get_req = 0;
-    finalize_fetch_next(s);
-}
-
-/* The runner could not read it (gone, swapped for a symlink): left out, counted. */
-static void
-finalize_file_skip(Session *s)
-{
-    Finalize *f = s->fin;
-    f->cur_fd = safe_close(f->cur_fd);
-    dest_unlink(f->dir_fd, f->cur->path);
-    f->failed_files++;
     f->cur = NULL;
     f->get_req = 0;
     finalize_fetch_next(s);
@@ -322,7 +312,7 @@ finalize_fetch_next(Session *s)
         f->cur_fd = fd;
         f->cur_off = 0;
         if (e->size == 0) {
-            finalize_file_done(s);
+            finalize_file_end(s, true);
             return;
         }
         if (finalize_send_get(s) < 0)
@@ -350,7 +340,7 @@ finalize_on_data(Session *s, const Stockade__Runner__FileData *d)
     f->cur_off += d->data.len;
     f->fetched_bytes += d->data.len;
     if (d->eof) {
-        finalize_file_done(s);
+        finalize_file_end(s, true);
         return;
     }
     if (finalize_send_get(s) < 0)
@@ -444,7 +434,7 @@ session_finalize_on_message(Session *s, const GuestMsg *m)
         if (!ours)
             return false;
         if (m->req_id == f->get_req && f->cur)
-            finalize_file_skip(s);
+            finalize_file_end(s, false);
         else
             finalize_fail(s, "runner refused finalize");
         return true;

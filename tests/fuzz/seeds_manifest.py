@@ -8,20 +8,7 @@ import struct
 
 
 
-def varint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def field(num, wire, payload):
-    key = varint(num << 3 | wire)
-    return key + (varint(payload) if wire == 0 else varint(len(payload)) + payload)
+from seeds import field  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "fuzz_manifest")
 FILE, DIR = 1, 2

@@ -128,7 +128,7 @@ def scenario_cancel(d):
             "    open(f'part{i:03}', 'w').write(f'part {i}\\n' * 100); os.sync()\n"
             "    print(i, flush=True); time.sleep(0.25)\n")
     sid = d.call("POST", "/v1/tasks", expect=(201,), body={
-        "pool": "python", "argv": ["python3", "-c", prog], "timeout_s": 300})
+        "pool": "python", "argv": ["python3", "-c", prog], "timeout_s": 300})["id"]
     last = -1
     for ev in d.events(sid, follow=True):
         if ev["type"] == "exec.stdout":
