@@ -178,6 +178,26 @@ dispatch_prepare(Server *s, const HostMsg *m)
         dispatch_queue_failed(m->req_id);
 }
 
+/* Finalize once; afterwards the host may only read files (FileGet), ping or shut down. */
+static bool
+dispatch_finalize_gate(Server *s, const HostMsg *m)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    if (m->body_case == HBODY(FINALIZE) && !s->finalizing && s->session.ready) {
+        if (session_finalize(s, m->finalize, m->req_id, &err) < 0)
+            dispatch_reply_error(s, m->req_id, err);
+        return true;
+    }
+    if (m->body_case == HBODY(FINALIZE) || (s->finalizing && m->body_case != HBODY(FILE_GET))) {
+        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY), "%s",
+                        s->finalizing ? "the session is finalized" : "hello first") < 0)
+            dispatch_queue_failed(m->req_id);
+        return true;
+    }
+    return false;
+}
+
 static void
 dispatch_msg(Server *s, const HostMsg *m)
 {
@@ -197,6 +217,8 @@ dispatch_msg(Server *s, const HostMsg *m)
     default:
         break;
     }
+    if (dispatch_finalize_gate(s, m))
+        return;
     if (s->session.ready == hello) {
         if (reply_error(&s->q, m->req_id, ERRC(NOT_READY),
                         hello ? "hello was already received" : "hello first") < 0)

@@ -453,6 +453,15 @@ exec_all_gone(const ExecTable *t)
     return true;
 }
 
+bool
+exec_any_draining(const ExecTable *t)
+{
+    for (size_t i = 0; i < EXEC_TABLE_MAX; i++)
+        if (t->slots[i] && t->slots[i]->state == EXEC_LEADER_EXITED)
+            return true;
+    return false;
+}
+
 static size_t
 exec_poll_one(ExecTable *t, struct pollfd *pfd, size_t n, size_t cap, size_t slot, int fd,
               short events, PollKind kind)

@@ -62,6 +62,9 @@ int exec_stdin(ExecTable *t, uint32_t exec_id, const uint8_t *data, size_t len, 
 void exec_kill_all(ExecTable *t);
 /* True when no exec has a live process (used by Shutdown). */
 bool exec_all_gone(const ExecTable *t);
+/* True while a reaped exec still drains its output before its ExecExit (at most
+ * EXEC_DRAIN_GRACE_MSEC): a Finalize's manifest waits, so the host has every exit first. */
+bool exec_any_draining(const ExecTable *t);
 
 /* Loop integration: add fds to poll (pipes only while outq has room), handle the results,
  * reap after SIGCHLD, run deadlines. */

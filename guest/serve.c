@@ -163,7 +163,32 @@ serve_build_poll(Server *s, struct pollfd *pfd, size_t *ret_n_exec)
     return n;
 }
 
-/* Work that needs no fd: deadlines and one mirror record. Returns the poll timeout. */
+/* A Finalize's manifest, one frame a turn, once the mirror has sent what it had pending.
+ * Returns true when more frames follow. */
+static bool
+serve_manifest_work(Server *s)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    if (!s->manifest || (s->mirror && mirror_has_work(s->mirror)) || !outq_has_room(&s->q) ||
+        exec_any_draining(s->execs))
+        return false;
+    if (manifest_walk_send_next(s->manifest, &s->q, s->finalize_req_id, &err) < 0) {
+        log_error("finalize: %s", err->message);
+        if (reply_from_error(&s->q, s->finalize_req_id, err) < 0)
+            log_error("finalize error not queued: %m");
+        manifest_walk_free(TAKE_PTR(s->manifest));
+        return false;
+    }
+    if (manifest_walk_done(s->manifest)) {
+        manifest_walk_free(TAKE_PTR(s->manifest));
+        return false;
+    }
+    return true;
+}
+
+/* Work that needs no fd: deadlines, one mirror record, one manifest frame. Returns the poll
+ * timeout. */
 static int
 serve_idle_work(Server *s)
 {
@@ -180,6 +205,8 @@ serve_idle_work(Server *s)
         mirror_send_next(s->mirror, &s->q, &mirror_err) < 0)
         log_error("mirror: %s", mirror_err->message);
     if (s->mirror && mirror_has_work(s->mirror) && outq_has_room(&s->q))
+        return 0;
+    if (serve_manifest_work(s))
         return 0;
     return exec_timeout_msec(s->execs, now);
 }
@@ -280,6 +307,7 @@ serve_close(Server *s)
     }
     mirror_free(s->mirror);
     proxy_free(s->proxy);
+    manifest_walk_free(s->manifest);
     exec_table_free(s->execs);
     session_clear(&s->session);
     outq_clear(&s->q);

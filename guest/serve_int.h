@@ -7,6 +7,7 @@
 #include "env.h"
 #include "exec.h"
 #include "frame.h"
+#include "manifest.h"
 #include "mirror.h"
 #include "outq.h"
 #include "proxy.h"
@@ -33,6 +34,9 @@ typedef struct Server {
     int sig_fd;
     bool shutdown_requested;
     uint32_t shutdown_req_id;
+    bool finalizing;       /* Finalize received: only FileGet, Ping and Shutdown from now on */
+    uint32_t finalize_req_id;
+    ManifestWalk *manifest; /* from Finalize until its last frame is queued */
     uint8_t *file_buf; /* FILE_CHUNK_MAX_BYTES, for FileGet */
 } Server;
 
@@ -51,3 +55,8 @@ int session_workspace_check(const char *workspace, bool sync, Error **errp);
  * unmounts the workspace. Best effort: what fails is logged by the caller via errp. */
 int session_shutdown(Server *s, Error **errp);
 void session_clear(Session *ss);
+/* Finalize: kills every exec (waiting as Shutdown does) and the proxy, syncs the workspace,
+ * reads the mirror's last events and starts the manifest walk; the loop sends the mirror's
+ * pending records, then the manifest frames (serve.c). */
+int session_finalize(Server *s, const Stockade__Runner__Finalize *f, uint32_t req_id,
+                     Error **errp);

@@ -244,10 +244,28 @@ session_wait_execs(Server *s)
 }
 
 int
+session_finalize(Server *s, const Stockade__Runner__Finalize *f, uint32_t req_id, Error **errp)
+{
+    s->finalizing = true;
+    s->finalize_req_id = req_id;
+    exec_kill_all(s->execs);
+    session_wait_execs(s);
+    proxy_free(TAKE_PTR(s->proxy));
+    _cleanup_close_ int fd = openat(s->session.ws_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd) < 0) /* the salvage, should the host need it, sees everything */
+        return error_set(errp, E_IO, errno, "sync the workspace");
+    if (s->mirror && mirror_on_events(s->mirror, errp) < 0) /* closes of the last moments */
+        return -1;
+    s->manifest = manifest_walk_new(s->session.ws_fd, f, errp);
+    return s->manifest ? 0 : -1;
+}
+
+int
 session_shutdown(Server *s, Error **errp)
 {
     exec_kill_all(s->execs);
     session_wait_execs(s);
+    manifest_walk_free(TAKE_PTR(s->manifest));
     mirror_free(s->mirror);
     s->mirror = NULL;
     proxy_free(TAKE_PTR(s->proxy)); /* before the unmount: clients may hold workspace files */

@@ -91,6 +91,8 @@ static const Key keys[] = {
     {SEC_SESSIONS, "max_guest_events", K_UINT, SC(max_guest_events), 0, 0, 10000000},
     {SEC_SESSIONS, "extract_max_files", K_UINT, SC(extract.max_files), 0, 1, 10000000},
     {SEC_SESSIONS, "extract_timeout_s", K_USEC, SC(extract.max_usec), 0, 1, 3600},
+    {SEC_SESSIONS, "finalize_timeout_s", K_USEC, SC(finalize_base_usec), 0, 0, 600},
+    {SEC_SESSIONS, "finalize_ms_per_mib", K_UINT, DC(finalize_ms_per_mib), 0, 0, 60000},
     /* [quota]: the limits of tenants that have none of their own (admit.h) */
     {SEC_QUOTA, "max_sessions", K_U64, QC(max_sessions), 0, 0, ADMIT_QUOTA_VALUE_MAX},
     {SEC_QUOTA, "wallet_guest_seconds", K_U64, QC(wallet_guest_seconds), 0, 0,
@@ -171,6 +173,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     c->mirror_budget_mib = (unsigned) (c->sessions.mirror_budget_bytes >> 20);
     c->mirror_max_file_mib = (unsigned) (c->sessions.mirror_max_file_bytes >> 20);
     c->extract_max_mib = (unsigned) (c->sessions.extract.max_total_bytes >> 20);
+    c->finalize_ms_per_mib = c->sessions.finalize_usec_per_mib / 1000;
     c->artifact_max_age_h = (unsigned) (c->sessions.artifact_max_age_usec / 3600000000ull);
     c->artifact_max_total_gib = (unsigned) (c->sessions.artifact_max_total_bytes >> 30);
     add_default_pool(c, "python", 512, 2, 4);
@@ -420,6 +423,7 @@ config_finish(DaemonConfig *c, Error **errp)
     sc->mirror_budget_bytes = (uint64_t) c->mirror_budget_mib << 20;
     sc->mirror_max_file_bytes = (uint64_t) c->mirror_max_file_mib << 20;
     sc->extract.max_total_bytes = (uint64_t) c->extract_max_mib << 20;
+    sc->finalize_usec_per_mib = c->finalize_ms_per_mib * 1000u;
     sc->artifact_max_age_usec = (uint64_t) c->artifact_max_age_h * 3600000000ull;
     sc->artifact_max_total_bytes = (uint64_t) c->artifact_max_total_gib << 30;
     sc->exec_uid = c->pool.exec_uid;

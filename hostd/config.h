@@ -15,7 +15,8 @@
  *   [sessions]          default_timeout_s, max_timeout_s, exec_timeout_s, pending_timeout_s,
  *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
  *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
- *                       extract_max_files, extract_timeout_s
+ *                       extract_max_files, extract_timeout_s, finalize_timeout_s,
+ *                       finalize_ms_per_mib
  *   [quota]             max_sessions, wallet_guest_seconds, max_vcpus, max_memory_mib,
  *                       max_timeout_s, sessions_per_minute, output_bytes, workspace_bytes:
  *                       the limits of tenants without their own (a new tenant gets a copy)
@@ -61,6 +62,7 @@ typedef struct DaemonConfig {
     SessionsConfig sessions;
     E2bConfig e2b;
     unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;
+    unsigned finalize_ms_per_mib;
     unsigned artifact_max_age_h, artifact_max_total_gib;
     PoolConfig pool;                         /* string fields point into this struct */
     PoolShapeConfig shapes[POOL_SHAPES_MAX];

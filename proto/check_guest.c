@@ -60,6 +60,31 @@ check_file_changed(const Stockade__Runner__FileChanged *c, char *err, size_t err
     return 0;
 }
 
+/* Per frame only; what spans frames (totals, duplicates, caps) is the host's manifest check. */
+static int
+check_manifest(const Stockade__Runner__Manifest *m, char *err, size_t errcap)
+{
+    size_t path_bytes = 0;
+
+    if (!check_known(&m->base) || m->n_entries > MANIFEST_FRAME_MAX_ENTRIES)
+        return FAIL("manifest: unknown fields or over %d entries", MANIFEST_FRAME_MAX_ENTRIES);
+    if (!m->last && (m->total_entries || m->total_file_bytes || m->truncated || m->skipped))
+        return FAIL("manifest: totals before the last frame");
+    for (size_t i = 0; i < m->n_entries; i++) {
+        const Stockade__Runner__ManifestEntry *e = m->entries[i];
+        if (!check_known(&e->base) || !msg_path_is_valid(e->path, false))
+            return FAIL("manifest.entries: bad path");
+        bool dir = e->type == STOCKADE__RUNNER__MANIFEST_ENTRY__TYPE__DIR;
+        if ((!dir && e->type != STOCKADE__RUNNER__MANIFEST_ENTRY__TYPE__FILE) ||
+            (e->mode & ~0777u) != 0 || (dir && e->size != 0))
+            return FAIL("manifest.entries: bad type, mode or size");
+        path_bytes += strlen(e->path);
+    }
+    if (path_bytes > MANIFEST_FRAME_MAX_PATH_BYTES)
+        return FAIL("manifest: paths over %u bytes in one frame", MANIFEST_FRAME_MAX_PATH_BYTES);
+    return 0;
+}
+
 static int
 check_error(const Stockade__Runner__Error *e, char *err, size_t errcap)
 {
@@ -109,6 +134,8 @@ check_guest_body(const GuestMsg *m, char *err, size_t errcap)
         return check_file_changed(m->file_changed, err, errcap);
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
         return check_error(m->error, err, errcap);
+    case STOCKADE__RUNNER__GUEST_MSG__BODY_MANIFEST:
+        return check_manifest(m->manifest, err, errcap);
     case STOCKADE__RUNNER__GUEST_MSG__BODY_PONG:
         return check_known(&m->pong->base) ? 0 : FAIL("pong: unknown fields");
     case STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN:

@@ -175,6 +175,13 @@ check_host_body(const HostMsg *m, char *err, size_t errcap)
         return check_known(&m->ping->base) ? 0 : FAIL("ping: unknown fields");
     case STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE:
         return check_prepare(m->prepare, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE:
+        if (!check_known(&m->finalize->base) || m->finalize->max_entries == 0 ||
+            m->finalize->max_entries > FINALIZE_MAX_ENTRIES || m->finalize->max_path_bytes == 0 ||
+            m->finalize->max_path_bytes > PATH_MAX_BYTES || m->finalize->max_depth == 0 ||
+            m->finalize->max_depth > PATH_MAX_DEPTH)
+            return FAIL("finalize: a cap outside its range");
+        return 0;
     case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_OPEN_RESULT:
         return check_tunnel_open_result(m->tunnel_open_result, err, errcap);
     case STOCKADE__RUNNER__HOST_MSG__BODY_TUNNEL_DATA:

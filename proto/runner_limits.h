@@ -3,7 +3,7 @@
  * is a protocol change: bump PROTOCOL_VERSION. */
 #pragma once
 
-#define PROTOCOL_VERSION 3 /* 2: Prepare; 3: egress tunnel */
+#define PROTOCOL_VERSION 4 /* 2: Prepare; 3: egress tunnel; 4: Finalize */
 
 #define FRAME_HDR_BYTES 4
 #define FRAME_MAX_BYTES (512u * 1024u)   /* one encoded message */
@@ -43,6 +43,14 @@
 #define TUNNEL_DATA_MAX_BYTES (64u * 1024u)
 #define TUNNEL_HOST_MAX_BYTES 255
 #define TUNNEL_PORT_MAX 65535
+
+/* Finalize (runner.proto "Finalize"): the manifest of a clean end. Bounds what a lying runner
+ * can make the host hold: entries x their path bytes. The host asks for its own salvage caps
+ * (ExtractLimits: entries, path bytes, depth) within these. */
+#define FINALIZE_MAX_ENTRIES 100000
+#define FINALIZE_MAX_PATH_BYTES_TOTAL (16u * 1024u * 1024u)
+#define MANIFEST_FRAME_MAX_ENTRIES 256
+#define MANIFEST_FRAME_MAX_PATH_BYTES (256u * 1024u) /* keeps a frame under FRAME_MAX_BYTES */
 
 #define VERSION_MAX_BYTES 64
 #define ERROR_MESSAGE_MAX_BYTES 256

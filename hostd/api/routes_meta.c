@@ -115,6 +115,16 @@ metrics_on_loop(ApiCtx *c)
                 ss.extraction_bytes);
         counter(f, "stockade_extraction_failures_total", "Salvages that failed.",
                 ss.extraction_failures);
+        fprintf(f, "# HELP stockade_artifacts_total Sessions whose files were brought out, by "
+                   "path: over the channel at a clean end, or salvaged from the disk.\n"
+                   "# TYPE stockade_artifacts_total counter\n"
+                   "stockade_artifacts_total{via=\"channel\"} %llu\n"
+                   "stockade_artifacts_total{via=\"salvage\"} %llu\n",
+                (unsigned long long) ss.artifacts_channel,
+                (unsigned long long) ss.artifacts_salvage);
+        counter(f, "stockade_finalize_fallbacks_total",
+                "Clean ends whose finalize over the channel failed, so the disk was salvaged.",
+                ss.finalize_fallbacks);
         histogram_text(f, "stockade_handout_seconds", "Session created to guest ready.",
                        &ss.handout);
         histogram_text(f, "stockade_extraction_seconds", "Salvage of a workspace disk.",

@@ -135,10 +135,10 @@ dest_create_file(int dest_fd, const char *path, uint32_t *ret_created)
     return dest_openat2(dest_fd, path, flags, 0600);
 }
 
-int
-dest_file_finish(int fd, uint32_t mode, int64_t mtime_sec)
+static int
+dest_file_finish_ts(int fd, uint32_t mode, struct timespec mtime)
 {
-    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t) mtime_sec}};
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, mtime};
     int r = 0;
     if (fchmod(fd, mode) < 0)
         r = -errno;
@@ -147,6 +147,20 @@ dest_file_finish(int fd, uint32_t mode, int64_t mtime_sec)
     if (close(fd) < 0 && r == 0 && errno != EINTR)
         r = -errno;
     return r;
+}
+
+int
+dest_file_finish(int fd, uint32_t mode, int64_t mtime_sec)
+{
+    return dest_file_finish_ts(fd, mode, (struct timespec){.tv_sec = (time_t) mtime_sec});
+}
+
+int
+dest_file_finish_ns(int fd, uint32_t mode, uint64_t mtime_ns)
+{
+    return dest_file_finish_ts(fd, mode,
+                               (struct timespec){.tv_sec = (time_t) (mtime_ns / 1000000000u),
+                                                 .tv_nsec = (long) (mtime_ns % 1000000000u)});
 }
 
 void

@@ -22,6 +22,8 @@ int dest_create_file(int dest_fd, const char *path, uint32_t *ret_created);
 
 /* Applies the final mode and mtime, then closes fd. Returns 0 or -errno (fd closed anyway). */
 int dest_file_finish(int fd, uint32_t mode, int64_t mtime_sec);
+/* The same with a nanosecond mtime (a manifest's), so a later size+mtime compare is exact. */
+int dest_file_finish_ns(int fd, uint32_t mode, uint64_t mtime_ns);
 
 /* Removes a file cut short. Best effort. */
 void dest_unlink(int dest_fd, const char *path);

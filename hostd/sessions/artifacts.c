@@ -1,5 +1,6 @@
 /* Artifact folders: <state>/artifacts/<id>/files holds what a session left (the live mirror,
- * then merged with the salvage); .mirror/ and .salvage/ are work areas removed at the end.
+ * then merged with the salvage, or with what a finalize fetched over the channel); .mirror/,
+ * .salvage/ and .finalize/ are work areas removed at the end.
  *
  * Merge rule, per file: the salvaged copy (from the disk, after the kill) replaces the
  * mirrored one only when its mtime is newer. A file closed just before the kill may be on
@@ -127,13 +128,22 @@ int
 artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
                 uint64_t *ret_bytes, uint32_t *ret_files, bool *ret_capped, Error **errp)
 {
+    return artifacts_merge_from(artifacts_dir, id, ".salvage", max_files, ret_bytes, ret_files,
+                                ret_capped, errp);
+}
+
+int
+artifacts_merge_from(const char *artifacts_dir, const char *id, const char *work,
+                     uint32_t max_files, uint64_t *ret_bytes, uint32_t *ret_files,
+                     bool *ret_capped, Error **errp)
+{
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    char salvage[1024], files[1024], mirror[1024];
+    static const char *const work_areas[] = {".salvage", ".finalize", ".mirror"};
+    char salvage[1024], files[1024], other[1024];
     int r = 0;
 
-    snprintf(salvage, sizeof(salvage), "%s/%s/.salvage", artifacts_dir, id);
+    snprintf(salvage, sizeof(salvage), "%s/%s/%s", artifacts_dir, id, work);
     snprintf(files, sizeof(files), "%s/%s/files", artifacts_dir, id);
-    snprintf(mirror, sizeof(mirror), "%s/%s/.mirror", artifacts_dir, id);
     pthread_mutex_lock(&lock);
     merge.files_fd = open(files, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     merge.prefix_len = strlen(salvage);
@@ -158,8 +168,10 @@ artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
     *ret_files = tally.files;
     *ret_capped = merge.capped;
     pthread_mutex_unlock(&lock);
-    rm_rf(salvage);
-    rm_rf(mirror);
+    for (size_t i = 0; i < ELEMENTSOF(work_areas); i++) { /* a failed finalize's leftovers too */
+        snprintf(other, sizeof(other), "%s/%s/%s", artifacts_dir, id, work_areas[i]);
+        rm_rf(other);
+    }
     return r;
 }
 

@@ -1,6 +1,8 @@
-/* Every way a session ends: stop accepting the guest, destroy it without its help (a finished
- * task's runner may first sync, for at most sync_grace), pull the workspace out with the warm
- * extraction appliance (or a cold one when none is up), merge with the live mirror, end.
+/* Every way a session ends. A clean end whose runner still answers (a completed task, a
+ * closed session) hands its files over the channel (session_finalize.c) and ends without a
+ * disk read. Every other end, and a finalize that fails, stops accepting the guest, destroys
+ * it without its help, pulls the workspace out with the warm extraction appliance (or a cold
+ * one when none is up), merges with the live mirror, and ends.
  * Also owns the extraction appliance: launched as soon as the pool's disks exist, in parallel
  * with the accel decision (under TCG until KVM is proven: TCG works on every host), relaunched
  * with KVM once the pool decides KVM and no salvage uses it, and when a salvage leaves it
@@ -60,11 +62,9 @@ session_on_gone(Guest *g, uint64_t requested_usec, uint64_t gone_usec, void *use
     session_extract(s);
 }
 
-static void
+void
 session_release_guest(Session *s)
 {
-    loop_cancel_timer(s->mgr->loop, s->sync_timer);
-    s->sync_timer = 0;
     s->accepting = false;
     if (s->rec.stopped_usec == 0)
         s->rec.stopped_usec = (int64_t) wall_usec(); /* the guest's life, and its charge, end */
@@ -72,38 +72,6 @@ session_release_guest(Session *s)
     session_egress_stop(s); /* every stream closes before the guest goes */
     session_guest_events_summary(s); /* nothing from the guest counts from here on */
     pool_release(s->mgr->pool, s->guest, session_on_gone, s);
-}
-
-static void
-session_on_sync_timeout(Loop *l, void *userdata)
-{
-    Session *s = userdata;
-    (void) l;
-    s->sync_timer = 0;
-    session_release_guest(s);
-}
-
-/* A finished task: ask the runner to sync and unmount, then destroy anyway. */
-static void
-session_start_graceful(Session *s)
-{
-    Stockade__Runner__Shutdown sd = STOCKADE__RUNNER__SHUTDOWN__INIT;
-    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
-    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_SHUTDOWN;
-    m.shutdown = &sd;
-    if (guest_send(s->guest, &m, &s->sync_req, NULL) < 0) {
-        session_release_guest(s);
-        return;
-    }
-    s->sync_timer = loop_add_timer(s->mgr->loop, now_usec() + s->mgr->cfg.sync_grace_usec,
-                                   session_on_sync_timeout, s);
-}
-
-void
-session_sync_acked(Session *s)
-{
-    if (s->sync_timer)
-        session_release_guest(s);
 }
 
 /* A session that never had a guest ends at once: nothing to destroy, nothing to salvage. */
@@ -125,8 +93,8 @@ session_end(Session *s, const char *reason)
 
     if (s->state >= ST_STOPPING)
         return; /* the first reason wins */
-    bool graceful = s->graceful && s->guest && strcmp(reason, "completed") == 0;
-    s->accepting = graceful; /* a finished task's last mirror records may still come */
+    bool finalize = session_finalize_wanted(s, reason);
+    s->accepting = finalize; /* the runner's last mirror records and its manifest come */
     session_cancel_timers(s);
     session_ops_fail_all(s, reason);
     if (strcmp(reason, "cancelled") == 0)
@@ -143,8 +111,8 @@ session_end(Session *s, const char *reason)
         session_end_unbound(s, reason);
         return;
     }
-    if (graceful)
-        session_start_graceful(s);
+    if (finalize)
+        session_finalize_start(s);
     else
         session_release_guest(s);
 }
@@ -215,12 +183,16 @@ extract_job_done(void *userdata)
     ExtractJob *j = userdata;
     Session *s = j->s;
     Sessions *m = j->m;
-    json_t *attrs = json_pack("{s:I,s:i,s:i,s:b,s:s,s:I}", "bytes", (json_int_t) j->merged_bytes,
+    json_t *attrs = json_pack("{s:s,s:I,s:i,s:i,s:b,s:s,s:I}", "via", "salvage", "bytes",
+                              (json_int_t) j->merged_bytes,
                               "files", (int) j->merged_files, "skipped", (int) j->stats.skipped,
                               "truncated", j->stats.truncated, "stop",
                               extract_stop_name(j->stats.stop), "salvage_ms",
                               (json_int_t) ((now_usec() - s->extract_started_usec) / 1000));
 
+    if (s->fin_fallback) /* a finalize was tried and failed: say why */
+        json_object_set_new(attrs, "finalize_fallback", json_string(s->fin_fallback));
+    m->stats.artifacts_salvage++;
     histogram_add(&m->stats.extraction, now_usec() - s->extract_started_usec);
     m->stats.extraction_bytes += j->stats.bytes;
     m->extractions_running -= j->appliance != NULL;

@@ -238,7 +238,6 @@ session_on_exec_exit(Session *s, const Stockade__Runner__ExecExit *x)
         s->rec.has_exit_code = true;
         s->rec.exit_code = x->exit_code >= 0 ? x->exit_code : 128 + x->signal;
         bool timed_out = e->end_reason && strcmp(e->end_reason, "timed_out") == 0;
-        s->graceful = !timed_out;
         session_end(s, timed_out ? "timed_out" : "completed");
     }
 }
@@ -295,6 +294,8 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
 
     if (!s->accepting)
         return; /* after a stop event nothing from the guest counts */
+    if (s->fin && session_finalize_on_message(s, m))
+        return;
     if (session_egress_is_tunnel(m->body_case)) {
         session_egress_on_message(s, m);
         return;
@@ -303,8 +304,6 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ACK:
         if (m->req_id == s->hello_req && s->state == ST_STARTING)
             session_on_hello_acked(s);
-        else if (s->sync_req && m->req_id == s->sync_req)
-            session_sync_acked(s);
         else
             session_ops_on_reply(s, m);
         break;
@@ -341,8 +340,10 @@ session_on_lost(Guest *g, const Error *why, void *userdata)
 {
     Session *s = userdata;
     (void) g;
-    if (s->graceful && s->state == ST_STOPPING)
-        return; /* the runner powered off after its sync, as asked */
+    if (s->fin) {
+        session_finalize_lost(s); /* the salvage takes over */
+        return;
+    }
     log_warn("session %s: guest lost: %s", s->rec.id, why->message);
     session_end(s, "guest_error");
 }

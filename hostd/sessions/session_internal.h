@@ -1,6 +1,7 @@
 /* Internal to hostd/sessions: the structures shared by its files.
  *   sessions.c        module life cycle, create, lookup, pending queue, API entry points
  *   session_end.c     every way a session ends: stop, destroy, extraction, ended
+ *   session_finalize.c a clean end over the channel: manifest, fetch, merge, ended
  *   session_guest.c   guest messages: hello, execs, output, errors, timers
  *   session_events.c  event emission, batching commits, publishing to the hub
  *   session_ops.c     file put/get round trips with a running guest, the task flow
@@ -33,6 +34,7 @@ typedef enum {
 } SessionState;
 
 typedef struct Session Session;
+typedef struct Finalize Finalize; /* session_finalize.c */
 
 typedef struct Exec {
     uint32_t id;
@@ -81,12 +83,12 @@ struct Session {
     SessionSpec spec;  /* deep copy */
     Guest *guest;
     uint32_t hello_req;
-    uint32_t sync_req; /* the Shutdown of a graceful stop */
-    bool accepting;    /* false from the first stop event on: guest messages are dropped */
-    bool graceful;     /* a finished task: the runner may sync before the destroy */
+    bool accepting;    /* false from the first stop event on (but a finalize's): messages dropped */
+    Finalize *fin;     /* a clean end over the channel in progress */
+    const char *fin_fallback; /* why that finalize gave way to the salvage (static), or NULL */
     uint64_t created_mono_usec;
     uint64_t lifetime_start_usec; /* monotonic: when the timeout timer was first armed */
-    TimerId timeout_timer, pending_timer, hello_timer, sync_timer;
+    TimerId timeout_timer, pending_timer, hello_timer;
     Exec *execs;
     uint32_t next_exec_id;
     Op *ops;
@@ -164,9 +166,21 @@ int session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, E
 
 /* session_end.c */
 void session_end(Session *s, const char *reason);
-void session_sync_acked(Session *s);
+/* Stops accepting the guest and destroys it; its disk is then salvaged (session_extract). */
+void session_release_guest(Session *s);
 void session_extract(Session *s);
 void sessions_extract_appliance_tick(Sessions *m);
+
+/* session_finalize.c */
+/* A clean end the runner can still serve: a running session that completed or was closed. */
+bool session_finalize_wanted(const Session *s, const char *reason);
+/* Sends Finalize; on any failure (now or later) falls back to session_release_guest(). */
+void session_finalize_start(Session *s);
+/* Takes the messages of a finalize (manifest, fetched data, their errors, late mirror records);
+ * false for the rest, which session_guest.c handles as usual. */
+bool session_finalize_on_message(Session *s, const GuestMsg *m);
+void session_finalize_lost(Session *s);
+void session_finalize_free(Session *s);
 
 /* session_ops.c */
 void session_ops_fail_all(Session *s, const char *why);
@@ -213,6 +227,10 @@ void artifacts_drop_work(Sessions *m, const char *id);
  * ones only while the folder holds fewer than max_files files. *ret_capped if some were left. */
 int artifacts_merge(const char *artifacts_dir, const char *id, uint32_t max_files,
                     uint64_t *ret_bytes, uint32_t *ret_files, bool *ret_capped, Error **errp);
+/* The same from another work area (".finalize": files fetched over the channel). */
+int artifacts_merge_from(const char *artifacts_dir, const char *id, const char *work,
+                         uint32_t max_files, uint64_t *ret_bytes, uint32_t *ret_files,
+                         bool *ret_capped, Error **errp);
 void artifacts_retention_tick(Sessions *m);
 /* One retention removal: the folder on a worker (_work), then the session's records on the
  * loop thread (_done, which frees the job). The records go only with the folder: if any of it

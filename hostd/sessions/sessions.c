@@ -27,7 +27,8 @@ sessions_config_defaults(SessionsConfig *c)
     c->mirror_budget_bytes = 256ull << 20;
     c->mirror_max_file_bytes = 64ull << 20;
     c->max_guest_events = SESSION_DEFAULT_MAX_GUEST_EVENTS;
-    c->sync_grace_usec = 3 * USEC_PER_SEC;
+    c->finalize_base_usec = SESSIONS_FINALIZE_BASE_USEC;
+    c->finalize_usec_per_mib = SESSIONS_FINALIZE_USEC_PER_MIB;
     c->artifact_max_age_usec = 7ull * 24 * 3600 * USEC_PER_SEC;
     c->artifact_max_total_bytes = 10ull << 30;
     c->exec_uid = 1000;
@@ -238,6 +239,7 @@ session_free(Session *s)
             break;
         }
     session_exec_free_all(s);
+    session_finalize_free(s);
     mirror_abort(s);
     session_egress_stop(s);
     spec_free(&s->spec);

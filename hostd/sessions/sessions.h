@@ -4,10 +4,13 @@
  *
  * A session is created at once (pending) and bound to a warm guest as soon as one is idle.
  * It ends by close, cancel, its timeout, its task's command finishing, the output limit, the
- * guest breaking, or the daemon stopping; every path destroys the guest without its help
- * (a finished task first asks the runner to sync, briefly), pulls the workspace disk out with
- * the warm extraction appliance into <state>/artifacts/<id>/files, merges it with the live
- * mirror, and ends with a reason. Nothing from the guest is accepted after a cancel event.
+ * guest breaking, or the daemon stopping. A completed task or a closed session asks its runner
+ * to finalize (stop its processes, flush the mirror, list the workspace), fetches over the
+ * channel what the live mirror lacks into <state>/artifacts/<id>/files, ends, then destroys
+ * the guest. Every other end (and a finalize that fails or misses its deadline) destroys the
+ * guest without its help, pulls the workspace disk out with the warm extraction appliance,
+ * merges it with the live mirror, and ends with a reason. Nothing from the guest is accepted
+ * after a cancel event.
  *
  * Every change is an event with a strictly increasing seq, stored (SQLite) in batches;
  * readers on other threads follow committed events through the EventHub.
@@ -34,6 +37,10 @@
 #define SESSION_ENV_MAX 128
 #define SESSION_FILES_MAX 1024   /* files uploaded with a task */
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
+/* A finalize (clean end over the channel) must end by base + per MiB moved: the runner's kill
+ * wait (2 s) and walk under TCG fit the base; the channel moves ~10+ MiB/s under TCG. */
+#define SESSIONS_FINALIZE_BASE_USEC (10ull * 1000000)
+#define SESSIONS_FINALIZE_USEC_PER_MIB (100u * 1000u)
 
 typedef struct Sessions Sessions;
 
@@ -54,7 +61,8 @@ typedef struct SessionsConfig {
     uint64_t mirror_budget_bytes;     /* live mirror content per session */
     uint64_t mirror_max_file_bytes;
     unsigned max_guest_events;        /* per session, see SESSION_DEFAULT_MAX_GUEST_EVENTS */
-    uint64_t sync_grace_usec;         /* a finished task's runner may sync this long */
+    uint64_t finalize_base_usec;      /* a clean end over the channel: base deadline; 0 = off */
+    unsigned finalize_usec_per_mib;   /* ... plus this per MiB moved (mirror flush, fetch) */
     uint64_t artifact_max_age_usec;   /* retention: artifacts and records of ended sessions */
     uint64_t artifact_max_total_bytes;
     uint32_t exec_uid, exec_gid;
@@ -199,6 +207,8 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
+    uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
+    uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
     uint64_t pending, live;
     /* The extraction appliance: "waiting" (for the pool's disks), "starting", "up" or
      * "failed" (retried); its accel settings; launches that succeeded / failed; how long the

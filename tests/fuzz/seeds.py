@@ -85,8 +85,9 @@ seeds = {
     "zero_len_not_sync": b"\x00" + b"\0\0\0\0XXXX" + frame(host_ping),
     "unknown_field": b"\x04" + frame(field(99, 0, 1)),
 }
-os.makedirs(OUT, exist_ok=True)
-for name, data in seeds.items():
-    with open(os.path.join(OUT, name), "wb") as f:
-        f.write(data)
-print(f"wrote {len(seeds)} seeds to {OUT}")
+if __name__ == "__main__":  # seeds_manifest.py imports the encoders
+    os.makedirs(OUT, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data)
+    print(f"wrote {len(seeds)} seeds to {OUT}")

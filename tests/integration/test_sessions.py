@@ -116,6 +116,7 @@ def scenario_cancel(d):
     assert not after, f"guest output accepted after the cancel event: {after}"
     assert events[-1]["state"] == "ended"
     art = next(e for e in events if e["type"] == "artifacts")
+    assert art["via"] == "salvage", f"a cancel must salvage the disk: {art}"
     tar, _ = workspace(d, sid)
     names = set(tar.getnames())
     for i in range(1, last + 1):  # every file written before the kill is back, whole
