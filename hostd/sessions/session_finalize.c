@@ -224,11 +224,7 @@ finalize_merge_done(void *userdata)
     s->rec.artifact_files = f->merged_files;
     s->rec.artifacts_truncated = truncated;
     session_event(s, "artifacts", 0, NULL, 0, attrs);
-    Guest *g = s->guest;
-    s->guest = NULL;
-    s->rec.guest[0] = '\0';
-    session_set_state(s, ST_ENDED, NULL); /* the files are on disk: ended now ... */
-    pool_release(m->pool, g, NULL, NULL); /* ... the destroy and the slot's reset follow */
+    session_set_state(s, ST_ENDED, NULL); /* the files are on disk: ended now */
     m->stats.ended++;
     session_free(s);
     sessions_check_stopped(m);
@@ -243,6 +239,14 @@ finalize_merge(Session *s)
     f->timer = 0;
     s->accepting = false; /* the folder is the worker's now */
     mirror_abort(s);
+    session_guest_events_summary(s); /* nothing from the guest counts from here on */
+    /* Every file is on the host: the guest's life, and its charge, end here (the merge is the
+     * host's work); its destroy and the slot's reset run while the merge does. */
+    s->rec.stopped_usec = (int64_t) wall_usec();
+    Guest *g = s->guest;
+    s->guest = NULL;
+    s->rec.guest[0] = '\0';
+    pool_release(s->mgr->pool, g, NULL, NULL);
     session_set_state(s, ST_EXTRACTING, NULL);
     if (workq_submit(s->mgr->q, finalize_merge_work, finalize_merge_done, s) < 0) {
         error_set(&f->err, E_INTERNAL, ENOMEM, "queue the merge");
