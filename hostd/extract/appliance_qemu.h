@@ -11,7 +11,8 @@
 #define APPLIANCE_QEMU_NAME "stockade-appliance-qemu"
 
 /* QEMU's own seccomp filter, as libvirt's guests have it (their QEMU sets it the same way). */
-#define APPLIANCE_QEMU_SANDBOX "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+#define APPLIANCE_QEMU_SANDBOX                                                                     \
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
 
 /* Address space beyond the guest RAM (-m): the TCG translation buffer (up to 1 GiB), glibc
  * arenas of the vCPU and I/O threads, libraries. Measured VmPeak of the 512 MiB, 2-vCPU
@@ -37,8 +38,8 @@ typedef struct QemuArgs {
     size_t argc;
     unsigned next_set; /* -add-fd set ids */
     unsigned n_fds;
-    uint64_t mem_mib;  /* from -m, for the address-space limit */
-    char err[256];     /* why the rewrite failed */
+    uint64_t mem_mib; /* from -m, for the address-space limit */
+    char err[256];    /* why the rewrite failed */
 } QemuArgs;
 
 /* Rewrites libguestfs's qemu argv (argv[0] excluded; not changed) so that qemu, started

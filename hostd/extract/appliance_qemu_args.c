@@ -115,8 +115,8 @@ drive_rewrite(QemuArgs *a, const char *val, const QemuFdOps *ops)
         /* Overrides the header's path: qemu reaches the disk through this fd only. */
         snprintf(extra, sizeof(extra), ",file.backing.file.filename=" FDSET_PATH "%u", disk);
     }
-    if (asprintf(&out, "%.*s%s=" FDSET_PATH "%u%s%s", (int) b, val, key, overlay, val + e,
-                 extra) < 0)
+    if (asprintf(&out, "%.*s%s=" FDSET_PATH "%u%s%s", (int) b, val, key, overlay, val + e, extra) <
+        0)
         return fail(a, "out of memory"), NULL;
     return out;
 }
@@ -209,8 +209,8 @@ qemu_args_rewrite(int argc, char *const *argv, const QemuFdOps *ops, QemuArgs *r
         else
             r = push(ret, rest[i]); /* frees it on failure */
     }
-    if (r == 0 && (push(ret, strdup("-sandbox")) < 0 ||
-                   push(ret, strdup(APPLIANCE_QEMU_SANDBOX)) < 0))
+    if (r == 0 &&
+        (push(ret, strdup("-sandbox")) < 0 || push(ret, strdup(APPLIANCE_QEMU_SANDBOX)) < 0))
         r = -1;
     ret->argv[ret->argc] = NULL;
     if (r < 0)

@@ -580,7 +580,8 @@ slot_fds_readonly(pid_t pid, int *ret_writable)
         snprintf(info, sizeof(info), "/proc/%d/fdinfo/%s", (int) pid, e->d_name);
         FILE *f = fopen(info, "r");
         while (f && fgets(line, sizeof(line), f))
-            if (strncmp(line, "flags:", 6) == 0 && (strtoul(line + 6, NULL, 8) & O_ACCMODE) != O_RDONLY) {
+            if (strncmp(line, "flags:", 6) == 0 &&
+                (strtoul(line + 6, NULL, 8) & O_ACCMODE) != O_RDONLY) {
                 fprintf(stderr, "writable fd %s on %s: %s", e->d_name, target, line);
                 (*ret_writable)++;
             }
@@ -617,9 +618,8 @@ case_sandbox(const char *when)
     printf("appliance qemu %d %s: Uid %s | Gid %s | Groups [%s] | CapEff %s CapPrm %s CapBnd %s | "
            "Seccomp %s NoNewPrivs %s | RLIMIT_AS %llu MiB | VmPeak %s VmRSS %s | slot fds %d (%d "
            "writable)\n",
-           (int) pid, when, uid, gid, groups, capeff, capprm, capbnd, seccomp, nnp,
-           as_mib, peak, rss,
-           n_slot_fds, writable);
+           (int) pid, when, uid, gid, groups, capeff, capprm, capbnd, seccomp, nnp, as_mib, peak,
+           rss, n_slot_fds, writable);
     fflush(stdout);
     EXPECT(uid[0] && strncmp(uid, "0", 1) != 0 && strstr(uid, "\t0") == NULL);
     EXPECT(gid[0] && strncmp(gid, "0", 1) != 0 && strstr(gid, "\t0") == NULL);
@@ -698,8 +698,8 @@ main(void)
     if (!scratch)
         return 1;
     snprintf(mnt, sizeof(mnt), "%s/mnt", scratch);
-    ExtractConfig cfg = {.force_tcg = true, .state_dir = scratch,
-                         .qemu_wrapper = STOCKADE_APPLIANCE_QEMU};
+    ExtractConfig cfg = {
+        .force_tcg = true, .state_dir = scratch, .qemu_wrapper = STOCKADE_APPLIANCE_QEMU};
     Launch l = {.cfg = &cfg};
     pthread_t t;
     bool launched = false;

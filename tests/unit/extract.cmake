@@ -1,3 +1,6 @@
 # hostd/extract: the pure parts (tar parser, safe writer, name checks, pre-scan decoder).
 stockade_test(NAME unit_extract LABEL unit SOURCES test_extract.c
               LIBS stockade_extract_untar stockade_base PkgConfig::CMOCKA)
+# The appliance qemu wrapper's argv rewrite (what qemu may open by path), with fake fds.
+stockade_test(NAME unit_appliance_qemu LABEL unit SOURCES test_appliance_qemu.c
+              LIBS stockade_appliance_qemu_args stockade_base PkgConfig::CMOCKA)
