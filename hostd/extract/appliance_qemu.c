@@ -161,9 +161,8 @@ main(int argc, char **argv)
     /* Only stdio is meant for qemu (libguestfs's console); nothing else the daemon had open. */
     if (close_range(3, ~0u, 0) < 0)
         die_errno("close_range");
-    if (qemu_args_rewrite(argc, argv, &ops, &args) < 0) {
+    if (qemu_args_rewrite(argc, argv, &ops, &args) < 0)
         die("arguments", args.err);
-    }
     limits_set(args.mem_mib);
     privileges_drop(STOCKADE_APPLIANCE_UID, STOCKADE_APPLIANCE_GID);
     if (setenv("TMPDIR", QEMU_TMPDIR, 1) < 0)
