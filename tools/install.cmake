@@ -2,6 +2,8 @@
 #
 #   bin/stockade                              the operator CLI
 #   sbin/stockaded                            the daemon (rule in hostd/stockaded.cmake)
+#   sbin/stockade-appliance-qemu              the extraction appliance's unprivileged qemu
+#                                             launcher, found beside stockaded (hostd/extract)
 #   share/stockade/images/<name>/             vmlinux, initramfs.cpio, root.ext4, manifest.json
 #                                             (stockaded and `stockade doctor` look here first)
 #   libexec/stockade/stockade-runner          the static guest runner (for image builds)

@@ -6,6 +6,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "appliance_qemu.h"
 #include "log.h"
 #include "procfs.h"
 #include "watchdog.h"
@@ -63,15 +66,42 @@ appliance_sh(ExtractAppliance *a, const char *script, char **ret_out, Error **er
     return 0;
 }
 
+/* The hypervisor wrapper: cfg's, or APPLIANCE_QEMU_NAME beside /proc/self/exe. */
+static int
+appliance_qemu_path(const ExtractConfig *cfg, char *buf, size_t cap, Error **errp)
+{
+    char self[PATH_MAX];
+    int n;
+
+    if (cfg->qemu_wrapper) {
+        n = snprintf(buf, cap, "%s", cfg->qemu_wrapper);
+    } else {
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (len < 0)
+            return error_set(errp, E_UNAVAILABLE, errno, "find the running program");
+        self[len] = '\0';
+        n = snprintf(buf, cap, "%s/%s", dirname(self), APPLIANCE_QEMU_NAME);
+    }
+    if (n < 0 || (size_t) n >= cap)
+        return error_set(errp, E_INVALID, ENAMETOOLONG, "appliance qemu wrapper path");
+    if (access(buf, X_OK) < 0) /* fail closed: never a privileged qemu instead */
+        return error_set(errp, E_UNAVAILABLE, errno, "appliance qemu wrapper %s", buf);
+    return 0;
+}
+
 static int
 appliance_configure(guestfs_h *g, const ExtractConfig *cfg, Error **errp)
 {
+    char hv[PATH_MAX];
+    if (appliance_qemu_path(cfg, hv, sizeof(hv), errp) < 0)
+        return -1;
     char *tcg[] = {(char *) "force_tcg", NULL};
     unsigned mem = cfg->memsize_mib ? cfg->memsize_mib : APPLIANCE_DEFAULT_MEMSIZE_MIB;
     unsigned smp = cfg->smp ? cfg->smp : APPLIANCE_DEFAULT_SMP;
 
     guestfs_set_error_handler(g, NULL, NULL);
-    if (guestfs_set_backend(g, "direct") < 0 ||
+    /* qemu runs through the wrapper: unprivileged, seccomp, disks as read-only fds. */
+    if (guestfs_set_backend(g, "direct") < 0 || guestfs_set_hv(g, hv) < 0 ||
         (cfg->force_tcg && guestfs_set_backend_settings(g, tcg) < 0) ||
         guestfs_set_memsize(g, (int) mem) < 0 || guestfs_set_smp(g, (int) smp) < 0 ||
         guestfs_set_autosync(g, 0) < 0 || guestfs_set_pgroup(g, 1) < 0 ||

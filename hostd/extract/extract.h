@@ -81,7 +81,12 @@ typedef struct ExtractConfig {
     unsigned memsize_mib;  /* appliance RAM; 0 = 512 */
     unsigned smp;          /* appliance vCPUs; 0 = 2 */
     const char *state_dir; /* libguestfs temp dir (overlays); must exist; NULL = its default */
-    const char *cache_dir; /* supermin appliance cache; NULL = libguestfs's default */
+    const char *cache_dir; /* supermin appliance cache; NULL = libguestfs's default. Its
+                            * kernel, initrd and root must be world-readable (the default) */
+    /* The stockade-appliance-qemu wrapper qemu is started through (unprivileged, seccomp);
+     * NULL = the one beside the running program (stockaded's install and build layout). There
+     * is no fallback to a privileged qemu: without it the start fails (E_UNAVAILABLE). */
+    const char *qemu_wrapper;
     /* Launch + setup deadline; past it qemu is killed and the start fails with E_TIMEOUT.
      * 0 = EXTRACT_LAUNCH_TCG_USEC under TCG, EXTRACT_LAUNCH_KVM_USEC with KVM. */
     uint64_t launch_timeout_usec;

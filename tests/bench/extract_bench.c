@@ -114,7 +114,8 @@ main(void)
         fprintf(stderr, "could not build the bench images\n");
         return 1;
     }
-    ExtractConfig cfg = {.force_tcg = true, .state_dir = scratch};
+    ExtractConfig cfg = {.force_tcg = true, .state_dir = scratch,
+                         .qemu_wrapper = STOCKADE_APPLIANCE_QEMU};
     bench_warm(&cfg);
     ExtractStats st = {0};
     char disk[4096];

@@ -10,7 +10,11 @@
  *              then the slot reset in place with a second killed image (EXT4_IOC_SHUTDOWN)
  *              holding new content: both come back whole, the second with the NEW content
  *              (journal replay must not have poisoned libguestfs's overlay);
- *  - cold:     the one-shot fallback on the second killed image.
+ *  - cold:     the one-shot fallback on the second killed image;
+ *  - sandbox:  the appliance's qemu (started through stockade-appliance-qemu) runs without
+ *              root, capabilities or new privileges, under seccomp and an address-space
+ *              limit, and holds every slot disk read-only; checked right after launch and
+ *              again after all the salvages (their RSS and the launch time are printed).
  * Everything it makes (appliance, loop mounts, temp dirs) is removed, also on failure. */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 #include <unistd.h>
 
 #include "extract.h"
+#include "procfs.h"
 #include "testlib.h"
 #include "timeutil.h"
 
@@ -492,6 +497,142 @@ case_launch_deadline(const ExtractConfig *base)
     error_free(err);
 }
 
+/* ------------------------------------------------------------------ sandbox */
+
+/* Our child running a qemu binary (comm "qemu-system-x86"): the appliance's, nothing else. */
+static pid_t
+find_qemu_child(void)
+{
+    pid_t found = 0;
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        pid_t pid = (pid_t) atoi(e->d_name);
+        ProcStat st;
+        char path[64], comm[32] = {0};
+        if (pid <= 1 || proc_stat_read(pid, &st) < 0 || st.ppid != getpid())
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int) pid);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(comm, sizeof(comm), f) && strncmp(comm, "qemu", 4) == 0)
+            found = pid;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* The value after "key:" in /proc/<pid>/status, or "" if absent. */
+static void
+status_field(pid_t pid, const char *key, char *buf, size_t cap)
+{
+    char path[64], line[256];
+    size_t klen = strlen(key);
+    snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+            char *v = line + klen + 1;
+            v += strspn(v, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            snprintf(buf, cap, "%s", v);
+        }
+    if (f)
+        fclose(f);
+}
+
+/* The soft "Max address space" of pid in MiB (/proc/<pid>/limits: prlimit() would need
+ * CAP_SYS_RESOURCE, which containers may not grant), 0 for unlimited or unreadable. */
+static unsigned long long
+as_limit_mib(pid_t pid)
+{
+    char path[64], line[256];
+    unsigned long long v = 0;
+    snprintf(path, sizeof(path), "/proc/%d/limits", (int) pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "Max address space", 17) == 0)
+            v = strtoull(line + 17 + strspn(line + 17, " "), NULL, 10) >> 20; /* "unlimited": 0 */
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Every fd of pid on a slot disk is read-only (O_RDONLY); returns how many there are. */
+static int
+slot_fds_readonly(pid_t pid, int *ret_writable)
+{
+    char dir[64], slot_prefix[4200];
+    int n = 0;
+    *ret_writable = 0;
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int) pid);
+    snprintf(slot_prefix, sizeof(slot_prefix), "%s/slot", scratch);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char link[4200], target[4200] = {0}, info[320], line[128];
+        snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+        if (readlink(link, target, sizeof(target) - 1) <= 0 ||
+            strncmp(target, slot_prefix, strlen(slot_prefix)) != 0)
+            continue;
+        n++;
+        snprintf(info, sizeof(info), "/proc/%d/fdinfo/%s", (int) pid, e->d_name);
+        FILE *f = fopen(info, "r");
+        while (f && fgets(line, sizeof(line), f))
+            if (strncmp(line, "flags:", 6) == 0 &&
+                (strtoul(line + 6, NULL, 8) & O_ACCMODE) != O_RDONLY) {
+                fprintf(stderr, "writable fd %s on %s: %s", e->d_name, target, line);
+                (*ret_writable)++;
+            }
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The appliance's qemu parses what hostile guests wrote: it must hold no privilege. */
+static void
+case_sandbox(const char *when)
+{
+    char uid[128], gid[128], groups[128], capeff[64], capprm[64], capbnd[64], seccomp[16], nnp[16],
+        rss[64], peak[64];
+    pid_t pid = find_qemu_child();
+    EXPECT(pid > 0);
+    if (pid <= 0)
+        return;
+    status_field(pid, "Uid", uid, sizeof(uid));
+    status_field(pid, "Gid", gid, sizeof(gid));
+    status_field(pid, "Groups", groups, sizeof(groups));
+    status_field(pid, "CapEff", capeff, sizeof(capeff));
+    status_field(pid, "CapPrm", capprm, sizeof(capprm));
+    status_field(pid, "CapBnd", capbnd, sizeof(capbnd));
+    status_field(pid, "Seccomp", seccomp, sizeof(seccomp));
+    status_field(pid, "NoNewPrivs", nnp, sizeof(nnp));
+    status_field(pid, "VmRSS", rss, sizeof(rss));
+    status_field(pid, "VmPeak", peak, sizeof(peak));
+    unsigned long long as_mib = as_limit_mib(pid);
+    int writable, n_slot_fds = slot_fds_readonly(pid, &writable);
+    printf("appliance qemu %d %s: Uid %s | Gid %s | Groups [%s] | CapEff %s CapPrm %s CapBnd %s | "
+           "Seccomp %s NoNewPrivs %s | RLIMIT_AS %llu MiB | VmPeak %s VmRSS %s | slot fds %d (%d "
+           "writable)\n",
+           (int) pid, when, uid, gid, groups, capeff, capprm, capbnd, seccomp, nnp, as_mib, peak,
+           rss, n_slot_fds, writable);
+    fflush(stdout);
+    EXPECT(uid[0] && strncmp(uid, "0", 1) != 0 && strstr(uid, "\t0") == NULL);
+    EXPECT(gid[0] && strncmp(gid, "0", 1) != 0 && strstr(gid, "\t0") == NULL);
+    EXPECT(groups[0] == '\0');
+    EXPECT(strcmp(capeff, "0000000000000000") == 0);
+    EXPECT(strcmp(capprm, "0000000000000000") == 0);
+    EXPECT(strcmp(capbnd, "0000000000000000") == 0);
+    EXPECT(strcmp(seccomp, "2") == 0);
+    EXPECT(strcmp(nnp, "1") == 0);
+    EXPECT(as_mib > 0);
+    EXPECT(n_slot_fds >= N_SLOTS && writable == 0); /* qemu dups each fdset member once */
+}
+
 /* ------------------------------------------------------------------ main */
 
 typedef struct Launch {
@@ -557,7 +698,8 @@ main(void)
     if (!scratch)
         return 1;
     snprintf(mnt, sizeof(mnt), "%s/mnt", scratch);
-    ExtractConfig cfg = {.force_tcg = true, .state_dir = scratch};
+    ExtractConfig cfg = {
+        .force_tcg = true, .state_dir = scratch, .qemu_wrapper = STOCKADE_APPLIANCE_QEMU};
     Launch l = {.cfg = &cfg};
     pthread_t t;
     bool launched = false;
@@ -576,12 +718,15 @@ main(void)
     printf("appliance launch %.1f s%s%s\n", (double) l.usec / 1e6, l.err ? ": " : "",
            l.err ? l.err->message : "");
     EXPECT(l.a != NULL);
+    if (l.a)
+        case_sandbox("after launch");
     if (l.a && built == 0) {
         case_hostile(l.a);
         case_many_then_garbage(l.a);
         case_killed(l.a);
         case_disk_order(l.a);
         EXPECT(extract_appliance_alive(l.a));
+        case_sandbox("after the salvages");
     }
     extract_appliance_free(l.a);
     if (built == 0)

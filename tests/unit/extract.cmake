@@ -4,3 +4,7 @@ stockade_test(NAME unit_extract LABEL unit SOURCES test_extract.c
 # hostd/extract/manifest.c: what a lying runner may claim at a clean end (finalize), as a table.
 stockade_test(NAME unit_manifest LABEL unit SOURCES test_manifest.c
               LIBS stockade_extract_untar stockade_base PkgConfig::CMOCKA)
+
+# The appliance qemu wrapper's argv rewrite (what qemu may open by path), with fake fds.
+stockade_test(NAME unit_appliance_qemu LABEL unit SOURCES test_appliance_qemu.c
+              LIBS stockade_appliance_qemu_args stockade_base PkgConfig::CMOCKA)
