@@ -180,6 +180,15 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     add_default_pool(c, "minimal", 256, 1, 2);
 }
 
+void
+config_add_data_pool(DaemonConfig *c)
+{
+    /* The data image is large (numpy, pandas, matplotlib, scipy): its pool holds one warm
+     * guest, and a guest needs more memory for the imports than a python one. */
+    if (!c->pools_from_file && c->pool.n_shapes < POOL_SHAPES_MAX)
+        add_default_pool(c, CONFIG_DATA_POOL, 1024, 1, 2);
+}
+
 static char *
 trim(char *s)
 {
