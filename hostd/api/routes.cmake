@@ -5,7 +5,7 @@ add_library(stockade_tarwriter STATIC ${CMAKE_CURRENT_LIST_DIR}/tarwriter.c)
 target_include_directories(stockade_tarwriter PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_tarwriter PUBLIC stockade_base)
 add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c ${CMAKE_CURRENT_LIST_DIR}/api_json.c
-            ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
+            ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c ${CMAKE_CURRENT_LIST_DIR}/routes_code.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c)

@@ -226,6 +226,7 @@ session_on_exec_exit(Session *s, const Stockade__Runner__ExecExit *x)
     exec_cancel_timer(e);
     e->done = true;
     e->running = false;
+    session_code_on_exit(s, e->id);
     json_t *attrs = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:s}", "exit_code", x->exit_code,
                               "signal", x->signal, "cpu_user_ms",
                               (json_int_t) (x->cpu_user_usec / 1000), "cpu_system_ms",
@@ -250,8 +251,9 @@ session_on_output(Session *s, const Stockade__Runner__Output *o)
         return;
     s->rec.output_bytes += o->data.len;
     bool err = o->stream == STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
-    session_event(s, err ? "exec.stderr" : "exec.stdout", e->id, o->data.data, o->data.len,
-                  NULL);
+    if (!session_code_on_output(s, e->id, o))
+        session_event(s, err ? "exec.stderr" : "exec.stdout", e->id, o->data.data, o->data.len,
+                      NULL);
     if (s->rec.output_bytes > s->output_limit_bytes) { /* min(global, tenant) */
         session_event(s, "limit.output", 0, NULL, 0,
                       json_pack("{s:I}", "limit_bytes", (json_int_t) s->output_limit_bytes));
@@ -273,6 +275,7 @@ session_on_error(Session *s, const GuestMsg *m)
     if (e) { /* the exec could not start (no such program, BUSY, ...) */
         exec_cancel_timer(e);
         e->done = true;
+        session_code_on_exit(s, e->id);
         session_event(s, "exec.failed", e->id, NULL, 0,
                       json_pack("{s:s,s:i}", "message", er->message, "code", er->code));
         if (s->spec.is_task && e->id == s->task_exec_id) {
