@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Benchmark of what a task costs beyond its work, through a real stockaded (issue 13).
+Prints figures, never passes or fails on time. The last line is one JSON object.
+
+On an idle warm pool, N tasks one after another of a small Python program that reads one
+uploaded file and writes three files (~10 KiB), then N/3 tasks cancelled mid-run:
+  task total:      the client's create request sent -> the `ended` state seen on the stream
+  exec wall:       the guest's own `wall_ms` of the command (exec.exited)
+  task overhead:   total - exec wall, per task (admission, hand-out, uploads, finalize or
+                   salvage, the end)
+  via:             which path brought the files back (artifacts event: channel or salvage)
+  charged / life:  guest-seconds charged over the guest's life (started_at -> stopped_at)
+                   x vCPUs; the charge is whole seconds, so <= ceil(life) / life
+  cancel -> artifacts: the cancel request sent -> the artifacts event (salvage)
+
+    tests/bench/run task [--tasks N] [--quick]
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon  # noqa: E402
+
+PROGRAM = r"""
+import pathlib, json
+rows = pathlib.Path("in.csv").read_text().splitlines()
+pathlib.Path("out").mkdir(exist_ok=True)
+pathlib.Path("out/rows.txt").write_text("\n".join(r.upper() for r in rows) * 10)
+pathlib.Path("out/summary.json").write_text(json.dumps({"rows": len(rows)}) * 100)
+pathlib.Path("out/done.txt").write_text("done\n" * 400)
+print(len(rows))
+"""
+WRITER = r"""
+import time, pathlib
+for i in range(1, 100000):
+    pathlib.Path(f"f{i:05}.txt").write_text(f"{i}\n" * 50)
+    print(f"tick {i}", flush=True)
+    time.sleep(0.2)
+"""
+INPUT = "\n".join(f"name{i},city{i},{i * 1.5:.2f}" for i in range(60))
+
+
+def ts(event):
+    return datetime.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def wall(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(p * (len(v) - 1) + 0.5))] if v else 0.0
+
+
+def charged(d):
+    return d.unix_call("GET", "/v1/admin/tenants/default/usage")["wallet_guest_seconds"]["charged"]
+
+
+def one_task(d, vcpus):
+    before = charged(d)
+    t0 = time.time()
+    sid = d.call("POST", "/v1/tasks", body={
+        "pool": "python", "argv": ["python3", "p.py"], "timeout_s": 120,
+        "files": [{"path": "p.py", "content": PROGRAM}, {"path": "in.csv", "content": INPUT}]},
+        expect=(201,))["id"]
+    exited = art = None
+    for ev in d.events(sid, follow=True):
+        if ev["type"] == "exec.exited":
+            exited = ev
+        elif ev["type"] == "artifacts":
+            art = ev
+        elif ev["type"] == "session.state" and ev.get("state") == "ended":
+            break
+    total = time.time() - t0
+    s = d.session(sid)
+    life = wall(s["stopped_at"]) - wall(s["started_at"]) if s.get("stopped_at") else float("nan")
+    return {"total_ms": total * 1000, "wall_ms": exited["wall_ms"] if exited else float("nan"),
+            "via": (art or {}).get("via", "salvage"), "files": (art or {}).get("files", 0),
+            "charged": charged(d) - before, "life_s": life, "vcpus": vcpus,
+            "reason": s["end_reason"]}
+
+
+def one_cancel(d):
+    sid = d.call("POST", "/v1/tasks", body={"pool": "python", "argv": ["python3", "w.py"],
+                                           "timeout_s": 600,
+                                           "files": [{"path": "w.py", "content": WRITER}]},
+                 expect=(201,))["id"]
+    for ev in d.events(sid, follow=True):
+        if ev["type"] == "exec.stdout" and "tick 5" in ev.get("data", ""):
+            break
+    t_cancel = time.time()
+    d.post(f"/v1/sessions/{sid}/cancel")
+    art = next(e for e in d.events(sid, follow=True) if e["type"] == "artifacts")
+    return {"artifacts_s": ts(art) - t_cancel, "via": art.get("via", "salvage"),
+            "files": art["files"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", type=int, default=30)
+    ap.add_argument("--quick", action="store_true", help="3 tasks, 1 cancel (smoke run)")
+    a = ap.parse_args()
+    if a.quick:
+        a.tasks = 3
+    with Daemon(pools={"python": dict(warm=1, slots=3, memory_mib=384)}) as d:
+        d.wait_ready()
+        pool = d.get("/v1/pool")
+        vcpus = {p["name"]: p["vcpus"] for p in pool["pools"]}["python"]
+        runs, cancels = [], []
+        for i in range(a.tasks):
+            d.wait(d.pool_full, 300, "a full pool")
+            r = one_task(d, vcpus)
+            runs.append(r)
+            print(f"task {i + 1}: total {r['total_ms']:.0f} ms, exec {r['wall_ms']:.0f} ms, "
+                  f"overhead {r['total_ms'] - r['wall_ms']:.0f} ms, via {r['via']} "
+                  f"({r['files']} files), life {r['life_s']:.2f} s, charged {r['charged']} "
+                  f"guest-s, {r['reason']}", flush=True)
+        for i in range(max(1, a.tasks // 3)):
+            d.wait(d.pool_full, 300, "a full pool")
+            c = one_cancel(d)
+            cancels.append(c)
+            print(f"cancel {i + 1}: artifacts {c['artifacts_s']:.2f} s after the cancel, "
+                  f"via {c['via']} ({c['files']} files)", flush=True)
+    tot = [r["total_ms"] for r in runs]
+    over = [r["total_ms"] - r["wall_ms"] for r in runs]
+    execs = [r["wall_ms"] for r in runs]
+    life = sum(r["life_s"] * r["vcpus"] for r in runs)
+    paid = sum(r["charged"] for r in runs)
+    over_ceil = sum(r["charged"] > r["vcpus"] * math.ceil(r["life_s"]) for r in runs)
+    arts = [c["artifacts_s"] for c in cancels]
+    out = {"accel": pool["accel"], "tasks": len(runs),
+           "task_total_p50_ms": round(pct(tot, .5), 1), "task_total_p99_ms": round(pct(tot, .99), 1),
+           "exec_wall_p50_ms": round(pct(execs, .5), 1),
+           "task_overhead_p50_ms": round(pct(over, .5), 1),
+           "task_overhead_p99_ms": round(pct(over, .99), 1),
+           "via_channel": sum(r["via"] == "channel" for r in runs),
+           "via_salvage": sum(r["via"] != "channel" for r in runs),
+           "charged_guest_s_per_life_s": round(paid / life, 3) if life else None,
+           "charged_over_life_rounded_up": over_ceil,
+           "cancels": len(cancels), "cancel_to_artifacts_p50_s": round(pct(arts, .5), 2),
+           "cancel_via_salvage": sum(c["via"] == "salvage" for c in cancels)}
+    print(f"accel: {out['accel']}")
+    print(f"task total: p50 {out['task_total_p50_ms']} ms, p99 {out['task_total_p99_ms']} ms; "
+          f"exec wall p50 {out['exec_wall_p50_ms']} ms")
+    print(f"task overhead (total - exec wall): p50 {out['task_overhead_p50_ms']} ms "
+          f"(target <= 100), p99 {out['task_overhead_p99_ms']} ms (target <= 300)")
+    print(f"files back via channel: {out['via_channel']}, via salvage: {out['via_salvage']}")
+    print(f"charged {paid} guest-s for {life:.1f} s of guest life "
+          f"({out['charged_guest_s_per_life_s']}); charged over life rounded up: {over_ceil}")
+    print(f"cancel -> artifacts: p50 {out['cancel_to_artifacts_p50_s']} s (target <= 5 s)")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
