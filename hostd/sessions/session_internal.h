@@ -232,6 +232,16 @@ int artifacts_merge_from(const char *artifacts_dir, const char *id, const char *
                          uint32_t max_files, uint64_t *ret_bytes, uint32_t *ret_files,
                          bool *ret_capped, Error **errp);
 void artifacts_retention_tick(Sessions *m);
+/* Retention's choice, pure (no clock, store or files): v holds ended sessions oldest end
+ * first, total_bytes what all ended sessions' artifacts hold, now the wall clock (µs). In
+ * order, a session goes if it ended more than c->artifact_max_age_usec before now, or while
+ * the total kept is over c->artifact_max_total_bytes (each removal takes its artifact_bytes
+ * off the total); the walk stops at the first that is neither, since every later one ended
+ * later. live[i] (live may be NULL) marks one still in memory: kept, its bytes still
+ * counted, the walk goes on. Fills ret_remove[0..n); returns how many it marked. */
+size_t artifacts_retention_pick(const SessionsConfig *c, uint64_t now, uint64_t total_bytes,
+                                const SessionRecord *v, const bool *live, size_t n,
+                                bool *ret_remove);
 /* One retention removal: the folder on a worker (_work), then the session's records on the
  * loop thread (_done, which frees the job). The records go only with the folder: if any of it
  * could not be removed, they stay, the bytes stay counted, and the next pass tries again. */

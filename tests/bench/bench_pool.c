@@ -4,6 +4,9 @@
  *   cold boot -> Ready and restore -> Ready (the pool's own histograms);
  *   warm hand-out -> first byte of an exec's output, p50/p99 over N sessions (each from a
  *     full pool: take, Hello and Exec pipelined, wait for the first Output byte);
+ *   speed-up: a cold start to the first output byte (mean boot -> Ready + mean hand-out ->
+ *     first byte: the same exec on a guest that just became Ready) over the mean warm
+ *     hand-out -> first byte; like end points, like statistics;
  *   refill rate: release `warm` guests at once, time until the pool is full again (3 rounds);
  *   baselines in the same run and guests: Ping->Pong, and a second exec -> first byte (what
  *     an exec costs once the guest is awake and its paths are translated);
@@ -27,6 +30,15 @@ cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
     return x < y ? -1 : x > y;
+}
+
+static double
+mean_ms(const uint64_t *v, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double) v[i];
+    return n ? sum / (double) n / 1000.0 : 0;
 }
 
 static double
@@ -223,7 +235,9 @@ main(int argc, char **argv)
     double p50 = percentile_ms(handout, ok, 0.50), p99 = percentile_ms(handout, ok, 0.99);
     double gone_p50 = percentile_ms(gone.gone_usec, gone.n_gone, 0.50);
     double gone_p99 = percentile_ms(gone.gone_usec, gone.n_gone, 0.99);
-    double speedup = p50 > 0 ? cold_s * 1000.0 / p50 : 0;
+    double handout_mean = mean_ms(handout, ok);
+    double cold_first_byte_ms = cold_s * 1000.0 + handout_mean;
+    double speedup = handout_mean > 0 ? cold_first_byte_ms / handout_mean : 0;
 
     printf("accel: %s (%s)\n", accel_to_string(st.accel), st.accel_reason);
     printf("cold boot -> Ready: mean %.2f s over %llu boots\n", cold_s,
@@ -240,7 +254,9 @@ main(int argc, char **argv)
     double second_p50 = percentile_ms(second, n_second, 0.5);
     printf("  baselines (p50, same guests after hand-out): Ping->Pong %.2f ms; a second exec -> "
            "first byte %.2f ms\n", rtt_p50, second_p50);
-    printf("speed-up vs cold boot in this run: %.0fx (target >= 300x)\n", speedup);
+    printf("speed-up vs cold boot in this run: %.0fx (target >= 300x): cold start -> first "
+           "byte %.0f ms (means: boot -> Ready + hand-out -> first byte) over warm hand-out -> "
+           "first byte %.2f ms (mean)\n", speedup, cold_first_byte_ms, handout_mean);
     printf("refill: %.1f guests/min with refill_concurrency %u, %u rounds of %u (target >= 60)\n",
            refill, h.cfg.refill_concurrency, REFILL_ROUNDS, warm);
     printf("idle pooled guest: QEMU RSS %.1f MiB, PSS %.1f MiB\n", rss_mib, pss_mib);

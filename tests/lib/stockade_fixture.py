@@ -21,11 +21,13 @@ import contextlib
 import hashlib
 import http.client
 import json
+import math
 import os
 import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -93,6 +95,37 @@ def cached_state(build, pools, extra_conf):
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(root, "stockaded.log"))
     return root, f"stkc{sig[:6]}-"
+
+
+def wall(ts):
+    """An API time ("2026-11-29T23:13:30.101Z", UTC) as seconds since the epoch."""
+    from datetime import datetime, timezone
+    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
+        .timestamp()
+
+
+def ledger_rows(state_dir):
+    """The reservation ledger and the session records as the daemon stored them (read-only:
+    the daemon may be running): ({session_id: reservation}, {session_id: session},
+    {session_id: number of reservations})."""
+    path = os.path.join(state_dir, "state", "stockade.db")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    res = {r["session_id"]: dict(r) for r in db.execute("SELECT * FROM reservations")}
+    ses = {r["id"]: dict(r) for r in db.execute("SELECT * FROM sessions")}
+    count = dict(db.execute("SELECT session_id, count(*) FROM reservations GROUP BY session_id")
+                 .fetchall())
+    db.close()
+    return res, ses, count
+
+
+def ledger_want_charge(r, s):
+    """What hostd/api/API.md "Quotas" says a session is charged: its guest's life, vcpus x
+    ceil(stopped - started) whole seconds, at most what it reserved; 0 if it never ran."""
+    if s["started_usec"] <= 0:
+        return 0
+    return min(r["reserved_guest_s"],
+               r["vcpus"] * math.ceil((s["stopped_usec"] - s["started_usec"]) / 1e6))
 
 
 class Daemon:
