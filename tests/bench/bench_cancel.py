@@ -72,7 +72,7 @@ def one_cancel(d):
             "gone_ms": (ts(gone) - ts(stop)) * 1000,  # one clock, no clamp: never negative
             "destroy_ms": gone["destroy_ms"],
             "artifacts_s": ts(art) - t_cancel,
-            "files": art["files"]}
+            "files": art["files"], "via": art.get("via", "salvage")}
 
 
 def throughput(d, mib):

@@ -16,7 +16,6 @@ uploaded file and writes three files (~10 KiB), then N/3 tasks cancelled mid-run
     tests/bench/run task [--tasks N] [--quick]
 """
 import argparse
-import datetime
 import json
 import math
 import os
@@ -24,7 +23,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from stockade_fixture import Daemon  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cancel import one_cancel, pct  # noqa: E402
+from stockade_fixture import Daemon, wall  # noqa: E402
 
 PROGRAM = r"""
 import pathlib, json
@@ -35,27 +36,7 @@ pathlib.Path("out/summary.json").write_text(json.dumps({"rows": len(rows)}) * 10
 pathlib.Path("out/done.txt").write_text("done\n" * 400)
 print(len(rows))
 """
-WRITER = r"""
-import time, pathlib
-for i in range(1, 100000):
-    pathlib.Path(f"f{i:05}.txt").write_text(f"{i}\n" * 50)
-    print(f"tick {i}", flush=True)
-    time.sleep(0.2)
-"""
 INPUT = "\n".join(f"name{i},city{i},{i * 1.5:.2f}" for i in range(60))
-
-
-def ts(event):
-    return datetime.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
-
-
-def wall(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def pct(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(p * (len(v) - 1) + 0.5))] if v else 0.0
 
 
 def charged(d):
@@ -84,21 +65,6 @@ def one_task(d, vcpus):
             "via": (art or {}).get("via", "salvage"), "files": (art or {}).get("files", 0),
             "charged": charged(d) - before, "life_s": life, "vcpus": vcpus,
             "reason": s["end_reason"]}
-
-
-def one_cancel(d):
-    sid = d.call("POST", "/v1/tasks", body={"pool": "python", "argv": ["python3", "w.py"],
-                                           "timeout_s": 600,
-                                           "files": [{"path": "w.py", "content": WRITER}]},
-                 expect=(201,))["id"]
-    for ev in d.events(sid, follow=True):
-        if ev["type"] == "exec.stdout" and "tick 5" in ev.get("data", ""):
-            break
-    t_cancel = time.time()
-    d.post(f"/v1/sessions/{sid}/cancel")
-    art = next(e for e in d.events(sid, follow=True) if e["type"] == "artifacts")
-    return {"artifacts_s": ts(art) - t_cancel, "via": art.get("via", "salvage"),
-            "files": art["files"]}
 
 
 def main():
