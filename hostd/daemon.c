@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cluster.h"
 #include "e2b.h"
 #include "eventhub.h"
 #include "fdutil.h"
@@ -34,6 +35,7 @@ struct Daemon {
     WorkQueue *q, *session_q;
     Pool *pool;
     Store *store;
+    Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -195,6 +197,23 @@ daemon_open_store(Daemon *d, Error **errp)
     return 0;
 }
 
+/* Cluster mode: connect, migrate, register this host. A database that cannot be reached at
+ * start is an error (the operator asked for a cluster; running alone would split the
+ * ledger); once running, an outage only refuses what needs the database. */
+static int
+daemon_open_cluster(Daemon *d, Error **errp)
+{
+    const ClusterConfig *c = &d->cfg->cluster;
+    if (!cluster_config_enabled(c))
+        return 0;
+    if (cluster_open(c, &d->cluster, errp) < 0)
+        return error_prefix(errp, "[cluster]");
+    sessions_set_cluster(d->sessions, d->cluster);
+    log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
+             cluster_schema_latest());
+    return 0;
+}
+
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
@@ -249,7 +268,8 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
         pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
         daemon_open_store(d, errp) < 0 ||
         sessions_new(d->loop, d->session_q, d->pool, d->store, d->hub, &cfg->sessions,
-                     &d->sessions, errp) < 0) {
+                     &d->sessions, errp) < 0 ||
+        daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
     }
@@ -288,6 +308,7 @@ daemon_free(Daemon *d)
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
+    cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

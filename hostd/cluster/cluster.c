@@ -30,6 +30,10 @@ connection_ok(Cluster *c)
 {
     if (PQstatus(c->conn) == CONNECTION_OK)
         return true;
+    uint64_t now = now_usec();
+    if (c->last_reset_usec && now - c->last_reset_usec < CLUSTER_RECONNECT_BACKOFF_USEC)
+        return false;
+    c->last_reset_usec = now;
     PQreset(c->conn); /* the server came back (or moved): one try, then the caller's error */
     return PQstatus(c->conn) == CONNECTION_OK;
 }
@@ -60,11 +64,20 @@ int
 cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGresult **ret,
               Error **errp)
 {
-    if (PQtransactionStatus(c->conn) == PQTRANS_IDLE && !connection_ok(c))
+    bool idle = PQtransactionStatus(c->conn) == PQTRANS_IDLE;
+    if (idle && !connection_ok(c))
         return error_set(errp, E_UNAVAILABLE, 0, "cluster database unreachable: %.300s",
                          PQerrorMessage(c->conn));
     _cleanup_pgresult_ PGresult *r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    /* The server restarted since the last call: outside a transaction nothing was lost with
+     * the old connection, so reconnect and run the statement once more. */
+    if (st == PGRES_FATAL_ERROR && idle && PQstatus(c->conn) != CONNECTION_OK &&
+        connection_ok(c)) {
+        PQclear(TAKE_PTR(r));
+        r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+        st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    }
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return query_fail(c, r, errp);
     if (ret)

@@ -10,3 +10,11 @@ add_test(NAME integration_cluster_pg
                  $<TARGET_FILE:integration_cluster_pg_bin>)
 set_tests_properties(integration_cluster_pg PROPERTIES LABELS integration SKIP_RETURN_CODE 77
                      TIMEOUT 300)
+# Three real stockaded sharing that PostgreSQL (test_cluster.py): real guests, one at a time.
+foreach(scenario race)
+    add_test(NAME integration_cluster_${scenario}
+             COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cluster.py ${scenario})
+    set_tests_properties(integration_cluster_${scenario} PROPERTIES LABELS integration
+        SKIP_RETURN_CODE 77 TIMEOUT 1500 RUN_SERIAL TRUE
+        ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+endforeach()
