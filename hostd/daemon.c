@@ -48,6 +48,7 @@ struct Daemon {
     LoopSource *signal_src;
     TimerId status_timer;
     int stop_requests;
+    bool heartbeat_failing;  /* logged once per outage */
 };
 
 static int
@@ -105,11 +106,58 @@ daemon_write_status(Daemon *d)
     (void) unlink(tmp);
 }
 
+/* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy"}...]. Pool
+ * names are [a-z0-9-] (config.c), so they need no escaping. */
+static char *
+pools_json(const PoolStatus *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputc('[', f);
+    for (size_t i = 0; i < st->n_shapes; i++) {
+        const PoolShapeStatus *s = &st->shapes[i];
+        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u}",
+                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy);
+    }
+    fputc(']', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Cluster mode: this host's heartbeat and pool counts in the hosts table. A failure is
+ * logged when it starts and when it ends, not every beat. */
+static void
+daemon_heartbeat(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    PoolStatus st;
+    if (!d->cluster)
+        return;
+    pool_status(d->pool, &st);
+    _cleanup_free_ char *pools = pools_json(&st);
+    if (!pools || cluster_heartbeat(d->cluster, accel_to_string(st.accel), pools, &err) < 0) {
+        if (!d->heartbeat_failing)
+            log_error("cluster: heartbeat: %s", err ? err->message : "out of memory");
+        d->heartbeat_failing = true;
+        return;
+    }
+    if (d->heartbeat_failing)
+        log_info("cluster: heartbeat written again");
+    d->heartbeat_failing = false;
+}
+
 static void
 daemon_on_status_timer(Loop *l, void *userdata)
 {
     Daemon *d = userdata;
     daemon_write_status(d);
+    daemon_heartbeat(d);
     d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
                                      daemon_on_status_timer, d);
 }
@@ -218,7 +266,7 @@ static int
 daemon_start_api(Daemon *d, Error **errp)
 {
     ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .store = d->store,
+                    .readers = d->readers, .store = d->store, .cluster = d->cluster,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;

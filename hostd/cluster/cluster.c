@@ -209,8 +209,9 @@ host_register(Cluster *c, Error **errp)
     const char *p[] = {c->cfg.host_id, c->cfg.advertise_url, cluster_num(now, (int64_t) wall_usec())};
     return cluster_query(c,
                          "INSERT INTO hosts (id, url, started_usec, heartbeat_usec)"
-                         " VALUES ($1, $2, $3, $3) ON CONFLICT (id) DO UPDATE"
-                         " SET url = $2, started_usec = $3, heartbeat_usec = $3",
+                         " VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp())"
+                         " * 1000000)::bigint) ON CONFLICT (id) DO UPDATE"
+                         " SET url = $2, started_usec = $3, heartbeat_usec = EXCLUDED.heartbeat_usec",
                          3, p, NULL, errp);
 }
 

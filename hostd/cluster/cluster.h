@@ -85,4 +85,29 @@ int cluster_reservation_end(Cluster *c, int64_t id, ReservationState state,
 int cluster_reservations_open(Cluster *c, ReservationRecord **ret, size_t *ret_n, Error **errp);
 /* The tenant's quota in the cluster (its row), E_NOT_FOUND if it has none. */
 int cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp);
-int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp);
+/* Writes the tenant's quota row (making the tenant's row if the cluster has not seen it):
+ * from the next admission on, every host uses it. */
+int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_t now_usec,
+                      Error **errp);
+
+/* ------------------------------------------------------------------ hosts (cluster_hosts.c) */
+
+#define CLUSTER_POOLS_JSON_MAX_BYTES (64 * 1024) /* a host's pools row, as JSON text */
+#define CLUSTER_ACCEL_MAX_BYTES 15
+
+typedef struct ClusterHost {
+    char id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char url[CLUSTER_URL_MAX_BYTES + 1];
+    char accel[CLUSTER_ACCEL_MAX_BYTES + 1];
+    int64_t started_usec;
+    int64_t heartbeat_age_usec; /* by the database's clock: no two hosts' clocks compared */
+    uint64_t open_sessions;     /* in the index, not ended, owned by this host */
+    char *pools_json;           /* the pools as the host last wrote them (a JSON array) */
+} ClusterHost;
+
+/* This host is alive: heartbeat now (the database's clock), its accel and its pools (a JSON
+ * array, at most CLUSTER_POOLS_JSON_MAX_BYTES). */
+int cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp);
+/* Every host of the cluster, by id. *ret is malloc'd: cluster_hosts_free(). */
+int cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp);
+void cluster_hosts_free(ClusterHost *v, size_t n);

@@ -54,8 +54,8 @@ cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **er
     return 0;
 }
 
-int
-cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
+static int
+quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
 {
     char sql[1600], vals[CLUSTER_QUOTA_KEYS_MAX][CLUSTER_NUM_BYTES];
     const char *p[1 + CLUSTER_QUOTA_KEYS_MAX] = {tenant_id};
@@ -74,18 +74,39 @@ cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error 
     return cluster_query(c, sql, (int) admit_quota_n_keys + 1, p, NULL, errp);
 }
 
+static int
+tenant_ensure(Cluster *c, const char *tenant_id, int64_t now_usec, Error **errp)
+{
+    char now[CLUSTER_NUM_BYTES];
+    const char *p[] = {tenant_id, cluster_num(now, now_usec)};
+    return cluster_query(c,
+                         "INSERT INTO tenants (id, name, created_usec) VALUES ($1, $1, $2)"
+                         " ON CONFLICT DO NOTHING",
+                         2, p, NULL, errp);
+}
+
+int
+cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_t now_usec,
+                  Error **errp)
+{
+    if (cluster_begin(c, errp) < 0)
+        return -1;
+    if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 || quota_upsert(c, tenant_id, q, errp) < 0 ||
+        cluster_commit(c, errp) < 0) {
+        cluster_rollback(c);
+        return -1;
+    }
+    return 0;
+}
+
 /* Makes the tenant's row if the cluster has not seen it, then locks it: from here to the
  * end of the transaction no other admission of this tenant can read its usage. */
 static int
 tenant_lock(Cluster *c, const char *tenant_id, int64_t now_usec, AdmitBucket *ret, Error **errp)
 {
-    char now[CLUSTER_NUM_BYTES];
-    const char *p[] = {tenant_id, cluster_num(now, now_usec)};
+    const char *p[] = {tenant_id};
     _cleanup_pgresult_ PGresult *r = NULL;
-    if (cluster_query(c,
-                      "INSERT INTO tenants (id, name, created_usec) VALUES ($1, $1, $2)"
-                      " ON CONFLICT DO NOTHING",
-                      2, p, NULL, errp) < 0 ||
+    if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 ||
         cluster_query(c,
                       "SELECT bucket_level_milli, bucket_usec FROM tenants WHERE id = $1"
                       " FOR UPDATE",

@@ -9,6 +9,8 @@
  *   rate      the same against sessions_per_minute=K at one instant: exactly K
  *   ledger    a reservation ends exactly once; no delete, no truncate, no rewrite of its
  *             terms; open reservations are listed per owning host
+ *   hosts     heartbeats (by the database's clock) and the hosts list; a heartbeat that is
+ *             not JSON changes nothing
  *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
 #include <errno.h>
 #include <fcntl.h>
@@ -177,11 +179,8 @@ race(const char *tenant, AdmitQuota q, AdmitLimit refused_by)
     Race r = {.tenant = tenant, .rq = {.vcpus = 1, .memory_mib = 256, .timeout_s = 60},
               .refused_by = refused_by};
     Cluster *c = open_host("host-0");
-    char ins[256];
-    snprintf(ins, sizeof(ins), "INSERT INTO tenants (id, name, created_usec) VALUES ('%s','%s',0)",
-             tenant, tenant);
-    free(sql_value(ins, false));
-    TEST_CHECK(cluster_quota_put(c, tenant, &q, &e) == 0, "quota: %s", e ? e->message : "");
+    TEST_CHECK(cluster_quota_put(c, tenant, &q, T0_USEC, &e) == 0, "quota: %s",
+               e ? e->message : ""); /* makes the tenant's row too */
     cluster_free(c);
     pthread_t t[HOSTS];
     pthread_barrier_init(&barrier, NULL, HOSTS);
@@ -290,6 +289,37 @@ test_ledger(void)
            " truncate or rewrite\n");
 }
 
+/* ------------------------------------------------------------------ hosts */
+
+static void
+test_hosts(void)
+{
+    Error *e = NULL;
+    Cluster *c = open_host("host-3");
+    const char *pools = "[{\"name\":\"minimal\",\"warm\":1,\"slots\":2,\"idle\":1,\"busy\":1}]";
+    TEST_CHECK(cluster_heartbeat(c, "tcg", pools, &e) == 0, "heartbeat: %s", e ? e->message : "");
+    TEST_CHECK(cluster_heartbeat(c, "tcg", "[{not json", &e) < 0, "bad JSON accepted");
+    error_free(e);
+    e = NULL;
+    ClusterHost *v;
+    size_t n;
+    TEST_CHECK(cluster_hosts_list(c, &v, &n, &e) == 0, "list: %s", e ? e->message : "");
+    TEST_CHECK(n == HOSTS, "%zu hosts", n);
+    ClusterHost *me = &v[3];
+    TEST_CHECK(strcmp(me->id, "host-3") == 0 && strcmp(me->accel, "tcg") == 0, "%s", me->id);
+    TEST_CHECK(strstr(me->pools_json, "\"busy\": 1") != NULL, "pools kept: %s", me->pools_json);
+    TEST_CHECK(me->heartbeat_age_usec >= 0 && strncmp(me->url, "http://", 7) == 0, "age");
+    uint64_t open_total = 0;
+    for (size_t i = 0; i < n; i++)
+        open_total += v[i].open_sessions;
+    TEST_CHECK((long) open_total ==
+                   sql_long("SELECT count(*) FROM sessions WHERE state <> 'ended'"),
+               "open sessions per host add up");
+    cluster_hosts_free(v, n);
+    cluster_free(c);
+    printf("hosts: %zu listed, heartbeat kept its pools, a non-JSON heartbeat refused\n", n);
+}
+
 /* ------------------------------------------------------------------ refusals */
 
 static void
@@ -341,6 +371,7 @@ main(void)
     test_migrate();
     test_races();
     test_ledger();
+    test_hosts();
     test_refuse();
     cleanup();
     printf("PASS\n");

@@ -4,16 +4,19 @@
 
 race: a throw-away PostgreSQL (tests/lib/pgtemp.py); three hosts started at the same
 moment (the schema is migrated once), each with its own state folder, port, domain prefix
-and a pool of one minimal guest (warm=1 slots=1). The tenant's quota row in the cluster
-says max_sessions=1 (each host's own [quota] default would allow 16). 100 creates leave
+and a pool of one minimal guest (warm=1 slots=1). max_sessions=1 is set through host a's
+admin API, which writes the cluster's quota row (hosts b and c have never been told; their
+own [quota] default would allow 16). 100 creates leave
 together, spread over the three hosts: exactly one is admitted, 99 are refused 429
 max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
-Cancelled, the session settles its reservation exactly once (charged, at most what it
+`stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
+owner's busy guest and open session. Cancelled, the session settles its reservation exactly once (charged, at most what it
 reserved) and the index says ended. Standard library only."""
 import http.client
 import json
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import threading
@@ -96,6 +99,31 @@ def burst(hosts):
     return results
 
 
+def stockade_hosts(d):
+    """`stockade hosts --json` through d's unix socket (the operator's way in)."""
+    exe = os.path.join(d.build, "tools", "stockade")
+    r = subprocess.run([exe, "--socket", d.socket_path, "--json", "hosts"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["hosts"]
+
+
+def hosts_until(hosts, via, cond, timeout=60):
+    """The hosts list as seen through host `via`, once cond holds (heartbeats every 2 s)."""
+    last = []
+
+    def ok():
+        nonlocal last
+        last = stockade_hosts(hosts[via])
+        return cond(last)
+
+    try:
+        hosts[via].wait(ok, timeout, "the hosts list", step=0.5)
+    except AssertionError:
+        raise AssertionError(f"stockade hosts: {last}") from None
+    return last
+
+
 def scenario_race(pg, hosts):
     start_together(hosts)
     versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
@@ -103,8 +131,9 @@ def scenario_race(pg, hosts):
     assert len(pg.psql("SELECT id FROM hosts")) == len(HOSTS)
     for d in hosts.values():
         d.wait(d.pool_full, 600, "a full pool")
-    pg.psql("INSERT INTO quotas SELECT 'default', 1, 360000, 8, 8192, 86400, 1000,"
-            " 67108864, 1073741824 ON CONFLICT (tenant_id) DO UPDATE SET max_sessions = 1")
+    # set through one host's admin API: the row is the cluster's, every host obeys it
+    hosts["a"].unix_call("PUT", "/v1/admin/tenants/default/quota", {"max_sessions": 1})
+    assert pg.psql("SELECT max_sessions FROM quotas WHERE tenant_id = 'default'") == [["1"]]
 
     t0 = time.time()
     results = burst(hosts)
@@ -130,6 +159,12 @@ def scenario_race(pg, hosts):
             raise AssertionError(f"host {other} answered for {owner}'s session")
         except HttpError as e:
             assert e.status == 404, e
+    seen = hosts_until(hosts, "b", lambda hs: any(
+        h["id"] == f"host-{owner}" and h["sessions"] == 1 and
+        h["pools"][0]["busy"] == 1 for h in hs))
+    assert [h["id"] for h in seen] == [f"host-{h}" for h in HOSTS], seen
+    assert all(h["heartbeat_age_ms"] < 10000 and h["url"].startswith("http://127.0.0.1:")
+               for h in seen), seen
     d.post(f"/v1/sessions/{sid}/cancel")
     d.wait_state(sid, "ended", 300)
     led = pg.psql("SELECT state, charged_guest_s, reserved_guest_s, ended_usec > 0"
@@ -141,7 +176,8 @@ def scenario_race(pg, hosts):
     assert idx == [["ended", "t"]], idx
     print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
           f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
-          f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended")
+          f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
+          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}")
 
 
 def stop_all(hosts, exc):
