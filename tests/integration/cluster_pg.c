@@ -11,6 +11,8 @@
  *             terms; open reservations are listed per owning host
  *   hosts     heartbeats (by the database's clock) and the hosts list; a heartbeat that is
  *             not JSON changes nothing
+ *   reconnect the server drops every host's connection (as a restart does): the next call
+ *             reconnects by itself and succeeds, nothing counted twice
  *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
 #include <errno.h>
 #include <fcntl.h>
@@ -320,6 +322,33 @@ test_hosts(void)
     printf("hosts: %zu listed, heartbeat kept its pools, a non-JSON heartbeat refused\n", n);
 }
 
+/* ------------------------------------------------------------------ reconnect */
+
+static void
+test_reconnect(void)
+{
+    Error *e = NULL;
+    Cluster *c = open_host("host-4");
+    AdmitQuota q = roomy();
+    TEST_CHECK(cluster_quota_put(c, "t-reconnect", &q, T0_USEC, &e) == 0, "quota");
+    char *killed = sql_value("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                             " WHERE application_name = 'stockaded'",
+                             false);
+    TEST_CHECK(strcmp(killed, "1") == 0, "terminated %s connections", killed);
+    free(killed);
+    AdmitRequest rq = {.vcpus = 1, .memory_mib = 256, .timeout_s = 60};
+    ReservationRecord res = {.tenant_id = "t-reconnect", .session_id = "t-reconnect-1"};
+    AdmitDecision d;
+    TEST_CHECK(cluster_admit(c, &q, &rq, 1 << 20, T0_USEC, &res, &d, &e) == 0 &&
+                   d.refusal.limit_id == ADMIT_OK,
+               "admit after the server dropped us: %s", e ? e->message : "refused");
+    TEST_CHECK(sql_long("SELECT count(*) FROM reservations WHERE tenant_id = 't-reconnect'") == 1,
+               "one reservation");
+    cluster_free(c);
+    printf("reconnect: the server dropped the connection; the next admission reconnected and"
+           " succeeded, once\n");
+}
+
 /* ------------------------------------------------------------------ refusals */
 
 static void
@@ -372,6 +401,7 @@ main(void)
     test_races();
     test_ledger();
     test_hosts();
+    test_reconnect();
     test_refuse();
     cleanup();
     printf("PASS\n");
