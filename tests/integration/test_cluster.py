@@ -10,7 +10,7 @@ own [quota] default would allow 16). 100 creates leave
 together, spread over the three hosts: exactly one is admitted, 99 are refused 429
 max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
 `stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
-owner's busy guest and open session. Cancelled, the session settles its reservation exactly once (charged, at most what it
+owner's busy guest and open session; `stockade doctor` says the database answers. Cancelled, the session settles its reservation exactly once (charged, at most what it
 reserved) and the index says ended. Standard library only."""
 import http.client
 import json
@@ -165,6 +165,11 @@ def scenario_race(pg, hosts):
     assert [h["id"] for h in seen] == [f"host-{h}" for h in HOSTS], seen
     assert all(h["heartbeat_age_ms"] < 10000 and h["url"].startswith("http://127.0.0.1:")
                for h in seen), seen
+    doc = subprocess.run([os.path.join(d.build, "tools", "stockade"), "--socket",
+                          hosts["c"].socket_path, "doctor"], capture_output=True, text=True,
+                         timeout=120).stdout
+    line = next((x for x in doc.splitlines() if x.split()[1:2] == ["cluster"]), "")
+    assert line.startswith("OK") and "3 hosts, every heartbeat fresh" in line, doc
     d.post(f"/v1/sessions/{sid}/cancel")
     d.wait_state(sid, "ended", 300)
     led = pg.psql("SELECT state, charged_guest_s, reserved_guest_s, ended_usec > 0"
