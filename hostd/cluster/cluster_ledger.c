@@ -19,25 +19,27 @@ static const char *const reservation_states[] = {
     [RESERVATION_RELEASED] = "released",
 };
 
-/* "max_sessions, wallet_guest_seconds, ...": the quota columns in admit_quota_keys order. */
+#define QUOTA_COLUMNS_BYTES 512
+
+/* "max_sessions, wallet_guest_seconds, ...": the quota columns in admit_quota_keys order.
+ * Built per call into the caller's buffer: a Cluster may live on any thread. */
 static const char *
-quota_columns(void)
+quota_columns(char cols[QUOTA_COLUMNS_BYTES])
 {
-    static char cols[512];
-    if (!cols[0])
-        for (size_t i = 0, n = 0; i < admit_quota_n_keys; i++)
-            n += (size_t) snprintf(cols + n, sizeof(cols) - n, "%s%s", i ? ", " : "",
-                                   admit_quota_keys[i].name);
+    cols[0] = '\0';
+    for (size_t i = 0, n = 0; i < admit_quota_n_keys && n < QUOTA_COLUMNS_BYTES; i++)
+        n += (size_t) snprintf(cols + n, QUOTA_COLUMNS_BYTES - n, "%s%s", i ? ", " : "",
+                               admit_quota_keys[i].name);
     return cols;
 }
 
 int
 cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp)
 {
-    char sql[640];
+    char sql[640], cols[QUOTA_COLUMNS_BYTES];
     _cleanup_pgresult_ PGresult *r = NULL;
     const char *p[] = {tenant_id};
-    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1", quota_columns());
+    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1", quota_columns(cols));
     if (cluster_query(c, sql, 1, p, &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1)
@@ -57,10 +59,10 @@ cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **er
 static int
 quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
 {
-    char sql[1600], vals[CLUSTER_QUOTA_KEYS_MAX][CLUSTER_NUM_BYTES];
+    char sql[1600], cols[QUOTA_COLUMNS_BYTES], vals[CLUSTER_QUOTA_KEYS_MAX][CLUSTER_NUM_BYTES];
     const char *p[1 + CLUSTER_QUOTA_KEYS_MAX] = {tenant_id};
     size_t n = (size_t) snprintf(sql, sizeof(sql), "INSERT INTO quotas (tenant_id, %s) VALUES ($1",
-                                 quota_columns());
+                                 quota_columns(cols));
     if (admit_quota_n_keys > ELEMENTSOF(vals))
         return error_set(errp, E_INTERNAL, 0, "cluster: more quota keys than columns");
     for (size_t i = 0; i < admit_quota_n_keys; i++) {
