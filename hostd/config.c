@@ -119,8 +119,7 @@ static const Key keys[] = {
     {SEC_CLUSTER, "database", K_STR, CC(database), CLUSTER_CONNINFO_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "host_id", K_STR, CC(host_id), CLUSTER_HOST_ID_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
-    {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0,
-     0},
+    {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */

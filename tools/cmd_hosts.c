@@ -24,9 +24,9 @@ pools_text(json_t *pools, char *out, size_t cap)
     out[0] = '\0';
     for (size_t i = 0; i < json_array_size(pools) && n < cap; i++) {
         json_t *p = json_array_get(pools, i);
-        int w = snprintf(out + n, cap - n, "%s%s:%lld/%lld", i ? " " : "",
-                         event_str(p, "name", "?"), (long long) event_int(p, "idle", 0),
-                         (long long) event_int(p, "busy", 0));
+        int w =
+            snprintf(out + n, cap - n, "%s%s:%lld/%lld", i ? " " : "", event_str(p, "name", "?"),
+                     (long long) event_int(p, "idle", 0), (long long) event_int(p, "busy", 0));
         if (w < 0)
             break;
         n += (size_t) w;

@@ -210,8 +210,8 @@ hosts_silent(json_t *hosts, char *names, size_t cap)
         const char *raw = event_str(h, "id", "?");
         log_escape(id, sizeof(id), raw, strlen(raw));
         if (used < cap) {
-            int w = snprintf(names + used, cap - used, "%s%s (%lld s)", n ? ", " : "", id,
-                             age / 1000);
+            int w =
+                snprintf(names + used, cap - used, "%s%s (%lld s)", n ? ", " : "", id, age / 1000);
             used += w > 0 ? (size_t) w : 0;
         }
         n++;
@@ -248,8 +248,8 @@ doctor_check_cluster(DoctorEnv *env, DoctorResult *r)
     size_t n = json_array_size(hosts), silent = hosts_silent(hosts, names, sizeof(names));
     if (silent)
         say(r, DOCTOR_WARN, "start stockaded there, or remove the host from the cluster",
-            "%zu of %zu hosts silent for over %d s: %s", silent, n,
-            DOCTOR_CLUSTER_LEASE_MS / 1000, names);
+            "%zu of %zu hosts silent for over %d s: %s", silent, n, DOCTOR_CLUSTER_LEASE_MS / 1000,
+            names);
     else
         say(r, DOCTOR_OK, NULL, "the database answers; %zu host%s, every heartbeat fresh", n,
             n == 1 ? "" : "s");

@@ -205,8 +205,8 @@ quota_put_on_loop(ApiCtx *c)
         quota_cluster_base(c, id, &q, &err) < 0 || quota_apply(c->body, &q, &err) < 0 ||
         (c->api->d.cluster &&
          cluster_quota_put(c->api->d.cluster, id, &q, (int64_t) wall_usec(), &err) < 0) ||
-        store_begin(st, &err) < 0 ||
-        store_quota_put(st, id, &q, &err) < 0 || store_commit(st, &err) < 0) {
+        store_begin(st, &err) < 0 || store_quota_put(st, id, &q, &err) < 0 ||
+        store_commit(st, &err) < 0) {
         admin_fail(c, err);
         return;
     }

@@ -31,11 +31,10 @@ hosts_on_loop(ApiCtx *c)
     }
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:o}", "id", v[i].id, "url", v[i].url,
-                              "accel", v[i].accel, "heartbeat_age_ms",
-                              (json_int_t) (v[i].heartbeat_age_usec / 1000), "sessions",
-                              (json_int_t) v[i].open_sessions, "pools",
-                              host_pools(v[i].pools_json));
+        json_t *o = json_pack(
+            "{s:s,s:s,s:s,s:I,s:I,s:o}", "id", v[i].id, "url", v[i].url, "accel", v[i].accel,
+            "heartbeat_age_ms", (json_int_t) (v[i].heartbeat_age_usec / 1000), "sessions",
+            (json_int_t) v[i].open_sessions, "pools", host_pools(v[i].pools_json));
         char ts[40];
         render_time(v[i].started_usec, ts, sizeof(ts));
         json_object_set_new(o, "started_at", json_string(ts));

@@ -72,8 +72,7 @@ cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGr
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     /* The server restarted since the last call: outside a transaction nothing was lost with
      * the old connection, so reconnect and run the statement once more. */
-    if (st == PGRES_FATAL_ERROR && idle && PQstatus(c->conn) != CONNECTION_OK &&
-        connection_ok(c)) {
+    if (st == PGRES_FATAL_ERROR && idle && PQstatus(c->conn) != CONNECTION_OK && connection_ok(c)) {
         PQclear(TAKE_PTR(r));
         r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
         st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
@@ -206,13 +205,15 @@ static int
 host_register(Cluster *c, Error **errp)
 {
     char now[CLUSTER_NUM_BYTES];
-    const char *p[] = {c->cfg.host_id, c->cfg.advertise_url, cluster_num(now, (int64_t) wall_usec())};
-    return cluster_query(c,
-                         "INSERT INTO hosts (id, url, started_usec, heartbeat_usec)"
-                         " VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp())"
-                         " * 1000000)::bigint) ON CONFLICT (id) DO UPDATE"
-                         " SET url = $2, started_usec = $3, heartbeat_usec = EXCLUDED.heartbeat_usec",
-                         3, p, NULL, errp);
+    const char *p[] = {c->cfg.host_id, c->cfg.advertise_url,
+                       cluster_num(now, (int64_t) wall_usec())};
+    return cluster_query(
+        c,
+        "INSERT INTO hosts (id, url, started_usec, heartbeat_usec)"
+        " VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp())"
+        " * 1000000)::bigint) ON CONFLICT (id) DO UPDATE"
+        " SET url = $2, started_usec = $3, heartbeat_usec = EXCLUDED.heartbeat_usec",
+        3, p, NULL, errp);
 }
 
 /* The host-to-host credential: a secret, so the file must be the daemon's alone (no group
@@ -227,7 +228,8 @@ host_token_read(Cluster *c, const char *path, Error **errp)
         return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
     if (!S_ISREG(st.st_mode) || (st.st_mode & 077))
         return error_set(errp, E_INVALID, 0,
-                         "host_token_file %.200s must be a regular file of mode 0600 or less", path);
+                         "host_token_file %.200s must be a regular file of mode 0600 or less",
+                         path);
     if (read_file_bounded(path, CLUSTER_TOKEN_MAX_BYTES, &c->host_token, &len) < 0)
         return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
     if (len > 0 && c->host_token[len - 1] == '\n')

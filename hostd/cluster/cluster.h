@@ -29,9 +29,10 @@
 #define CLUSTER_HOST_ID_MAX_BYTES 63 /* [a-z0-9-], also used in logs and URLs */
 #define CLUSTER_URL_MAX_BYTES 255
 #define CLUSTER_PATH_MAX_BYTES 1024
-#define CLUSTER_TOKEN_MIN_BYTES 32   /* the host-to-host credential: at least 256 bits of text */
+#define CLUSTER_TOKEN_MIN_BYTES 32 /* the host-to-host credential: at least 256 bits of text */
 #define CLUSTER_TOKEN_MAX_BYTES 4096
-#define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573) /* pg_advisory_lock key ("StckClus") */
+/* The pg_advisory_lock key of schema migrations ("StckClus"). */
+#define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
 
 /* [cluster] in stockaded.conf (hostd/config.c). database "" = not a cluster. */
 typedef struct ClusterConfig {

@@ -54,7 +54,6 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
         return error_set(errp, E_INVALID, 0,
                          "[cluster] advertise_url must be http://HOST[:PORT] or https://...");
     if (c->host_token_file[0] != '/')
-        return error_set(errp, E_INVALID, 0,
-                         "[cluster] host_token_file must be an absolute path");
+        return error_set(errp, E_INVALID, 0, "[cluster] host_token_file must be an absolute path");
     return 0;
 }

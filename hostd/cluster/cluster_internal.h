@@ -7,8 +7,8 @@
 #include "macro.h"
 #include "timeutil.h"
 
-#define CLUSTER_PARAMS_MAX 12  /* the most parameters one statement binds */
-#define CLUSTER_NUM_BYTES 24   /* an int64 as decimal text, with sign and NUL */
+#define CLUSTER_PARAMS_MAX 12 /* the most parameters one statement binds */
+#define CLUSTER_NUM_BYTES 24  /* an int64 as decimal text, with sign and NUL */
 #define CLUSTER_CONNECT_TIMEOUT_S "5"
 /* While the server is away, a reconnect is tried at most this often; calls in between fail
  * at once instead of each blocking the caller (the loop thread) for a connect. */

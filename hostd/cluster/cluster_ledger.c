@@ -93,8 +93,8 @@ cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_
 {
     if (cluster_begin(c, errp) < 0)
         return -1;
-    if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 || quota_upsert(c, tenant_id, q, errp) < 0 ||
-        cluster_commit(c, errp) < 0) {
+    if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 ||
+        quota_upsert(c, tenant_id, q, errp) < 0 || cluster_commit(c, errp) < 0) {
         cluster_rollback(c);
         return -1;
     }
@@ -165,7 +165,8 @@ admit_write(Cluster *c, ReservationRecord *res, const AdmitBucket *b, Error **er
                       " output_bytes, workspace_bytes, created_usec)"
                       " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
                       7, pr, &r, errp) < 0 ||
-        cluster_query(c, "UPDATE tenants SET bucket_level_milli = $2, bucket_usec = $3 WHERE id = $1",
+        cluster_query(c,
+                      "UPDATE tenants SET bucket_level_milli = $2, bucket_usec = $3 WHERE id = $1",
                       3, pb, NULL, errp) < 0)
         return -1;
     res->id = cluster_get_i64(r, 0, 0);
@@ -212,7 +213,7 @@ cluster_admit(Cluster *c, const AdmitQuota *fallback, const AdmitRequest *rq,
     *ret = d;
     return 0;
 
- fail_rollback:
+fail_rollback:
     cluster_rollback(c);
     return -1;
 }
@@ -248,8 +249,8 @@ cluster_reservation_for_session(Cluster *c, const char *session_id, ReservationR
 {
     _cleanup_pgresult_ PGresult *r = NULL;
     const char *p[] = {session_id};
-    if (cluster_query(c, "SELECT " RES_COLUMNS " FROM reservations r WHERE r.session_id = $1", 1,
-                      p, &r, errp) < 0)
+    if (cluster_query(c, "SELECT " RES_COLUMNS " FROM reservations r WHERE r.session_id = $1", 1, p,
+                      &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1)
         return error_set(errp, E_NOT_FOUND, 0, "no reservation for session %.40s", session_id);

@@ -29,7 +29,7 @@
 #include "testlib.h"
 #include "timeutil.h"
 
-#define HOSTS 6         /* connections that stand for hosts */
+#define HOSTS 6 /* connections that stand for hosts */
 #define TRIES_PER_HOST 17
 #define T0_USEC INT64_C(1800000000000000) /* one fixed instant: no bucket refill, no clock */
 
@@ -179,7 +179,8 @@ static int
 race(const char *tenant, AdmitQuota q, AdmitLimit refused_by)
 {
     Error *e = NULL;
-    Race r = {.tenant = tenant, .rq = {.vcpus = 1, .memory_mib = 256, .timeout_s = 60},
+    Race r = {.tenant = tenant,
+              .rq = {.vcpus = 1, .memory_mib = 256, .timeout_s = 60},
               .refused_by = refused_by};
     Cluster *c = open_host("host-0");
     TEST_CHECK(cluster_quota_put(c, tenant, &q, T0_USEC, &e) == 0, "quota: %s",
@@ -211,9 +212,13 @@ race(const char *tenant, AdmitQuota q, AdmitLimit refused_by)
 static AdmitQuota
 roomy(void)
 {
-    return (AdmitQuota){.max_sessions = 100000, .wallet_guest_seconds = 100000000,
-                        .max_vcpus = 8, .max_memory_mib = 8192, .max_timeout_s = 3600,
-                        .sessions_per_minute = 1000000, .output_bytes = 1 << 20,
+    return (AdmitQuota){.max_sessions = 100000,
+                        .wallet_guest_seconds = 100000000,
+                        .max_vcpus = 8,
+                        .max_memory_mib = 8192,
+                        .max_timeout_s = 3600,
+                        .sessions_per_minute = 1000000,
+                        .output_bytes = 1 << 20,
                         .workspace_bytes = 1 << 20};
 }
 
@@ -287,7 +292,8 @@ test_ledger(void)
                    " WHERE state = 'open'",
                    true));
     free(sql_value("UPDATE reservations SET state = 'open' WHERE state <> 'open'", true));
-    long charged = sql_long("SELECT sum(charged_guest_s) FROM reservations WHERE tenant_id='t-race'");
+    long charged =
+        sql_long("SELECT sum(charged_guest_s) FROM reservations WHERE tenant_id='t-race'");
     TEST_CHECK(charged == 42, "charged once: %ld", charged);
     cluster_free(a);
     cluster_free(b);
