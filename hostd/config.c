@@ -21,6 +21,7 @@ typedef enum {
     SEC_QUOTA,
     SEC_EGRESS,
     SEC_POOL,
+    SEC_CLUSTER,
 } Section;
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
@@ -42,6 +43,7 @@ typedef struct {
 #define SC(field) offsetof(DaemonConfig, sessions.field)
 #define QC(field) offsetof(DaemonConfig, sessions.default_quota.field)
 #define EC(field) offsetof(DaemonConfig, sessions.egress.field)
+#define CC(field) offsetof(DaemonConfig, cluster.field)
 
 static const Key keys[] = {
     {SEC_DAEMON, "state_dir", K_STR, DC(state_dir), CONFIG_PATH_MAX_BYTES, 0, 0},
@@ -113,6 +115,11 @@ static const Key keys[] = {
     {SEC_EGRESS, "max_bytes_out_mib", K_MIB, EC(limits.max_bytes_out), 0, 1, 1024 * 1024},
     {SEC_EGRESS, "connect_timeout_s", K_USEC, EC(limits.connect_timeout_usec), 0, 1, 300},
     {SEC_EGRESS, "max_denied_events", K_UINT, EC(limits.max_denied_events), 0, 0, 10000000},
+    /* [cluster]: one PostgreSQL shared by many hosts (hostd/cluster/cluster.h) */
+    {SEC_CLUSTER, "database", K_STR, CC(database), CLUSTER_CONNINFO_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "host_id", K_STR, CC(host_id), CLUSTER_HOST_ID_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -312,7 +319,7 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
         Section sec;
     } plain[] = {{"daemon", SEC_DAEMON}, {"limits", SEC_LIMITS},     {"timeouts", SEC_TIMEOUTS},
                  {"api", SEC_API},       {"sessions", SEC_SESSIONS}, {"quota", SEC_QUOTA},
-                 {"egress", SEC_EGRESS}};
+                 {"egress", SEC_EGRESS}, {"cluster", SEC_CLUSTER}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(s, plain[i].name) == 0) {
             *ret = plain[i].sec;
@@ -432,6 +439,8 @@ config_finish(DaemonConfig *c, Error **errp)
         sc->mirror_max_file_bytes = sc->mirror_budget_bytes; /* a file cannot exceed the total */
     if (sc->default_timeout_usec > sc->max_timeout_usec)
         return error_set(errp, E_INVALID, 0, "default_timeout_s is over max_timeout_s");
+    if (cluster_config_check(&c->cluster, errp) < 0)
+        return -1;
     for (size_t i = 0; i < c->pool.n_shapes; i++) {
         snprintf(c->shape_image_dirs[i], sizeof(c->shape_image_dirs[i]), "%s/%s", c->image_dir,
                  c->shape_images[i]);

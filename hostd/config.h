@@ -28,6 +28,9 @@
  *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,
  *                       lifetime_s, create_wait_s (E2B SDK compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
+ *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file:
+ *                       many hosts sharing one PostgreSQL (hostd/cluster/cluster.h); absent,
+ *                       the host is alone and keeps everything in its SQLite
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */
 #pragma once
@@ -35,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cluster.h"
 #include "e2b.h"
 #include "error.h"
 #include "http.h"
@@ -61,6 +65,7 @@ typedef struct DaemonConfig {
     unsigned body_budget_mib;                /* request bodies in memory, all listeners */
     SessionsConfig sessions;
     E2bConfig e2b;
+    ClusterConfig cluster;                   /* database "" = a single host (SQLite) */
     unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;
     unsigned finalize_ms_per_mib;
     unsigned artifact_max_age_h, artifact_max_total_gib;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cluster.h"
 #include "e2b.h"
 #include "eventhub.h"
 #include "fdutil.h"
@@ -34,6 +35,7 @@ struct Daemon {
     WorkQueue *q, *session_q;
     Pool *pool;
     Store *store;
+    Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -46,6 +48,7 @@ struct Daemon {
     LoopSource *signal_src;
     TimerId status_timer;
     int stop_requests;
+    bool heartbeat_failing;  /* logged once per outage */
 };
 
 static int
@@ -103,11 +106,58 @@ daemon_write_status(Daemon *d)
     (void) unlink(tmp);
 }
 
+/* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy"}...]. Pool
+ * names are [a-z0-9-] (config.c), so they need no escaping. */
+static char *
+pools_json(const PoolStatus *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputc('[', f);
+    for (size_t i = 0; i < st->n_shapes; i++) {
+        const PoolShapeStatus *s = &st->shapes[i];
+        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u}",
+                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy);
+    }
+    fputc(']', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Cluster mode: this host's heartbeat and pool counts in the hosts table. A failure is
+ * logged when it starts and when it ends, not every beat. */
+static void
+daemon_heartbeat(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    PoolStatus st;
+    if (!d->cluster)
+        return;
+    pool_status(d->pool, &st);
+    _cleanup_free_ char *pools = pools_json(&st);
+    if (!pools || cluster_heartbeat(d->cluster, accel_to_string(st.accel), pools, &err) < 0) {
+        if (!d->heartbeat_failing)
+            log_error("cluster: heartbeat: %s", err ? err->message : "out of memory");
+        d->heartbeat_failing = true;
+        return;
+    }
+    if (d->heartbeat_failing)
+        log_info("cluster: heartbeat written again");
+    d->heartbeat_failing = false;
+}
+
 static void
 daemon_on_status_timer(Loop *l, void *userdata)
 {
     Daemon *d = userdata;
     daemon_write_status(d);
+    daemon_heartbeat(d);
     d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
                                      daemon_on_status_timer, d);
 }
@@ -195,11 +245,28 @@ daemon_open_store(Daemon *d, Error **errp)
     return 0;
 }
 
+/* Cluster mode: connect, migrate, register this host. A database that cannot be reached at
+ * start is an error (the operator asked for a cluster; running alone would split the
+ * ledger); once running, an outage only refuses what needs the database. */
+static int
+daemon_open_cluster(Daemon *d, Error **errp)
+{
+    const ClusterConfig *c = &d->cfg->cluster;
+    if (!cluster_config_enabled(c))
+        return 0;
+    if (cluster_open(c, &d->cluster, errp) < 0)
+        return error_prefix(errp, "[cluster]");
+    sessions_set_cluster(d->sessions, d->cluster);
+    log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
+             cluster_schema_latest());
+    return 0;
+}
+
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
     ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .store = d->store,
+                    .readers = d->readers, .store = d->store, .cluster = d->cluster,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
@@ -249,7 +316,8 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
         pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
         daemon_open_store(d, errp) < 0 ||
         sessions_new(d->loop, d->session_q, d->pool, d->store, d->hub, &cfg->sessions,
-                     &d->sessions, errp) < 0) {
+                     &d->sessions, errp) < 0 ||
+        daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
     }
@@ -288,6 +356,7 @@ daemon_free(Daemon *d)
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
+    cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

@@ -52,6 +52,7 @@ static const Route routes[] = {
     {"POST", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_token_create, AUTH_ADMIN},
     {"POST", {"v1", "admin", "tokens"}, route_admin_admin_token_create, AUTH_ADMIN},
     {"DELETE", {"v1", "admin", "tokens", "*"}, route_admin_token_revoke, AUTH_ADMIN},
+    {"GET", {"v1", "admin", "hosts"}, route_admin_hosts, AUTH_ADMIN},
 };
 
 /* 0 = no match, 1 = path matches, 2 = path and method match. */

@@ -27,6 +27,7 @@ typedef struct ApiDeps {
     Pool *pool;
     StoreReaders *readers;
     Store *store;                    /* the loop thread's writer: admin changes only */
+    Cluster *cluster;                /* [cluster]: the loop thread's connection; else NULL */
     const AdmitQuota *default_quota; /* of tenants without their own */
     EventHub *hub;
     const char *state_dir;

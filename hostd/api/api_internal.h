@@ -80,6 +80,7 @@ void route_health(ApiCtx *c);
 void route_pool(ApiCtx *c);
 /* routes_admin.c: operators only (the route table checks) */
 void route_admin_tenants_list(ApiCtx *c);
+void route_admin_hosts(ApiCtx *c); /* routes_hosts.c */
 void route_admin_tenant_create(ApiCtx *c);
 void route_admin_quota_get(ApiCtx *c);
 void route_admin_quota_put(ApiCtx *c);

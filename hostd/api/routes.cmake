@@ -8,7 +8,7 @@ add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c ${CMAKE_CURRENT_
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
-            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c)
+            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_api PUBLIC stockade_http stockade_tarwriter stockade_sessions stockade_store
-                      stockade_admit stockade_pool stockade_proto stockade_base)
+                      stockade_cluster stockade_admit stockade_pool stockade_proto stockade_base)

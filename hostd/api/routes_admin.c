@@ -179,6 +179,20 @@ quota_apply(json_t *body, AdmitQuota *q, Error **errp)
     return 0;
 }
 
+/* Cluster mode: the cluster's quota row is the tenant's quota on every host, so a change
+ * starts from it (when there is one) and is written there first; this host's store keeps a
+ * copy, its fallback for a tenant the cluster has no row for. */
+static int
+quota_cluster_base(ApiCtx *c, const char *id, AdmitQuota *q, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!c->api->d.cluster || cluster_quota_get(c->api->d.cluster, id, q, &err) == 0)
+        return 0;
+    if (err->category == E_NOT_FOUND)
+        return 0;
+    return error_set(errp, err->category, 0, "%s", err->message);
+}
+
 static void
 quota_put_on_loop(ApiCtx *c)
 {
@@ -188,8 +202,11 @@ quota_put_on_loop(ApiCtx *c)
     AdmitQuota q;
 
     if (store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
-        quota_apply(c->body, &q, &err) < 0 || store_begin(st, &err) < 0 ||
-        store_quota_put(st, id, &q, &err) < 0 || store_commit(st, &err) < 0) {
+        quota_cluster_base(c, id, &q, &err) < 0 || quota_apply(c->body, &q, &err) < 0 ||
+        (c->api->d.cluster &&
+         cluster_quota_put(c->api->d.cluster, id, &q, (int64_t) wall_usec(), &err) < 0) ||
+        store_begin(st, &err) < 0 || store_quota_put(st, id, &q, &err) < 0 ||
+        store_commit(st, &err) < 0) {
         admin_fail(c, err);
         return;
     }

@@ -115,6 +115,7 @@ struct Sessions {
     WorkQueue *q;
     Pool *pool;
     Store *store;
+    Cluster *cluster; /* borrowed; NULL: a single host, the ledger is in the store */
     EventHub *hub;
     SessionsConfig cfg;
     char *artifacts_dir;

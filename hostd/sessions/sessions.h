@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "admit.h"
+#include "cluster.h"
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
@@ -116,6 +117,10 @@ typedef struct ExecSpec {
 
 int sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
                  const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* Cluster mode (issue 16): admission, settlement and restart reconciliation use the cluster's
+ * ledger instead of the store's. c is borrowed and must outlive s; call before
+ * sessions_start(). Without it (the default) nothing changes. */
+void sessions_set_cluster(Sessions *s, Cluster *c);
 /* Ends sessions that were live when an earlier daemon stopped (reason host_restart,
  * salvaging their disks first), launches the extraction appliance, starts retention. */
 void sessions_start(Sessions *s);

@@ -1,0 +1,114 @@
+/* Cluster mode (issue 16): many hosts, one PostgreSQL, one set of quotas.
+ *
+ * The only module that speaks to PostgreSQL (libpq). Without a [cluster] section none of it
+ * runs and the single host keeps its SQLite ledger exactly as before. With it, PostgreSQL is
+ * the single source of truth for what must be exact across hosts: the tenants' quota rows,
+ * the reservation ledger and its rate buckets, a session index (which host owns which
+ * session) and the hosts themselves. Events, artifacts and guests stay on the owning host.
+ *
+ * Threading: a Cluster is one connection, owned by one thread (the loop thread): every call
+ * is a blocking round trip to the server. A call that finds the connection broken resets it
+ * once; if the server is still away it fails with E_UNAVAILABLE (HTTP 503) and changes
+ * nothing, so a caller may simply retry later.
+ *
+ * Admission is exact across hosts: cluster_admit() is one transaction that locks the
+ * tenant's row (SELECT ... FOR UPDATE) before it reads the usage, runs the pure decision of
+ * hostd/admit and appends the reservation, so concurrent creates on any number of hosts are
+ * serialised per tenant by the database. The ledger has the SQLite store's rules: rows are
+ * never deleted and each reservation ends exactly once (triggers refuse anything else). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "admit.h"
+#include "error.h"
+#include "store_tenants.h"
+
+#define CLUSTER_CONNINFO_MAX_BYTES 1024
+#define CLUSTER_HOST_ID_MAX_BYTES 63 /* [a-z0-9-], also used in logs and URLs */
+#define CLUSTER_URL_MAX_BYTES 255
+#define CLUSTER_PATH_MAX_BYTES 1024
+#define CLUSTER_TOKEN_MIN_BYTES 32 /* the host-to-host credential: at least 256 bits of text */
+#define CLUSTER_TOKEN_MAX_BYTES 4096
+/* The pg_advisory_lock key of schema migrations ("StckClus"). */
+#define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
+
+/* [cluster] in stockaded.conf (hostd/config.c). database "" = not a cluster. */
+typedef struct ClusterConfig {
+    char database[CLUSTER_CONNINFO_MAX_BYTES + 1]; /* libpq conninfo or postgresql:// URI */
+    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char advertise_url[CLUSTER_URL_MAX_BYTES + 1]; /* how the other hosts reach this one */
+    char host_token_file[CLUSTER_PATH_MAX_BYTES + 1];
+} ClusterConfig;
+
+/* Pure checks of a [cluster] section: E_INVALID naming the key. An empty database with any
+ * other key set is an error (a half-configured cluster must not run as a single host). */
+int cluster_config_check(const ClusterConfig *c, Error **errp);
+bool cluster_config_enabled(const ClusterConfig *c);
+bool cluster_host_id_is_valid(const char *id);
+
+typedef struct Cluster Cluster;
+
+/* Connects, migrates the schema (once per cluster: under an advisory lock, safe when
+ * several hosts start at once) and registers this host (upsert of its hosts row, heartbeat
+ * now). E_UNAVAILABLE when the server cannot be reached; E_INVALID for a bad conninfo. */
+int cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp);
+void cluster_free(Cluster *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Cluster, cluster_free)
+#define _cleanup_cluster_ _cleanup_(cluster_freep)
+
+/* The schema version the database is at, and the one this build migrates to. */
+int cluster_schema_version(Cluster *c, int *ret, Error **errp);
+int cluster_schema_latest(void);
+/* Runs the migrations this database lacks (also done by cluster_open). Idempotent. */
+int cluster_migrate(Cluster *c, Error **errp);
+
+/* One admission, in one transaction with the tenant's row locked: the tenant's row is made
+ * if the cluster has not seen it (its quota row, if any, wins over *fallback), the pure
+ * decision runs on the ledger's usage at now_usec, and if admitted the reservation (*res:
+ * tenant_id, session_id, vcpus, output/workspace caps filled in by the caller; the reserved
+ * amount, id and state by this call) and the session's index row (owned by this host) are
+ * written and the bucket updated. *ret is always the decision; a refusal writes nothing and
+ * returns 0. -1 only on a database error (nothing written). output_cap_bytes bounds the
+ * quota's output_bytes (the host's own output limit). */
+int cluster_admit(Cluster *c, const AdmitQuota *fallback, const AdmitRequest *rq,
+                  uint64_t output_cap_bytes, int64_t now_usec, ReservationRecord *res,
+                  AdmitDecision *ret, Error **errp);
+/* The reservation of a session (any state). E_NOT_FOUND if none. */
+int cluster_reservation_for_session(Cluster *c, const char *session_id, ReservationRecord *ret,
+                                    Error **errp);
+/* Ends an open reservation (charged or released) and marks its session ended in the index,
+ * in one transaction. E_CONFLICT if it ended already (exactly once). */
+int cluster_reservation_end(Cluster *c, int64_t id, ReservationState state,
+                            uint64_t charged_guest_s, int64_t ended_usec, Error **errp);
+/* Open reservations of sessions this host owns, oldest first. *ret is malloc'd. */
+int cluster_reservations_open(Cluster *c, ReservationRecord **ret, size_t *ret_n, Error **errp);
+/* The tenant's quota in the cluster (its row), E_NOT_FOUND if it has none. */
+int cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp);
+/* Writes the tenant's quota row (making the tenant's row if the cluster has not seen it):
+ * from the next admission on, every host uses it. */
+int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_t now_usec,
+                      Error **errp);
+
+/* ------------------------------------------------------------------ hosts (cluster_hosts.c) */
+
+#define CLUSTER_POOLS_JSON_MAX_BYTES (64 * 1024) /* a host's pools row, as JSON text */
+#define CLUSTER_ACCEL_MAX_BYTES 15
+
+typedef struct ClusterHost {
+    char id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char url[CLUSTER_URL_MAX_BYTES + 1];
+    char accel[CLUSTER_ACCEL_MAX_BYTES + 1];
+    int64_t started_usec;
+    int64_t heartbeat_age_usec; /* by the database's clock: no two hosts' clocks compared */
+    uint64_t open_sessions;     /* in the index, not ended, owned by this host */
+    char *pools_json;           /* the pools as the host last wrote them (a JSON array) */
+} ClusterHost;
+
+/* This host is alive: heartbeat now (the database's clock), its accel and its pools (a JSON
+ * array, at most CLUSTER_POOLS_JSON_MAX_BYTES). */
+int cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp);
+/* Every host of the cluster, by id. *ret is malloc'd: cluster_hosts_free(). */
+int cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp);
+void cluster_hosts_free(ClusterHost *v, size_t n);
