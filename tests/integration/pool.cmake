@@ -17,8 +17,9 @@ foreach(scenario clones refill restart wedged impostor probe-host probe-panic pr
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 endforeach()
 # guest_memory = template (issue 15): the same scenarios on copy-on-write clones of one
-# template per shape; each checks the pool really runs clones (no silent fallback).
-foreach(scenario clones refill restart wedged impostor)
+# template per shape; each checks the pool really runs clones (no silent fallback), except
+# `fallback`, where the template path is made to fail and copy must take over, with the reason.
+foreach(scenario clones refill restart fallback wedged impostor)
     add_test(NAME integration_pool_template_${scenario} COMMAND test_pool ${scenario} template)
     set_tests_properties(integration_pool_template_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

@@ -236,12 +236,21 @@ scenario_restart(void)
     FILE *f = fopen(ghost, "w");
     TEST_CHECK(f != NULL, "create %s", ghost);
     fclose(f);
+    char ghost_tmpl[1200] = ""; /* template mode: a template of a pool that no longer exists */
+    if (template_mode) {
+        TEST_CHECK(h.template_dir != NULL, "no template directory");
+        snprintf(ghost_tmpl, sizeof(ghost_tmpl), "%s/ghost.mem", h.template_dir);
+        TEST_CHECK((f = fopen(ghost_tmpl, "w")) != NULL, "create %s", ghost_tmpl);
+        fclose(f);
+    }
 
     Harness r;
     harness_start_opts(&r, &again);
     wait_full(&r);
     TEST_CHECK(virt_pid_gone(old_pid), "leftover QEMU %d still runs after restart", (int) old_pid);
     TEST_CHECK(access(ghost, F_OK) < 0, "stale snapshot %s was not removed", ghost);
+    TEST_CHECK(!ghost_tmpl[0] || access(ghost_tmpl, F_OK) < 0, "stale template %s was not removed",
+               ghost_tmpl);
     PoolStatus st;
     pool_status(r.pool, &st);
     TEST_CHECK(st.boots == 0, "the restart made %llu new snapshots instead of reusing",
@@ -264,6 +273,42 @@ scenario_restart(void)
            (int) old_pid);
     harness_cleanup(&t);
     free(state);
+}
+
+/* The template path failing at start (here: a template directory QEMU's user cannot reach)
+ * drops the pool to copy, loudly and with the reason; the pool fills and serves. */
+static void
+scenario_fallback(void)
+{
+    Harness h;
+    TestSession s;
+    char dir[1200];
+    const char *argv[] = {"echo", "copied", NULL};
+    const char *state = test_mkdtemp("stockade-pool");
+    snprintf(dir, sizeof(dir), "%s/private/templates", state);
+    TEST_CHECK(chmod(state, 0711) == 0, "chmod");
+    HarnessOptions o = {.image = "minimal", .warm = 1, .slots = 1, .state_dir = state,
+                        .guest_memory = "template", .template_dir = dir};
+    char private_dir[1200];
+    snprintf(private_dir, sizeof(private_dir), "%s/private", state);
+    TEST_CHECK(mkdir(private_dir, 0700) == 0, "mkdir %s", private_dir); /* root only */
+
+    template_mode = false; /* what must be in effect once full */
+    harness_start_opts(&h, &o);
+    wait_full(&h);
+    PoolStatus st;
+    pool_status(h.pool, &st);
+    printf("guest memory in effect: %s: %s\n", pool_guest_memory_to_string(st.guest_memory),
+           st.guest_memory_reason);
+    TEST_CHECK(strstr(st.guest_memory_reason, "cannot open") != NULL, "reason: %s",
+               st.guest_memory_reason);
+    TEST_CHECK(ts_take(&h, &s, "fallback"), "take: %s", s.error_message);
+    TEST_CHECK(ts_run(&s, argv, EXEC_TIMEOUT_USEC) == 0 && strcmp(s.out, "copied\n") == 0,
+               "exec: %s", s.error_message);
+    ts_release(&s);
+    harness_stop(&h);
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    harness_cleanup(&h);
 }
 
 static bool
@@ -579,7 +624,7 @@ main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: %s clones|refill|restart|wedged|impostor|probe-MODE "
+        fprintf(stderr, "usage: %s clones|refill|restart|fallback|wedged|impostor|probe-MODE "
                         "[copy|template]\n",
                 argv[0]);
         return 2;
@@ -592,6 +637,8 @@ main(int argc, char **argv)
         scenario_refill();
     else if (strcmp(argv[1], "restart") == 0)
         scenario_restart();
+    else if (strcmp(argv[1], "fallback") == 0)
+        scenario_fallback();
     else if (strcmp(argv[1], "wedged") == 0)
         scenario_wedged();
     else if (strcmp(argv[1], "impostor") == 0)

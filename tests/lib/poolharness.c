@@ -146,6 +146,7 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
     h->cfg.kvm_probe_append = o->kvm_probe_append;
     h->cfg.kvm_probe_under_tcg = o->kvm_probe_under_tcg;
     h->cfg.guest_memory = harness_guest_memory(o, h->cfg.guest_memory);
+    h->cfg.template_dir = o->template_dir;
     h->shape = (PoolShapeConfig){.name = o->image,
                                  .image_dir = h->image_dir,
                                  .vcpus = 1,

@@ -36,6 +36,7 @@ typedef struct HarnessOptions {
     uint64_t kvm_probe_timeout_usec;                  /* 0: pool default */
     bool kvm_probe_under_tcg;                         /* the probe's fault, not the host's */
     const char *guest_memory; /* "copy", "template"; NULL: harness_default_guest_memory */
+    const char *template_dir; /* NULL: the pool's choice */
 } HarnessOptions;
 
 /* guest_memory for harnesses whose options name none (a test binary's mode argument); NULL:
