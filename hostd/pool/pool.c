@@ -108,6 +108,25 @@ slot_uuid(const char *state_dir, const char *name, char out[37])
              d[13], d[14], d[15]);
 }
 
+int
+guest_init_paths(Guest *g, const char *state_dir)
+{
+    return asprintf(&g->dir, "%s/guests/%s", state_dir, g->name) < 0 ||
+                   asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
+                   asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
+                   asprintf(&g->console_path, "%s/console.log", g->dir) < 0
+               ? -1
+               : 0;
+}
+
+void
+guest_free_fields(Guest *g)
+{
+    channel_free(g->ch);
+    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
+    free(g->save_path), free(g->key_path), free(g->xml), free(g->cmdline);
+}
+
 static int
 slot_init(Pool *p, Shape *s, unsigned k, Guest *g)
 {
@@ -119,10 +138,7 @@ slot_init(Pool *p, Shape *s, unsigned k, Guest *g)
     g->state = SLOT_EMPTY;
     snprintf(g->name, sizeof(g->name), "%s%s-%u", p->cfg.domain_prefix, s->name, k);
     slot_uuid(st, g->name, g->uuid);
-    if (asprintf(&g->dir, "%s/guests/%s", st, g->name) < 0 ||
-        asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
-        asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
-        asprintf(&g->console_path, "%s/console.log", g->dir) < 0 ||
+    if (guest_init_paths(g, st) < 0 ||
         asprintf(&g->save_path, "%s/snapshots/%s.save", st, g->name) < 0 ||
         asprintf(&g->key_path, "%s/snapshots/%s.key", st, g->name) < 0)
         return -1;
@@ -218,14 +234,6 @@ pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp)
     return 0;
 }
 
-static void
-slot_free_fields(Guest *g)
-{
-    channel_free(g->ch);
-    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-    free(g->save_path), free(g->key_path), free(g->xml);
-}
-
 void
 pool_free(Pool *p)
 {
@@ -237,7 +245,7 @@ pool_free(Pool *p)
         for (unsigned k = 0; s->slots && k < s->n_slots; k++) {
             loop_cancel_timer(p->loop, s->slots[k].timer);
             loop_cancel_timer(p->loop, s->slots[k].gone_timer);
-            slot_free_fields(&s->slots[k]);
+            guest_free_fields(&s->slots[k]);
         }
         if (s->tmpl) {
             loop_cancel_timer(p->loop, s->tmpl->timer);

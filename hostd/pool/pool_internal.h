@@ -129,6 +129,10 @@ struct Pool {
 #define POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC (30 * 1000 * 1000)
 
 /* pool.c */
+/* g->dir, workspace_path, socket_path, console_path from g->name; -1 on ENOMEM. */
+int guest_init_paths(Guest *g, const char *state_dir);
+/* Frees what a Guest owns (channel, paths, xml), not g itself. */
+void guest_free_fields(Guest *g);
 /* (Re)builds the slot's XML for the pool's memory mode and whether it can start without a
  * cold boot (its own save, or its shape's template). */
 int slot_refresh(Guest *g, Error **errp);
@@ -142,7 +146,10 @@ bool template_matches(const Shape *s);
 void shape_set_template_ok(Shape *s, bool ok);
 /* Files in template_dir that belong to no shape's valid template (loop thread, at start). */
 void pool_prune_templates(Pool *p);
-/* The template path failed (why); before it ever worked, the pool falls back to copy. */
+/* Neither a template was saved nor a clone started this run: a failure now says the path
+ * does not work on this host, rather than that one attempt failed. */
+bool pool_template_unproven(const Pool *p);
+/* Drops the pool to copy, loudly, with why (callers decide it is warranted). */
 void pool_template_failed(Pool *p, const char *why);
 /* Worker side: a fresh shared-memory file for the template guest, for QEMU's user only. */
 int template_create_memory_file(const Shape *s, Error **errp);

@@ -184,7 +184,7 @@ slot_on_saved(Guest *g, Error *err)
     slot_close_channel(g); /* QEMU exited after the save: the EOF is expected */
     if (e) {
         log_error("snapshot of %s failed: %s", g->name, e->message);
-        if (g->tmpl)
+        if (g->tmpl && pool_template_unproven(p))
             pool_template_failed(p, e->message);
         g->state = SLOT_BOOT_SYNC; /* the domain may still run: destroy it */
         slot_destroy(g, true);
@@ -350,7 +350,7 @@ slot_on_booted(Guest *g, Error *err)
         log_error("cold boot of %s failed: %s", g->name, e->message);
         if (g->probe)
             accel_probe_finished(g, false, e->message);
-        if (g->tmpl)
+        if (g->tmpl && pool_template_unproven(p))
             pool_template_failed(p, e->message);
         g->state = SLOT_BOOT_SYNC; /* so that slot_destroy() cleans up */
         slot_destroy(g, true);
@@ -418,7 +418,9 @@ slot_on_restore_failed(Guest *g, const char *why)
     Pool *p = g->pool;
     bool clone = g->xml_memory == POOL_MEMORY_TEMPLATE;
 
-    if (clone && !p->clone_ever_started &&
+    /* Clones of a template made this run that never start: the path does not work here. A
+     * template reused from an earlier run (another QEMU, say) is remade first, below. */
+    if (clone && p->template_ever_saved && !p->clone_ever_started &&
         ++p->clone_failures >= POOL_CLONE_FAILURES_BEFORE_FALLBACK)
         pool_template_failed(p, why);
     if (++g->restore_failures < POOL_RESTORE_FAILURES_BEFORE_REBOOT)

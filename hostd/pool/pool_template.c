@@ -41,9 +41,7 @@ template_guest_free(Guest *g)
 {
     if (!g)
         return;
-    channel_free(g->ch);
-    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-    free(g->save_path), free(g->key_path), free(g->xml);
+    guest_free_fields(g);
     free(g);
 }
 
@@ -65,7 +63,6 @@ template_paths(Pool *p, Shape *s)
 int
 template_guest_new(Pool *p, Shape *s, Error **errp)
 {
-    const char *st = p->cfg.state_dir;
     Guest *g = calloc(1, sizeof(*g));
     if (!g)
         return error_set(errp, E_INTERNAL, ENOMEM, "template guest");
@@ -78,10 +75,7 @@ template_guest_new(Pool *p, Shape *s, Error **errp)
     snprintf(g->name, sizeof(g->name), "%s%s-tmpl", p->cfg.domain_prefix, s->name);
     snprintf(g->uuid, sizeof(g->uuid), "00000000-0000-4000-8000-%012zx",
              (size_t) (s - p->shapes) + 2); /* 1 is the accel probe's */
-    if (asprintf(&g->dir, "%s/guests/%s", st, g->name) < 0 ||
-        asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
-        asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
-        asprintf(&g->console_path, "%s/console.log", g->dir) < 0 || template_paths(p, s) < 0)
+    if (guest_init_paths(g, p->cfg.state_dir) < 0 || template_paths(p, s) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "template guest");
     return 0;
 }
@@ -207,10 +201,16 @@ pool_prune_templates(Pool *p)
 
 /* ------------------------------------------------------------------ fallback */
 
+bool
+pool_template_unproven(const Pool *p)
+{
+    return p->memory == POOL_MEMORY_TEMPLATE && !p->template_ever_saved && !p->clone_ever_started;
+}
+
 void
 pool_template_failed(Pool *p, const char *why)
 {
-    if (p->memory != POOL_MEMORY_TEMPLATE || p->template_ever_saved || p->clone_ever_started)
+    if (p->memory != POOL_MEMORY_TEMPLATE)
         return;
     char safe[400];
     log_escape(safe, sizeof(safe), why, strlen(why));
