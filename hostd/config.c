@@ -25,7 +25,7 @@ typedef enum {
 } Section;
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
-typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MIB, K_HOSTS, K_CIDRS } KeyType;
+typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MEMORY, K_MIB, K_HOSTS, K_CIDRS } KeyType;
 
 typedef struct {
     Section section;
@@ -54,6 +54,8 @@ static const Key keys[] = {
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
     {SEC_DAEMON, "kvm_probe_append", K_STR, DC(kvm_probe_append), POOL_PROBE_APPEND_MAX_BYTES + 1,
      0, 0},
+    {SEC_DAEMON, "guest_memory", K_MEMORY, PC(guest_memory), 0, 0, 0},
+    {SEC_DAEMON, "template_dir", K_STR, DC(template_dir), POOL_TEMPLATE_DIR_MAX_BYTES + 1, 0, 0},
     {SEC_DAEMON, "workspace_mib", K_UINT, PC(workspace_mib), 0, 16, 1024 * 1024},
     {SEC_DAEMON, "refill_concurrency", K_UINT, PC(refill_concurrency), 0, 1, 64},
     {SEC_DAEMON, "refill_holdoff_ms", K_UINT, PC(refill_holdoff_ms), 0, 0, 10000},
@@ -148,6 +150,18 @@ config_parse_accel(const char *s, AccelMode *ret)
     return 0;
 }
 
+int
+config_parse_guest_memory(const char *s, PoolGuestMemory *ret)
+{
+    if (strcmp(s, "template") == 0)
+        *ret = POOL_MEMORY_TEMPLATE;
+    else if (strcmp(s, "copy") == 0)
+        *ret = POOL_MEMORY_COPY;
+    else
+        return -1;
+    return 0;
+}
+
 static void
 add_default_pool(DaemonConfig *c, const char *name, unsigned mem, unsigned warm,
                  unsigned slots)
@@ -228,6 +242,11 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
     case K_ACCEL:
         if (config_parse_accel(v, (AccelMode *) field) < 0)
             return error_set(errp, E_INVALID, 0, "line %u: accel must be auto, kvm or tcg",
+                             line);
+        return 0;
+    case K_MEMORY:
+        if (config_parse_guest_memory(v, (PoolGuestMemory *) field) < 0)
+            return error_set(errp, E_INVALID, 0, "line %u: guest_memory must be template or copy",
                              line);
         return 0;
     case K_HOSTS:
@@ -410,6 +429,9 @@ config_finish(DaemonConfig *c, Error **errp)
     c->pool.libvirt_uri = c->libvirt_uri;
     c->pool.domain_prefix = c->domain_prefix;
     c->pool.kvm_probe_append = c->kvm_probe_append;
+    c->pool.template_dir = c->template_dir; /* "": chosen at start */
+    if (c->template_dir[0] && (c->template_dir[0] != '/' || strchr(c->template_dir, ',')))
+        return error_set(errp, E_INVALID, 0, "template_dir must be an absolute path without ','");
     c->pool.shapes = c->shapes;
     if (!c->unix_socket[0] &&
         snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock", c->state_dir) >=

@@ -5,7 +5,8 @@
  * never silently keeps a default), every number range-checked. Errors name the line.
  *
  *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel,
- *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency, refill_holdoff_ms, workers
+ *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency, refill_holdoff_ms, workers,
+ *                       guest_memory (template | copy), template_dir
  *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
@@ -56,6 +57,7 @@ typedef struct DaemonConfig {
     char libvirt_uri[256];
     char domain_prefix[POOL_PREFIX_MAX_BYTES + 1];
     char kvm_probe_append[POOL_PROBE_APPEND_MAX_BYTES + 1]; /* accel=auto probe only */
+    char template_dir[POOL_TEMPLATE_DIR_MAX_BYTES + 1];     /* "": the pool chooses */
     char log_level[8];
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */
@@ -86,3 +88,4 @@ int config_load_file(DaemonConfig *c, const char *path, Error **errp);
 /* Resolves image directories and string pointers; call after the last change to c. */
 int config_finish(DaemonConfig *c, Error **errp);
 int config_parse_accel(const char *s, AccelMode *ret);
+int config_parse_guest_memory(const char *s, PoolGuestMemory *ret);

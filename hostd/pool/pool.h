@@ -16,6 +16,16 @@
  * slot comes back empty after a backoff. A busy guest's owner hears of it through
  * GuestOps.lost. On start, every domain whose name starts with the configured prefix is
  * destroyed (leftovers of an earlier run) and stale snapshots are removed.
+ *
+ * guest_memory = template (issue 15, notes/templating-2026-12.md): instead of one save per
+ * slot, each shape boots one template guest whose RAM is a file in template_dir, saves only
+ * its device state, and every slot's restore is a clone that maps that file copy-on-write
+ * (a guest's private memory is what it wrote since). Everything else a slot has stays its
+ * own (name, UUID, VM generation id, channel, disk); the hand-out path is the same. A
+ * template is remade like a snapshot (stale key, or a slot's restores failing twice) into a
+ * new file, so running clones keep mapping the old one. If the template path fails before
+ * it ever worked (libvirt without the qemu namespace, QEMU refusing the capability, files
+ * QEMU's user cannot open), the pool falls back to copy and says why (PoolStatus).
  * Loop thread only, except where noted. */
 #pragma once
 
@@ -37,6 +47,14 @@
 #define POOL_PROBE_APPEND_MAX_BYTES 256
 
 typedef enum { ACCEL_MODE_AUTO, ACCEL_MODE_KVM, ACCEL_MODE_TCG } AccelMode;
+typedef enum { POOL_MEMORY_COPY, POOL_MEMORY_TEMPLATE } PoolGuestMemory;
+/* copy: template passed every pool scenario here, but the clones scenario once found both
+ * clones' clocks 2-3 minutes ahead of the host (1 run of 7, under a compile's load; see the
+ * issue 15 report). Every clone inherits the template's one boot, its timekeeping included. */
+#define POOL_GUEST_MEMORY_DEFAULT POOL_MEMORY_COPY
+#define POOL_TEMPLATE_DIR_MAX_BYTES 512
+/* QEMU's user (libvirt's qemu.conf default on Debian): it alone may open template files. */
+#define POOL_QEMU_USER "libvirt-qemu"
 
 typedef struct PoolShapeConfig {
     const char *name;      /* [a-z0-9-], unique; part of the domain names */
@@ -75,6 +93,10 @@ typedef struct PoolConfig {
     uint64_t sync_timeout_usec;       /* restore to Ready */
     uint64_t health_interval_usec;    /* ping period */
     uint64_t ping_timeout_usec;       /* unanswered ping = wedged */
+    PoolGuestMemory guest_memory;
+    /* Where memory templates live; NULL or "": /dev/shm when every template fits there twice
+     * with room to spare, else <state_dir>/templates/memory (the choice is logged). */
+    const char *template_dir;
     const PoolShapeConfig *shapes;
     size_t n_shapes;
 } PoolConfig;
@@ -98,6 +120,7 @@ typedef struct PoolShapeStatus {
     unsigned vcpus, memory_mib; /* the shape: what tenant quotas are checked against */
     unsigned warm, slots;
     unsigned idle, busy, starting, draining, snapshots_ready;
+    bool template_ready;        /* guest_memory = template: a valid template exists */
 } PoolShapeStatus;
 
 typedef struct PoolStatus {
@@ -105,6 +128,9 @@ typedef struct PoolStatus {
     bool accel_decided;
     bool disks_ready;                 /* every slot's workspace disk exists (the appliance's) */
     const char *accel_reason;         /* human text: why this accel */
+    PoolGuestMemory guest_memory;     /* in effect: copy after a fallback */
+    const char *guest_memory_reason;  /* human text: why this mode, where the templates are */
+    const char *template_dir;         /* "" in copy mode */
     size_t n_shapes;
     PoolShapeStatus shapes[POOL_SHAPES_MAX];
     /* The pool's own guests only: the accel=auto probe is never one of these. */
@@ -129,6 +155,7 @@ void pool_free(Pool *p);
 void pool_status(Pool *p, PoolStatus *ret);
 /* True once every shape has `warm` idle guests (for tests and benchmarks). */
 bool pool_is_full(Pool *p);
+const char *pool_guest_memory_to_string(PoolGuestMemory m);
 
 /* Hands out an idle, healthy guest of the shape. No libvirt call. E_NOT_FOUND for an
  * unknown shape, E_UNAVAILABLE when none is idle. */

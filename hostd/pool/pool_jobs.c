@@ -22,6 +22,8 @@ typedef struct {
     void (*pool_done)(Pool *p, Error *err);
     Error *err;
     pid_t pid;
+    Error *template_err; /* JOB_RECONCILE: the template path cannot work (not fatal) */
+    bool clone; /* JOB_RESTORE: a clone of the shape's template (decided on the loop) */
 } Job;
 
 static int
@@ -32,8 +34,8 @@ mkdir_p(const char *path, mode_t mode)
     return chmod(path, mode);
 }
 
-static int
-write_file_atomic(const char *path, const char *text, Error **errp)
+int
+pool_write_file_atomic(const char *path, const char *text, Error **errp)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
@@ -64,7 +66,9 @@ slot_clean_start(Job *j, Error **errp)
 static void
 job_boot_work(Job *j)
 {
-    if (slot_clean_start(j, &j->err) < 0 || virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
+    if (slot_clean_start(j, &j->err) < 0 ||
+        (j->g->tmpl && template_create_memory_file(j->g->shape, &j->err) < 0) ||
+        virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
         return;
     j->pid = virt_qemu_pid(j->g->name);
 }
@@ -75,6 +79,10 @@ job_save_work(Job *j)
     Guest *g = j->g;
     _cleanup_free_ char *tmp = NULL;
 
+    if (g->tmpl) {
+        template_save(j->pool, g->shape, g->key, &j->err);
+        return;
+    }
     if (asprintf(&tmp, "%s.tmp", g->save_path) < 0) {
         error_set(&j->err, E_INTERNAL, ENOMEM, "path");
         return;
@@ -89,7 +97,7 @@ job_save_work(Job *j)
         (void) unlink(tmp);
         return;
     }
-    write_file_atomic(g->key_path, g->key, &j->err);
+    pool_write_file_atomic(g->key_path, g->key, &j->err);
 }
 
 static void
@@ -99,7 +107,11 @@ job_restore_work(Job *j)
     Pool *p = j->pool;
     unsigned limit = g->shape->memory_mib + p->cfg.tb_cache_mib + p->cfg.memory_overhead_mib;
 
-    if (slot_clean_start(j, &j->err) < 0 || virt_restore(p->virt, g->save_path, &j->err) < 0)
+    if (slot_clean_start(j, &j->err) < 0)
+        return;
+    if (j->clone ? virt_clone_start(p->virt, g->xml, g->shape->state_path,
+                                    POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC, &j->err) < 0
+                 : virt_restore(p->virt, g->save_path, &j->err) < 0)
         return;
     j->pid = virt_qemu_pid(g->name);
     if (virt_set_memory_hard_limit(p->virt, g->name, limit, &j->err) < 0)
@@ -110,6 +122,16 @@ static void
 job_destroy_work(Job *j)
 {
     virt_destroy(j->pool->virt, j->g->name, &j->err);
+}
+
+/* guest_memory = template: its directory (only root lists it; QEMU's user passes through to
+ * its own files) and QEMU's version (read-only mapping for clones from 8.2 on). */
+static int
+pool_reconcile_templates(Pool *p, Error **errp)
+{
+    if (mkdir_p(p->template_dir, 0711) < 0)
+        return error_set(errp, E_IO, errno, "create %s", p->template_dir);
+    return virt_hypervisor_version(p->virt, &p->qemu_version, errp);
 }
 
 /* Every slot's disk must exist before the extraction appliance attaches them all. Existing
@@ -159,6 +181,8 @@ job_reconcile_work(Job *j)
                                  p->cfg.exec_gid, &j->err);
     if (!j->err)
         pool_create_missing_disks(p, &j->err);
+    if (!j->err && p->memory == POOL_MEMORY_TEMPLATE)
+        pool_reconcile_templates(p, &j->template_err);
 }
 
 static void
@@ -185,6 +209,10 @@ job_complete(void *userdata)
         p->inflight--;
     if (j->g && j->pid > 0)
         j->g->qemu_pid = j->pid;
+    if (j->template_err) {
+        pool_template_failed(p, j->template_err->message);
+        error_free(j->template_err);
+    }
     if (j->pool_done)
         j->pool_done(p, j->err);
     else
@@ -210,7 +238,8 @@ job_start(Guest *g, JobKind kind, JobDoneFn done)
     Job *j = calloc(1, sizeof(*j));
     if (!j)
         abort(); /* the slot would be stuck in a transitional state forever */
-    *j = (Job){.kind = kind, .pool = g->pool, .g = g, .done = done};
+    *j = (Job){.kind = kind, .pool = g->pool, .g = g, .done = done,
+               .clone = g->xml_memory == POOL_MEMORY_TEMPLATE};
     job_submit(g->pool, j);
 }
 

@@ -12,8 +12,16 @@ target_link_libraries(test_pool PRIVATE stockade_poolharness Threads::Threads)
 # the pool's failure counters stay 0 whatever the probe did.
 foreach(scenario clones refill restart wedged impostor probe-host probe-panic probe-hang
         probe-nosync)
-    add_test(NAME integration_pool_${scenario} COMMAND test_pool ${scenario})
+    add_test(NAME integration_pool_${scenario} COMMAND test_pool ${scenario} copy)
     set_tests_properties(integration_pool_${scenario} PROPERTIES LABELS integration
+        SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+endforeach()
+# guest_memory = template (issue 15): the same scenarios on copy-on-write clones of one
+# template per shape; each checks the pool really runs clones (no silent fallback), except
+# `fallback`, where the template path is made to fail and copy must take over, with the reason.
+foreach(scenario clones refill restart fallback wedged impostor)
+    add_test(NAME integration_pool_template_${scenario} COMMAND test_pool ${scenario} template)
+    set_tests_properties(integration_pool_template_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 endforeach()
 

@@ -1,5 +1,6 @@
 /* Integration tests of the warm pool (issue 3): real libvirtd, real guests restored from the
- * project's minimal image. One scenario per invocation: test_pool <scenario>. */
+ * project's minimal image. One scenario per invocation: test_pool <scenario> [copy|template]
+ * (guest_memory; issue 15: every scenario runs on copy-on-write template clones too). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,11 +23,80 @@
 #define FILL_TIMEOUT_USEC (240 * USEC_PER_SEC)
 #define EXEC_TIMEOUT_USEC (60 * USEC_PER_SEC)
 
+static bool template_mode;
+
+static size_t
+count_files(const char *dir, const char *suffix)
+{
+    char cmd[1400], line[64];
+    snprintf(cmd, sizeof(cmd), "ls -1 '%s' 2>/dev/null | grep -c '%s$'", dir, suffix);
+    FILE *f = popen(cmd, "r");
+    size_t n = f && fgets(line, sizeof(line), f) ? (size_t) strtoul(line, NULL, 10) : 0;
+    if (f)
+        pclose(f);
+    return n;
+}
+
+/* Template mode: the pool really runs clones (no silent fallback to copy), from one template
+ * of the one shape, and keeps no per-slot save image. */
+static void
+check_guest_memory(Harness *h)
+{
+    PoolStatus st;
+    char snaps[1200];
+    pool_status(h->pool, &st);
+    if (!template_mode) {
+        TEST_CHECK(st.guest_memory == POOL_MEMORY_COPY, "copy mode: %s", st.guest_memory_reason);
+        return;
+    }
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && st.shapes[0].template_ready,
+               "template mode not in effect: %s", st.guest_memory_reason);
+    snprintf(snaps, sizeof(snaps), "%s/snapshots", h->state_dir);
+    TEST_CHECK(count_files(snaps, ".save") == 0, "per-slot save images in template mode");
+    TEST_CHECK(count_files(st.template_dir, ".mem") == 1 &&
+                   count_files(st.template_dir, ".state") == 1,
+               "expected one template (.mem, .state) in %s", st.template_dir);
+}
+
 static void
 wait_full(Harness *h)
 {
     TEST_CHECK(harness_wait_full(h, FILL_TIMEOUT_USEC), "pool not full within %llu s",
                (unsigned long long) (FILL_TIMEOUT_USEC / USEC_PER_SEC));
+    check_guest_memory(h);
+}
+
+/* sha256 of the shape's template RAM file (template mode), "" if unreadable. */
+static void
+template_mem_sha256(Harness *h, char out[65])
+{
+    PoolStatus st;
+    char cmd[1400];
+    pool_status(h->pool, &st);
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "sha256sum '%s/%s.mem'", st.template_dir, h->shape.name);
+    FILE *f = popen(cmd, "r");
+    if (f && fscanf(f, "%64s", out) != 1)
+        out[0] = '\0';
+    if (f)
+        pclose(f);
+}
+
+/* The VM generation id libvirt gave a running domain ("" if none). */
+static void
+domain_genid(const char *name, char *out, size_t cap)
+{
+    char cmd[256], line[512];
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "virsh -q -c qemu:///system dumpxml %s", name);
+    FILE *f = popen(cmd, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        char *a = strstr(line, "<genid>"), *b = a ? strstr(a, "</genid>") : NULL;
+        if (a && b)
+            snprintf(out, cap, "%.*s", (int) (b - a - 7), a + 7);
+    }
+    if (f)
+        pclose(f);
 }
 
 /* Two guests restored from one snapshot must read different random bytes at the same time,
@@ -41,8 +111,14 @@ scenario_clones(void)
                           "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s",
                           NULL};
 
+    const char *scribble[] = {"sh", "-c", "dd if=/dev/urandom of=/tmp/scribble bs=1M count=24 "
+                                          "2>/dev/null && sync && echo scribbled", NULL};
+    char mem_before[65] = "", mem_after[65] = "";
+
     harness_start(&h, "minimal", 2, 2, NULL);
     wait_full(&h);
+    if (template_mode)
+        template_mem_sha256(&h, mem_before);
     TEST_CHECK(ts_take(&h, &a, "clone-a") && ts_take(&h, &b, "clone-b"), "take: %s %s",
                a.error_message, b.error_message);
     TEST_CHECK(ts_exec_start(&a, argv) && ts_exec_start(&b, argv), "exec start");
@@ -63,6 +139,21 @@ scenario_clones(void)
     long long host = (long long) time(NULL);
     TEST_CHECK(llabs(clock_a - host) <= 10 && llabs(clock_b - host) <= 10,
                "guest clocks %lld %lld vs host %lld", clock_a, clock_b, host);
+    if (template_mode) { /* a fresh VM generation id each, in the live XML */
+        char gen_a[64], gen_b[64];
+        domain_genid(guest_name(a.g), gen_a, sizeof(gen_a));
+        domain_genid(guest_name(b.g), gen_b, sizeof(gen_b));
+        printf("a: genid=%s\nb: genid=%s\n", gen_a, gen_b);
+        TEST_CHECK(strlen(gen_a) == 36 && strcmp(gen_a, gen_b) != 0,
+                   "clones' VM generation ids '%s' '%s'", gen_a, gen_b);
+        /* what a clone writes stays its own: the template's RAM file is untouched */
+        TEST_CHECK(ts_run(&a, scribble, EXEC_TIMEOUT_USEC) == 0, "scribble: %s %s",
+                   a.error_message, a.err);
+        template_mem_sha256(&h, mem_after);
+        printf("template RAM sha256 before %s after %s\n", mem_before, mem_after);
+        TEST_CHECK(mem_before[0] && strcmp(mem_before, mem_after) == 0,
+                   "a clone's writes reached the template file");
+    }
     ts_release(&a);
     ts_release(&b);
     harness_stop(&h);
@@ -145,12 +236,21 @@ scenario_restart(void)
     FILE *f = fopen(ghost, "w");
     TEST_CHECK(f != NULL, "create %s", ghost);
     fclose(f);
+    char ghost_tmpl[1200] = ""; /* template mode: a template of a pool that no longer exists */
+    if (template_mode) {
+        TEST_CHECK(h.template_dir != NULL, "no template directory");
+        snprintf(ghost_tmpl, sizeof(ghost_tmpl), "%s/ghost.mem", h.template_dir);
+        TEST_CHECK((f = fopen(ghost_tmpl, "w")) != NULL, "create %s", ghost_tmpl);
+        fclose(f);
+    }
 
     Harness r;
     harness_start_opts(&r, &again);
     wait_full(&r);
     TEST_CHECK(virt_pid_gone(old_pid), "leftover QEMU %d still runs after restart", (int) old_pid);
     TEST_CHECK(access(ghost, F_OK) < 0, "stale snapshot %s was not removed", ghost);
+    TEST_CHECK(!ghost_tmpl[0] || access(ghost_tmpl, F_OK) < 0, "stale template %s was not removed",
+               ghost_tmpl);
     PoolStatus st;
     pool_status(r.pool, &st);
     TEST_CHECK(st.boots == 0, "the restart made %llu new snapshots instead of reusing",
@@ -173,6 +273,42 @@ scenario_restart(void)
            (int) old_pid);
     harness_cleanup(&t);
     free(state);
+}
+
+/* The template path failing at start (here: a template directory QEMU's user cannot reach)
+ * drops the pool to copy, loudly and with the reason; the pool fills and serves. */
+static void
+scenario_fallback(void)
+{
+    Harness h;
+    TestSession s;
+    char dir[1200];
+    const char *argv[] = {"echo", "copied", NULL};
+    const char *state = test_mkdtemp("stockade-pool");
+    snprintf(dir, sizeof(dir), "%s/private/templates", state);
+    TEST_CHECK(chmod(state, 0711) == 0, "chmod");
+    HarnessOptions o = {.image = "minimal", .warm = 1, .slots = 1, .state_dir = state,
+                        .guest_memory = "template", .template_dir = dir};
+    char private_dir[1200];
+    snprintf(private_dir, sizeof(private_dir), "%s/private", state);
+    TEST_CHECK(mkdir(private_dir, 0700) == 0, "mkdir %s", private_dir); /* root only */
+
+    template_mode = false; /* what must be in effect once full */
+    harness_start_opts(&h, &o);
+    wait_full(&h);
+    PoolStatus st;
+    pool_status(h.pool, &st);
+    printf("guest memory in effect: %s: %s\n", pool_guest_memory_to_string(st.guest_memory),
+           st.guest_memory_reason);
+    TEST_CHECK(strstr(st.guest_memory_reason, "cannot open") != NULL, "reason: %s",
+               st.guest_memory_reason);
+    TEST_CHECK(ts_take(&h, &s, "fallback"), "take: %s", s.error_message);
+    TEST_CHECK(ts_run(&s, argv, EXEC_TIMEOUT_USEC) == 0 && strcmp(s.out, "copied\n") == 0,
+               "exec: %s", s.error_message);
+    ts_release(&s);
+    harness_stop(&h);
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    harness_cleanup(&h);
 }
 
 static bool
@@ -487,17 +623,22 @@ int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s clones|refill|restart|wedged|impostor|probe-MODE\n",
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s clones|refill|restart|fallback|wedged|impostor|probe-MODE "
+                        "[copy|template]\n",
                 argv[0]);
         return 2;
     }
+    harness_default_guest_memory = argc == 3 ? argv[2] : "copy";
+    template_mode = strcmp(harness_default_guest_memory, "template") == 0;
     if (strcmp(argv[1], "clones") == 0)
         scenario_clones();
     else if (strcmp(argv[1], "refill") == 0)
         scenario_refill();
     else if (strcmp(argv[1], "restart") == 0)
         scenario_restart();
+    else if (strcmp(argv[1], "fallback") == 0)
+        scenario_fallback();
     else if (strcmp(argv[1], "wedged") == 0)
         scenario_wedged();
     else if (strcmp(argv[1], "impostor") == 0)

@@ -40,6 +40,26 @@ test_defaults_and_file(void **state)
     assert_string_equal(cfg.shapes[0].image_dir, "/usr/share/stockade/images/python");
     assert_int_equal(cfg.shapes[0].warm, 3);
     assert_int_equal(cfg.shapes[0].memory_mib, 384);
+    assert_int_equal(cfg.pool.guest_memory, POOL_GUEST_MEMORY_DEFAULT);
+    assert_string_equal(cfg.pool.template_dir, "");
+}
+
+static void
+test_guest_memory(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(parse("[daemon]\nguest_memory = copy\n", &e), 0);
+    assert_int_equal(cfg.pool.guest_memory, POOL_MEMORY_COPY);
+    assert_int_equal(parse("[daemon]\nguest_memory = template\ntemplate_dir = /srv/t\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.pool.guest_memory, POOL_MEMORY_TEMPLATE);
+    assert_string_equal(cfg.pool.template_dir, "/srv/t");
+    /* QEMU would read what follows a ',' as more options of the memory backend */
+    assert_int_equal(parse("[daemon]\ntemplate_dir = /srv/t,share=on\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), -1);
+    assert_non_null(strstr(e->message, "template_dir"));
+    error_free(e);
 }
 
 static void
@@ -53,6 +73,7 @@ test_rejects(void **state)
         {"[daemon]\nstate_dri = /x\n", "line 2: unknown key"},
         {"state_dir = /x\n", "line 1: key outside a section"},
         {"[daemon]\naccel = fast\n", "accel must be"},
+        {"[daemon]\nguest_memory = shared\n", "guest_memory must be template or copy"},
         {"[daemon]\nworkspace_mib = 1\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = 12x\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = -5\n", "workspace_mib must be a number"},
@@ -147,6 +168,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_file),
         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_guest_memory),
         cmocka_unit_test(test_long_line_and_nul),
         cmocka_unit_test(test_cluster),
     };
