@@ -91,7 +91,7 @@ pool_check_config(const PoolConfig *c, Error **errp)
 }
 
 /* A stable UUID per slot: derived from the state directory and the domain name. */
-static void
+void
 slot_uuid(const char *state_dir, const char *name, char out[37])
 {
     uint8_t d[SHA256_BYTES];

@@ -117,7 +117,7 @@ accel_probe_new(Pool *p, Guest **ret, Error **errp)
     g->probe = true;
     g->qemu_pid = -1;
     snprintf(g->name, sizeof(g->name), "%sprobe", p->cfg.domain_prefix);
-    snprintf(g->uuid, sizeof(g->uuid), "00000000-0000-4000-8000-000000000001");
+    slot_uuid(p->cfg.state_dir, g->name, g->uuid); /* daemons on one host never collide */
     if ((append[0] && asprintf(&g->cmdline, "%s %s", g->shape->image->cmdline, append) < 0) ||
         guest_init_paths(g, p->cfg.state_dir) < 0 || slot_prepare_xml(g, errp) < 0) {
         accel_probe_free(g);

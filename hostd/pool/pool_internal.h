@@ -156,6 +156,9 @@ int template_create_memory_file(const Shape *s, Error **errp);
 /* Worker side: save the template's device state and install its files. */
 int template_save(Pool *p, const Shape *s, const char *key, Error **errp);
 
+/* pool.c: a stable UUID per domain name, derived from the state directory and the name */
+void slot_uuid(const char *state_dir, const char *name, char out[37]);
+
 /* pool_slot.c */
 void pool_fill(Pool *p);
 void slot_fail(Guest *g, const char *why);
