@@ -14,7 +14,7 @@
 
 typedef Http1Span Line;
 
-static InspectStatus
+__attribute__((format(printf, 3, 4))) static InspectStatus
 inspect_refuse(InspectVerdict *v, const char *reason, const char *fmt, ...)
 {
     va_list ap;
