@@ -183,8 +183,12 @@ guard_budget(void)
             MIB(growth), MIB(base));
     EXPECT(ok >= 1 && busy >= 1 && ok + busy == UPLOADS && busy_retry == busy);
     EXPECT(ok <= (int) (UPLOAD_BUDGET_BYTES / UPLOAD_BYTES) * 3); /* later ones reuse room */
-    /* The budget, plus a margin for threads, socket reads and answers. */
+    /* The budget, plus a margin for threads, socket reads and answers. Under ASan the RSS
+     * says nothing of the daemon's own holding (freed bodies sit in its quarantine and every
+     * allocation carries redzones): there the 200/503 split above is the budget's proof. */
+#ifndef __SANITIZE_ADDRESS__
     EXPECT(growth < UPLOAD_BUDGET_BYTES + ((size_t) 24 << 20));
+#endif
 }
 
 void
