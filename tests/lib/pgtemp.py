@@ -23,16 +23,10 @@ import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stockade_fixture import skip  # noqa: E402  (the one skip rule: STOCKADE_MUST_WORK)
+
 START_TIMEOUT_S = 60  # initdb + first start on a loaded machine
-
-
-def skip(why):
-    if os.environ.get("STOCKADE_MUST_WORK") == "1":
-        print(f"FAIL (STOCKADE_MUST_WORK=1, cannot skip): {why}", file=sys.stderr)
-        sys.exit(1)
-    print(f"SKIP: {why}", file=sys.stderr)
-    sys.exit(SKIP)
 
 
 def pg_bindir():
