@@ -389,6 +389,20 @@ pool_start(Pool *p)
 
 /* ------------------------------------------------------------------ stop */
 
+/* A domain with the pool's prefix that no slot accounts for: a start whose reply libvirtd
+ * lost when it restarted mid-call, then finished by the new libvirtd. */
+static void
+pool_on_swept(Pool *p, char **destroyed, Error *err)
+{
+    _cleanup_error_ Error *e = err;
+    for (char **n = destroyed; n && *n; n++)
+        log_warn("stop: destroyed %s, a domain with this daemon's prefix that no slot tracked "
+                 "(started by a libvirt call whose reply was lost?)", *n);
+    if (e)
+        log_error("stop: sweep of leftover domains failed: %s", e->message);
+    pool_check_stopped(p);
+}
+
 void
 pool_check_stopped(Pool *p)
 {
@@ -403,6 +417,11 @@ pool_check_stopped(Pool *p)
         SlotState t = p->shapes[i].tmpl ? p->shapes[i].tmpl->state : SLOT_EMPTY;
         if (t != SLOT_EMPTY && t != SLOT_BACKOFF)
             return;
+    }
+    if (!p->swept) { /* the job counts in p->jobs: its completion calls back here */
+        p->swept = true;
+        job_sweep(p, pool_on_swept);
+        return;
     }
     void (*done)(void *) = p->stop_done;
     p->stop_done = NULL;

@@ -64,6 +64,7 @@ struct Guest {
     TimerId gone_timer;
     bool destroy_done, pid_gone, released, awaiting_recycle;
     bool failed; /* the destroy follows a failure: back off before reuse */
+    bool destroy_failed; /* libvirt may still hold the domain: destroy again after the backoff */
     GuestGoneFn gone_fn;
     void *gone_userdata;
     uint64_t destroy_requested_usec, gone_usec;
@@ -111,6 +112,7 @@ struct Pool {
     void (*on_idle)(void *userdata);
     void *on_idle_userdata;
     bool started, stopping;
+    bool swept;          /* stopping: the final sweep of leftover domains ran */
     TimerId fill_timer;  /* the refill a take deferred (refill_holdoff_ms) */
     unsigned inflight;   /* boots + saves + restores running now */
     unsigned jobs;       /* every job not yet completed */
@@ -174,6 +176,10 @@ void job_save(Guest *g, JobDoneFn done);
 void job_restore(Guest *g, JobDoneFn done);
 void job_destroy(Guest *g, JobDoneFn done);
 void job_reconcile(Pool *p, void (*done)(Pool *p, Error *err));
+/* Destroys every domain named with the pool's prefix; done gets the names it destroyed (NULL
+ * on an early failure; the job frees them) and takes err. */
+typedef void (*SweepDoneFn)(Pool *p, char **destroyed, Error *err);
+void job_sweep(Pool *p, SweepDoneFn done);
 /* Worker side: text into path through a temporary file and a rename. */
 int pool_write_file_atomic(const char *path, const char *text, Error **errp);
 

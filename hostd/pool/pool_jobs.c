@@ -12,7 +12,7 @@
 #include "fdutil.h"
 #include "pool_internal.h"
 
-typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE } JobKind;
+typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE, JOB_SWEEP } JobKind;
 
 typedef struct {
     JobKind kind;
@@ -20,10 +20,12 @@ typedef struct {
     Guest *g;
     JobDoneFn done;
     void (*pool_done)(Pool *p, Error *err);
+    SweepDoneFn sweep_done;
     Error *err;
     pid_t pid;
     Error *template_err; /* JOB_RECONCILE: the template path cannot work (not fatal) */
     bool clone; /* JOB_RESTORE: a clone of the shape's template (decided on the loop) */
+    char **swept; /* JOB_SWEEP: the domains it destroyed (NULL-terminated) */
 } Job;
 
 static int
@@ -185,6 +187,30 @@ job_reconcile_work(Job *j)
         pool_reconcile_templates(p, &j->template_err);
 }
 
+/* Every domain with the pool's prefix, gone: run once the pool believes none is left. */
+static void
+job_sweep_work(Job *j)
+{
+    Pool *p = j->pool;
+    char **names = NULL;
+    size_t n = 0;
+
+    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, &j->err) < 0)
+        return;
+    for (char **name = names; *name; name++) {
+        if (virt_destroy(p->virt, *name, &j->err) < 0 || virt_undefine(p->virt, *name, &j->err) < 0)
+            break;
+        char *done = *name; /* in place: the destroyed ones first, the rest freed below */
+        *name = NULL;
+        names[n++] = done;
+    }
+    for (char **name = names + n; *name; name++) {
+        free(*name);
+        *name = NULL;
+    }
+    j->swept = names;
+}
+
 static void
 job_work(void *userdata)
 {
@@ -195,6 +221,7 @@ job_work(void *userdata)
     case JOB_RESTORE: job_restore_work(j); break;
     case JOB_DESTROY: job_destroy_work(j); break;
     case JOB_RECONCILE: job_reconcile_work(j); break;
+    case JOB_SWEEP: job_sweep_work(j); break;
     }
 }
 
@@ -213,7 +240,10 @@ job_complete(void *userdata)
         pool_template_failed(p, j->template_err->message);
         error_free(j->template_err);
     }
-    if (j->pool_done)
+    if (j->sweep_done) {
+        j->sweep_done(p, j->swept, j->err);
+        virt_strv_free(j->swept);
+    } else if (j->pool_done)
         j->pool_done(p, j->err);
     else
         j->done(j->g, j->err);
@@ -274,5 +304,15 @@ job_reconcile(Pool *p, void (*done)(Pool *p, Error *err))
     if (!j)
         abort();
     *j = (Job){.kind = JOB_RECONCILE, .pool = p, .pool_done = done};
+    job_submit(p, j);
+}
+
+void
+job_sweep(Pool *p, SweepDoneFn done)
+{
+    Job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort();
+    *j = (Job){.kind = JOB_SWEEP, .pool = p, .sweep_done = done};
     job_submit(p, j);
 }

@@ -569,8 +569,10 @@ static void
 slot_on_destroyed(Guest *g, Error *err)
 {
     _cleanup_error_ Error *e = err;
-    if (e)
-        log_error("destroy of %s: %s", g->name, e->message);
+    if (e) /* libvirt may still hold the domain (libvirtd restarting, say): retry later */
+        log_error("destroy of %s: %s; trying again after a backoff", g->name, e->message);
+    g->destroy_failed = e != NULL;
+    g->failed |= g->destroy_failed;
     g->destroy_done = true;
     if (!g->pid_gone) { /* pid unknown, or the poll gave up: the call's return is all we have */
         loop_cancel_timer(g->pool->loop, g->gone_timer);
@@ -621,6 +623,14 @@ slot_on_backoff_over(Loop *l, void *userdata)
     Guest *g = userdata;
     (void) l;
     g->timer = 0;
+    if (g->destroy_failed && !g->pool->stopping) { /* (stopping: the final sweep does it) */
+        g->state = SLOT_DESTROYING;
+        g->destroy_done = false;
+        g->pid_gone = true;
+        job_destroy(g, slot_on_destroyed);
+        return;
+    }
+    g->destroy_failed = false;
     g->state = SLOT_EMPTY;
     pool_fill(g->pool);
 }

@@ -39,12 +39,19 @@ CONTROL_GAP_MAX_S = 60 * CONTROL_PERIOD_S
 
 def control_alive(d, sid, since_seq, since_s):
     """The control session printed all along since since_seq (its event at since_s): no
-    silence, counted up to now, over CONTROL_GAP_MAX_S. Returns (last seq, the time of its
-    last line, the largest gap)."""
-    events = list(d.events(sid, after=since_seq))
-    out = [wall(e["ts"]) for e in events if e["type"] == "exec.stdout"]
-    assert out, "the control session stopped printing"
-    times = [since_s] + out + [time.time()]
+    silence, counted up to its next line, over CONTROL_GAP_MAX_S. A neighbour may end within
+    one print period (a clean end takes milliseconds), so this waits for the next line, up to
+    the bound, instead of requiring one already. Returns (last seq, the time of its last line,
+    the largest gap)."""
+    deadline = since_s + CONTROL_GAP_MAX_S
+    while True:
+        events = list(d.events(sid, after=since_seq))
+        out = [wall(e["ts"]) for e in events if e["type"] == "exec.stdout"]
+        if out or time.time() > deadline:
+            break
+        time.sleep(CONTROL_PERIOD_S / 2)
+    assert out, f"the control session printed nothing for {time.time() - since_s:.1f} s"
+    times = [since_s] + out
     gap = max(b - a for a, b in zip(times, times[1:]))
     assert gap < CONTROL_GAP_MAX_S, f"the control session was silent for {gap:.1f} s"
     return events[-1]["seq"], out[-1], gap

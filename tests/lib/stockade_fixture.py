@@ -252,7 +252,7 @@ class Daemon:
                 break
             time.sleep(0.1)
             left = self.leftover_domains()
-        if exc[0] is not None:
+        if exc[0] is not None or left or rc != 0:
             print("---- stockaded log (tail) ----\n" + self.tail_log(60), file=sys.stderr)
         for n in left:  # never leave guests behind, even on failure
             if n.startswith("qemu pid "):
