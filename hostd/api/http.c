@@ -255,10 +255,15 @@ request_guard(HttpRequest *r)
 }
 
 /* Queues r->reply while no body byte has been read: MHD then skips the body and closes the
- * connection after the answer. */
+ * connection after the answer. Closes it also when there is no body: a connection whose
+ * request never reached a route (refused by the guard, a bad head, no budget) is not kept
+ * alive, or unauthenticated clients could each hold a connection thread idle for
+ * idle_timeout_s with one bodiless request (the front door holds only waiting heads). MHD
+ * 0.9.75 closes here by itself; the header makes it hold whatever MHD's version decides. */
 static enum MHD_Result
 request_answer_early(HttpRequest *r, struct MHD_Connection *mc)
 {
+    r->reply.close = true;
     http_conn_set_deadline(r->conn, false);
     r->phase = PHASE_DONE;
     return http_reply_queue(r->srv, &r->reply, mc);

@@ -107,6 +107,7 @@ typedef struct HttpReply {
     char *hdr_names[HTTP_MAX_RESPONSE_HEADERS];
     char *hdr_values[HTTP_MAX_RESPONSE_HEADERS];
     size_t n_headers;
+    bool close; /* Connection: close (the layer's; handlers cannot set Connection) */
 } HttpReply;
 
 typedef enum { PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_DONE } HttpRequestPhase;

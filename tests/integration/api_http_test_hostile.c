@@ -1,7 +1,8 @@
 /* Hostile-input scenarios of the HTTP layer (issue 14):
  *   guard   an unauthenticated 60 MB body is answered 401 before it is read (bytes the client
  *           got to send, peak RSS), and concurrent authenticated uploads stay within the
- *           body budget (503 + Retry-After beyond it; peak RSS printed)
+ *           body budget (503 + Retry-After beyond it; peak RSS printed); a refused request
+ *           without a body is not kept alive (an authenticated one is)
  *   crowd   10 000 connections from 200 loopback addresses, one header byte each then
  *           silence: memory per waiting connection, a legitimate client's answer time from
  *           another address, and the head deadline closing them all
@@ -15,6 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -133,6 +135,49 @@ guard_unauthenticated(void)
     EXPECT(peak_growth < ((size_t) 16 << 20));
 }
 
+/* One bodiless HTTP/1.1 GET (keep-alive by default); true when the server then closed the
+ * connection within timeout_ms. *ret_status: the answer's status. */
+static bool
+get_then_closed(const char *auth, int timeout_ms, int *ret_status, bool *ret_close_header)
+{
+    char head[256], v[32];
+    CliResponse r;
+    int fd = cli_connect_tcp(port);
+    int n = snprintf(head, sizeof(head), "GET /echo HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n",
+                     auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
+
+    *ret_status = -1;
+    *ret_close_header = false;
+    if (fd < 0 || cli_send(fd, head, (size_t) n) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    *ret_status = cli_read_response(fd, 10000, &r);
+    *ret_close_header = r.head && cli_header(r.head, "Connection", v, sizeof(v)) &&
+                        strcasecmp(v, "close") == 0;
+    cli_response_clear(&r);
+    bool closed = cli_wait_closed(fd, timeout_ms) >= 0;
+    close(fd);
+    return closed;
+}
+
+static void
+guard_refused_not_kept_alive(void)
+{
+    int status;
+    bool hdr;
+    bool closed = get_then_closed(NULL, 5000, &status, &hdr);
+
+    fprintf(stderr, "  refused bodiless GET: %d, Connection: close %s, closed %s\n", status,
+            hdr ? "sent" : "missing", closed ? "yes" : "no");
+    EXPECT(status == 401 && hdr && closed);
+    closed = get_then_closed("Bearer ok", 1000, &status, &hdr); /* the control */
+    fprintf(stderr, "  authenticated bodiless GET: %d, kept alive %s\n", status,
+            closed ? "no" : "yes");
+    EXPECT(status == 200 && !hdr && !closed);
+}
+
 #define UPLOADS 12
 #define UPLOAD_BYTES ((size_t) 4 << 20)
 #define UPLOAD_BUDGET_BYTES ((size_t) 16 << 20)
@@ -202,6 +247,7 @@ scenario_guard(void)
     c.body_budget_bytes = BIG_BODY_BYTES + 1;
     server_up(&c);
     guard_unauthenticated();
+    guard_refused_not_kept_alive();
     server_down();
 
     fixture_config(&c);

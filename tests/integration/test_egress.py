@@ -11,7 +11,8 @@ One daemon, one run (fast enough under TCG):
   2. session A fetches a file through the proxy, plain HTTP and CONNECT, byte-exact (plus an
      odd spelling of the allowed address); figures: throughput, connection setup latency;
   3. every denied form (odd IPv4 spellings, mapped/NAT64/6to4/Teredo, private, metadata, ...)
-     is refused with 403 and recorded as egress.denied; a name resolving to loopback too;
+     is refused with 403 and recorded as egress.denied; a name resolving to loopback too,
+     and names whose answers mix public and special addresses (the daemon's own /etc/hosts);
   4. a 302 to a private address comes back to the guest as is, the daemon never follows it;
   5. no DNS and no NIC in the guest;
   6. session B opens 10 000 streams and hits its limit while A keeps fetching correctly and
@@ -41,6 +42,7 @@ FILE_BYTES = 8 * 1024 * 1024
 FLOOD_STREAMS = int(os.environ.get("STOCKADE_EGRESS_FLOOD", "10000"))  # override to debug
 STREAMS_TOTAL = 300      # [egress] max_streams_total: B hits it
 DENIED_EVENTS = 200      # [egress] max_denied_events
+HEALTH_MAX_S = 25.0      # GET /v1/health during the flood; ~0.1 s measured, 5 s was the bound
 PY = {"python": dict(warm=2, slots=2, memory_mib=384)}
 EGRESS_CONF = f"""
 [egress]
@@ -151,7 +153,12 @@ DENIED_FORMS = [
     ("[fe80::1%25eth0]", "bad_host"), ("127.0.0.1.", "bad_host"), ("1.2.3.256", "bad_host"),
     ("localhost", "forbidden_address"), ("LocalHost.", "forbidden_address"),
     ("evil.example.org", "not_allowed"), ("8.8.8.8", "not_allowed"),
+    # a name with one public and one special answer is refused whole (the daemon's own
+    # /etc/hosts gives them: MIXED_HOSTS)
+    ("mixed.example.invalid", "forbidden_address"), ("meta.example.invalid", "forbidden_address"),
 ]
+MIXED_HOSTS = {"mixed.example.invalid": ["93.184.216.34", "127.0.0.1"],
+               "meta.example.invalid": ["169.254.169.254", "8.8.4.4"]}
 
 DENY = GUEST_COMMON + r"""
 import sys
@@ -426,6 +433,9 @@ def check_denied(d, sid):
         assert all(e["reason"] == reason for e in evs), (host, reason, evs)
     for host in ("localhost", "LocalHost."):  # a name that resolves to loopback
         assert denied[host][0]["address"] in ("127.0.0.1", "::1"), denied[host]
+    for host, addrs in MIXED_HOSTS.items():  # refused for its special answer, not its public
+        assert denied[host][0]["address"] == addrs[0 if host.startswith("meta") else 1], \
+            denied[host]
     print(f"denied: {len(DENIED_FORMS)} forms x 2 refused (403) and recorded")
 
 
@@ -489,11 +499,14 @@ def check_flood(d, a, b, up):
     prober.join()
     counts = r["counts"]
     assert sum(counts.values()) == FLOOD_STREAMS, counts
-    assert counts.get("200", 0) <= STREAMS_TOTAL, counts
-    assert counts.get("429", 0) >= FLOOD_STREAMS - STREAMS_TOTAL - counts.get("503", 0) \
-        - sum(v for k, v in counts.items() if not k.isdigit()), counts
+    # Exactly max_streams_total opens get through (200); every other one is refused: 429 by
+    # the daemon's limits, or 503 by the guest proxy's own cap before it reaches the daemon.
+    assert counts.get("200", 0) == STREAMS_TOTAL, counts
+    assert counts.get("429", 0) + counts.get("503", 0) == FLOOD_STREAMS - STREAMS_TOTAL, counts
     assert fr["shas"] and all(s == up.sha for s in fr["shas"]), fr
-    assert max(samples) < 5.0, f"the API took {max(samples):.2f} s to answer during the flood"
+    # Generous (a slow shared host), printed below; speed belongs to tests/bench.
+    assert max(samples) < HEALTH_MAX_S, f"the API took {max(samples):.2f} s to answer during " \
+        f"the flood (bound {HEALTH_MAX_S} s)"
     evs = events_of(d, b)
     allowed = sum(e["type"] == "egress.allowed" for e in evs)
     denied = sum(e["type"] == "egress.denied" for e in evs)
@@ -552,11 +565,11 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # atexit and finally still run
     t0 = time.time()
     step = Steps()
-    with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF) as d:
+    with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF, hosts=MIXED_HOSTS) as d:
         d.wait_ready()
         step("daemon ready")
         check_refused_requests(d)
-        a = new_session(d, ["10.213.0.0/30:8080", "localhost"])
+        a = new_session(d, ["10.213.0.0/30:8080", "localhost", *MIXED_HOSTS])
         b = new_session(d, ["10.213.0.0/30:8080"])
         step("sessions running")
         check_fetch(d, a, up)

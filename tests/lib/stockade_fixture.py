@@ -130,7 +130,7 @@ def ledger_want_charge(r, s):
 
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
-                 keep_state=False):
+                 keep_state=False, hosts=None):
         self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
         if not self.build:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
@@ -148,6 +148,7 @@ class Daemon:
         self.prefix = prefix or "stkit" + secrets.token_hex(3) + "-"
         self.port = free_port()
         self.keep_state = keep_state
+        self.hosts = hosts or {}  # name -> [address]: the daemon's own /etc/hosts lines
         self.proc = None
         self.log_path = os.path.join(self.state, "stockaded.log")
         self.socket_path = os.path.join(self.state, "state", "api.sock")
@@ -181,7 +182,8 @@ class Daemon:
         with open(conf, "w") as f:
             f.write(self.config_text())
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([exe, "-c", conf], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.private_hosts([exe, "-c", conf]), stdout=self.log,
+                                     stderr=self.log)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -193,6 +195,19 @@ class Daemon:
                     raise RuntimeError(f"stockaded exited: {self.tail_log()}")
                 time.sleep(0.1)
         raise RuntimeError(f"stockaded did not answer: {self.tail_log()}")
+
+    def private_hosts(self, argv):
+        """argv run with self.hosts added to /etc/hosts in a mount namespace of its own (the
+        machine's file is untouched): names with the answers a test needs. unshare and sh exec,
+        so the daemon keeps the pid Popen returns."""
+        if not self.hosts:
+            return argv
+        path = os.path.join(self.state, "hosts")
+        with open("/etc/hosts") as f, open(path, "w") as out:
+            out.write(f.read().rstrip("\n") + "\n")
+            out.writelines(f"{a} {name}\n" for name, addrs in self.hosts.items() for a in addrs)
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount --bind "$0" /etc/hosts && exec "$@"', path, *argv]
 
     def authorize(self):
         """Tokens for the TCP requests, made over the unix socket."""

@@ -2,10 +2,12 @@
 # mirror and event code into a real SQLite file (the rest of the module is tested with real
 # guests in tests/integration/sessions.cmake).
 # Also: nothing from the guest is recorded after a session's end; the pool's release is
-# wrapped (the test's guest is a token, not a domain).
+# wrapped (the test's guest is a token, not a domain). A finalize the runner never answers
+# gives way to the salvage at its deadline (guest_send and guest_workspace_path wrapped too).
 stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
               LIBS stockade_sessions PkgConfig::CMOCKA)
-target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release)
+target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release
+                    -Wl,--wrap=guest_send -Wl,--wrap=guest_workspace_path)
 
 # hostd/sessions: artifact retention's removal job on a real SQLite file.
 stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_artifacts.c

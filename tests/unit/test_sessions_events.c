@@ -9,7 +9,12 @@
  * Nothing from the guest after a session's end (API.md, cancel): frames of every kind that
  * arrive after the cancel's session.state event, between repeated cancels, are dropped. The
  * guest is a token pointer: pool_release() is wrapped at link time (sessions.cmake) so the
- * end path runs for real up to the pool and the guest stays "being destroyed". */
+ * end path runs for real up to the pool and the guest stays "being destroyed".
+ *
+ * A finalize the runner never answers (issue 13): a completed task's clean end asks the
+ * runner to finalize (guest_send is wrapped: the request goes nowhere) and the loop runs for
+ * real; the deadline gives way to the salvage (the guest is released, the fallback counted
+ * with its reason) no earlier than finalize_base and well before twice it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -25,6 +31,7 @@
 #include "render.h"
 #include "session_internal.h"
 #include "testlib.h"
+#include "timeutil.h"
 
 #define CAP 1000
 #define REMOVED 100000
@@ -206,6 +213,7 @@ test_below_cap_all_recorded(void **state)
 /* ------------------------------------------------------------------ after the end */
 
 static unsigned releases;
+static Loop *quit_on_release; /* set: a release ends loop_run() */
 
 void __wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata);
 void
@@ -213,6 +221,8 @@ __wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata)
 {
     (void) p, (void) g, (void) gone, (void) userdata;
     releases++; /* the destroy is under way; the gone callback never comes here */
+    if (quit_on_release)
+        loop_quit(quit_on_release, 0);
 }
 
 static void
@@ -295,6 +305,75 @@ test_nothing_from_the_guest_after_a_cancel(void **state)
     s->execs = NULL;
 }
 
+/* ------------------------------------------------------------------ finalize deadline */
+
+#define FINALIZE_BASE_USEC 300000
+static char workspace_path[512]; /* a sparse file: the finalize caps sizes by the disk's */
+static uint32_t finalize_requests;
+
+int __wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp);
+int
+__wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp)
+{
+    (void) g, (void) errp;
+    finalize_requests += m->body_case == STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE;
+    if (ret_req_id)
+        *ret_req_id = 41;
+    return 0; /* sent, and never answered */
+}
+
+const char *__wrap_guest_workspace_path(const Guest *g);
+const char *
+__wrap_guest_workspace_path(const Guest *g)
+{
+    (void) g;
+    return workspace_path;
+}
+
+static void
+quit_loop(Loop *l, void *userdata)
+{
+    (void) userdata;
+    loop_quit(l, 1);
+}
+
+static void
+test_finalize_never_answered(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    static char token_guest;
+
+    snprintf(workspace_path, sizeof(workspace_path), "%s/workspace.raw", fx->dir);
+    FILE *f = fopen(workspace_path, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 64 << 20), 0);
+    fclose(f);
+    fx->m.cfg.finalize_base_usec = FINALIZE_BASE_USEC;
+    fx->m.cfg.finalize_usec_per_mib = 0;
+    s->guest = (Guest *) &token_guest;
+    releases = 0;
+    finalize_requests = 0;
+    quit_on_release = fx->loop;
+
+    uint64_t t0 = now_usec();
+    session_end(s, "completed");
+    assert_int_equal(finalize_requests, 1);
+    assert_int_equal(releases, 0); /* the guest is kept while the runner finalizes */
+    (void) loop_add_timer(fx->loop, t0 + 20 * FINALIZE_BASE_USEC, quit_loop, NULL);
+    assert_int_equal(loop_run(fx->loop), 0); /* 0: the release quit it, not the guard */
+    uint64_t took = now_usec() - t0;
+    printf("# finalize never answered: salvage after %.0f ms (deadline %d ms)\n",
+           (double) took / 1000.0, FINALIZE_BASE_USEC / 1000);
+    assert_int_equal(releases, 1);
+    assert_non_null(s->fin_fallback);
+    assert_string_equal(s->fin_fallback, "deadline");
+    assert_int_equal(fx->m.stats.finalize_fallbacks, 1);
+    assert_true(took >= FINALIZE_BASE_USEC);
+    assert_null(s->fin);
+    quit_on_release = NULL;
+}
+
 int
 main(void)
 {
@@ -303,6 +382,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
