@@ -16,6 +16,8 @@ spoken directly over HTTP (no SDK) to a real stockaded with real guests:
              outside /workspace (/etc, /tmp, ..) are 400 / invalid_argument
   killed     once killed, every envd path of the sandbox answers 502 (the SDK's "not
              running"), the control plane 404
+  head       on both listeners a 60 MB upload without valid credentials is answered 401 from
+             its head alone: the client sends no body byte and still gets the answer
 
     test_e2b_auth.py
 """
@@ -24,6 +26,7 @@ import hashlib
 import http.client
 import json
 import os
+import socket
 import sys
 import time
 import urllib.parse
@@ -231,6 +234,40 @@ def case_killed(port, e, key):
     print(f"killed ok: {', '.join(answers)} all 502; GET /sandboxes/{{id}} 404")
 
 
+def unauthenticated_head(port, path, headers):
+    """Sends only the head of a 60 MB POST; the status answered without a body byte sent,
+    or None if the server waited for the body (10 s)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {60 << 20}\r\n" + \
+            "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        data = b""
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return int(data.split()[1]) if data.startswith(b"HTTP/1.1 ") else None
+    except socket.timeout:
+        return None
+    finally:
+        sock.close()
+
+
+def case_head(api_port, e):
+    q = "/files?" + urllib.parse.urlencode({"path": "/workspace/big.bin"})
+    cases = [("API, no X-API-KEY", api_port, "/v2/sandboxes", {}),
+             ("API, wrong X-API-KEY", api_port, "/v2/sandboxes", {"X-API-KEY": "e2b_wrong"}),
+             ("envd, no token", e.port, q, e.headers(token=False)),
+             ("envd, wrong token", e.port, q, {**e.headers(token=False),
+                                               "X-Access-Token": "wrong"})]
+    for what, port, path, headers in cases:
+        st = unauthenticated_head(port, path, headers)
+        assert st == 401, (what, st)
+    print(f"head ok: {len(cases)} unauthenticated 60 MB uploads answered 401 with no body sent")
+
+
 def main():
     with Daemon(pools=POOLS, extra_conf=E2B_CONF) as d:
         api_port, envd_port = e2b_ports(d)
@@ -249,6 +286,7 @@ def main():
         case_signed(a, Envd(envd_port, theirs))
         case_tenants(d, api_port, a, other["token"], theirs)
         case_refusals(api_port, a, d.token)
+        case_head(api_port, a)
         case_killed(api_port, a, d.token)
         assert api(api_port, "DELETE", f"/sandboxes/{theirs['sandboxID']}",
                    other["token"])[0] == 204
