@@ -210,9 +210,10 @@ int session_egress_check_spec(Sessions *m, const SessionSpec *sp, Error **errp);
 int session_egress_copy_spec(SessionSpec *dst, const SessionSpec *src);
 void session_egress_free_spec(SessionSpec *sp);
 json_t *session_egress_spec_json(const SessionSpec *sp);
-/* Creates the EgressSession and fills cfg->egress (with *ec) when the session asked. */
-void session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
-                          Stockade__Runner__EgressConfig *ec);
+/* Creates the EgressSession and fills cfg->egress (with *ec) when the session asked; -1 when
+ * it asked and that failed (the session must not run without the egress it was admitted with). */
+int session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
+                         Stockade__Runner__EgressConfig *ec, Error **errp);
 void session_egress_stop(Session *s); /* every stream closes; idempotent */
 bool session_egress_is_tunnel(int body_case);
 void session_egress_on_message(Session *s, const GuestMsg *m);

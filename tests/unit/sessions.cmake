@@ -4,10 +4,13 @@
 # Also: nothing from the guest is recorded after a session's end; the pool's release is
 # wrapped (the test's guest is a token, not a domain). A finalize the runner never answers
 # gives way to the salvage at its deadline (guest_send and guest_workspace_path wrapped too).
+# A session whose egress cannot be set up never gets a Hello and ends host_error.
 stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
               LIBS stockade_sessions PkgConfig::CMOCKA)
 target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release
-                    -Wl,--wrap=guest_send -Wl,--wrap=guest_workspace_path)
+                    -Wl,--wrap=guest_send -Wl,--wrap=guest_workspace_path
+                    -Wl,--wrap=guest_hello -Wl,--wrap=guest_name -Wl,--wrap=guest_disk_index
+                    -Wl,--wrap=egress_session_new)
 
 # hostd/sessions: artifact retention's removal job on a real SQLite file.
 stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_artifacts.c

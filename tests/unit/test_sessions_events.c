@@ -14,7 +14,12 @@
  * A finalize the runner never answers (issue 13): a completed task's clean end asks the
  * runner to finalize (guest_send is wrapped: the request goes nowhere) and the loop runs for
  * real; the deadline gives way to the salvage (the guest is released, the fallback counted
- * with its reason) no earlier than finalize_base and well before twice it. */
+ * with its reason) no earlier than finalize_base and well before twice it.
+ *
+ * Never a guest without what the session was admitted with (issue 17): when its egress
+ * cannot be set up (egress_session_new wrapped to fail), the guest gets no Hello and the
+ * session ends host_error. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -374,6 +379,82 @@ test_finalize_never_answered(void **state)
     quit_on_release = NULL;
 }
 
+/* ------------------------------------------------------------------ bind failures */
+
+static unsigned hellos;
+
+int __wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+                       Error **errp);
+int
+__wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+                   Error **errp)
+{
+    (void) g, (void) cfg, (void) ret_req_id, (void) errp;
+    hellos++;
+    return 0;
+}
+
+const char *__wrap_guest_name(const Guest *g);
+const char *
+__wrap_guest_name(const Guest *g)
+{
+    (void) g;
+    return "stktest-minimal-0";
+}
+
+size_t __wrap_guest_disk_index(const Guest *g);
+size_t
+__wrap_guest_disk_index(const Guest *g)
+{
+    (void) g;
+    return 0;
+}
+
+int __wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowed,
+                              const EgressLimits *lim, const EgressOps *ops, void *userdata,
+                              EgressSession **ret, Error **errp);
+int
+__wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowed,
+                          const EgressLimits *lim, const EgressOps *ops, void *userdata,
+                          EgressSession **ret, Error **errp)
+{
+    (void) l, (void) r, (void) allowed, (void) lim, (void) ops, (void) userdata;
+    *ret = NULL;
+    return error_set(errp, E_INTERNAL, ENOMEM, "injected: egress session");
+}
+
+static void
+test_no_guest_without_its_egress(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+    static char token_guest, token_resolver;
+
+    fx->m.egress_resolver = (EgressResolver *) &token_resolver;
+    s->spec.egress_all = true;
+    s->state = ST_PENDING;
+    s->guest = NULL;
+    releases = hellos = 0;
+    session_bind_guest(s, (Guest *) &token_guest);
+    assert_int_equal(hellos, 0);   /* the runner was never told to start the session */
+    assert_int_equal(releases, 1); /* the guest goes */
+    assert_null(s->egress);
+    assert_int_equal(store_commit(fx->store, &e), 0);
+
+    EventRecord *v = NULL;
+    size_t n = 0;
+    bool ended_host_error = false;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    for (size_t i = 0; i < n; i++)
+        ended_host_error |= strcmp(v[i].type, "session.state") == 0 &&
+                            strstr(v[i].attrs, "\"host_error\"") != NULL;
+    event_records_free(v, n);
+    assert_true(ended_host_error);
+    fx->m.egress_resolver = NULL;
+    s->spec.egress_all = false;
+}
+
 int
 main(void)
 {
@@ -383,6 +464,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
