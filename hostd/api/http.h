@@ -173,6 +173,8 @@ void http_respond_json(HttpRequest *r, unsigned status, json_t *body);
  * extra (stolen, may be NULL) must be an object; "code" and "message" in it are ignored.
  * An integer "retry_after" in extra also becomes a Retry-After header. */
 void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
+/* That status of a category (the one table; other faces map errors through it too). */
+unsigned http_status_for_category(ErrorCategory c);
 /* data[0..len) is copied. content_type NULL: no Content-Type (here and below). */
 void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, const void *data,
                         size_t len);

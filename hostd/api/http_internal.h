@@ -173,7 +173,6 @@ void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
 /* Builds rp into an MHD response (moving its body out) and queues it on mc, falling back
  * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
 enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
-unsigned http_status_for_category(ErrorCategory c);
 
 /* http_accept.c: the TCP front door. Takes listen_fd (closed by stop, also on failure);
  * *ret is set even on failure, for http_acceptor_stop(). The thread leaves once

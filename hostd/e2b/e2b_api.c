@@ -35,17 +35,6 @@ typedef void (*ApiFn)(ApiReq *a);
 
 /* ------------------------------------------------------------------ answers */
 
-static unsigned
-status_for(ErrorCategory c)
-{
-    static const unsigned status[_E_CATEGORY_MAX] = {
-        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
-        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
-        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
-    };
-    return (unsigned) c < _E_CATEGORY_MAX ? status[c] : 500;
-}
-
 static void
 reply_status(ApiReq *a, unsigned status, const char *message)
 {
@@ -55,7 +44,7 @@ reply_status(ApiReq *a, unsigned status, const char *message)
 static void
 reply_error(ApiReq *a, const Error *err)
 {
-    reply_status(a, status_for(err->category), err->message);
+    reply_status(a, http_status_for_category(err->category), err->message);
 }
 
 static void

@@ -42,12 +42,7 @@ e2b_rpc_error(HttpRequest *req, const Error *err)
 void
 e2b_files_error(HttpRequest *req, const Error *err)
 {
-    static const unsigned status[_E_CATEGORY_MAX] = {
-        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
-        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
-        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
-    };
-    unsigned st = (unsigned) err->category < _E_CATEGORY_MAX ? status[err->category] : 500;
+    unsigned st = http_status_for_category(err->category);
     http_respond_json(req, st, e2b_render_api_error(st, err->message));
 }
 
