@@ -17,8 +17,15 @@
  *   destroy -> QEMU gone (by its pid, not by the API call returning).
  * Each guest_memory mode asked for runs the whole measurement on its own pool, one after the
  * other. The last line is one JSON object: the first mode's figures at the top level, the
- * other mode's under its name. Usage:
- *   bench_pool [--sessions N] [--warm W] [--quick] [--guest-memory copy|template|both] */
+ * other mode's under its name.
+ *
+ * --density N,N,...: only the memory figures, for a pool of N idle guests for each N (default
+ * 1,4,8,16), in each mode; copy (a private save image per slot, what main did before
+ * templates) is the baseline of the same run. The JSON has per mode and N the figures, and
+ * at the top level the largest N's host MiB per idle guest in each mode and their ratio.
+ * Usage:
+ *   bench_pool [--sessions N] [--warm W] [--quick] [--guest-memory copy|template|both]
+ *              [--density N,N,...] */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -396,6 +403,91 @@ run_mode(const char *mode, unsigned sessions, unsigned warm, Figures *f)
     return true;
 }
 
+#define DENSITY_MAX_STEPS 8
+
+/* A fresh pool of n idle guests in mode: its memory figures. false: it never filled, or the
+ * mode fell back. */
+static bool
+density_step(const char *mode, unsigned n, MemoryFigures *f)
+{
+    Harness h;
+    HarnessOptions o = {.image = "minimal", .warm = n, .slots = n, .guest_memory = mode};
+    PoolStatus st;
+    bool ok = false;
+
+    harness_start_opts(&h, &o);
+    uint64_t t0 = now_usec();
+    if (!harness_wait_full(&h, FILL_TIMEOUT_USEC))
+        fprintf(stderr, "%s, %u guests: the pool never filled\n", mode, n);
+    else if (pool_status(h.pool, &st),
+             strcmp(pool_guest_memory_to_string(st.guest_memory), mode) != 0)
+        fprintf(stderr, "%s: not in effect: %s\n", mode, st.guest_memory_reason);
+    else {
+        double ready_s = (double) (now_usec() - t0) / 1e6;
+        sleep(2); /* let just-restored guests settle before measuring their memory */
+        measure_memory(&h, f);
+        printf("%-8s %2u idle guests (ready in %5.1f s): PSS %6.1f MiB each, RSS %6.1f MiB, "
+               "template %5.1f MiB (%5.1f cached), host %6.1f MiB per idle guest, snapshot "
+               "files %7.1f MiB\n",
+               mode, f->idle_guests, ready_s, f->pss_mib, f->rss_mib, f->template_mib,
+               f->template_cache_mib, f->host_mib_per_idle_guest, f->snapshot_disk_mib);
+        ok = f->idle_guests == n;
+    }
+    harness_stop(&h);
+    harness_cleanup(&h);
+    return ok;
+}
+
+static int
+run_density(const char *list)
+{
+    static const char *const modes[] = {"template", "copy"};
+    unsigned ns[DENSITY_MAX_STEPS];
+    size_t n_ns = 0;
+    MemoryFigures f[2][DENSITY_MAX_STEPS];
+    bool ok[2][DENSITY_MAX_STEPS] = {{false}};
+    char *end;
+
+    for (const char *p = list; *p && n_ns < DENSITY_MAX_STEPS; p = *end ? end + 1 : end) {
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v == 0 || v > 64 || (*end && *end != ',')) {
+            fprintf(stderr, "--density: a comma-separated list of guest counts (1..64)\n");
+            return 2;
+        }
+        ns[n_ns++] = (unsigned) v;
+    }
+    for (size_t m = 0; m < 2; m++)
+        for (size_t i = 0; i < n_ns; i++)
+            ok[m][i] = density_step(modes[m], ns[i], &f[m][i]);
+    size_t last = n_ns - 1;
+    double t = f[0][last].host_mib_per_idle_guest, c = f[1][last].host_mib_per_idle_guest;
+    if (ok[0][last] && ok[1][last])
+        printf("at %u guests: host memory per idle guest %.1f MiB with a template, %.1f MiB "
+               "with a copy per slot (%.2fx; target <= 48 MiB with a template)\n",
+               ns[last], t, c, t > 0 ? c / t : 0);
+    printf("{\"density\":{");
+    for (size_t m = 0; m < 2; m++) {
+        printf("%s\"%s\":{", m ? "," : "", modes[m]);
+        for (size_t i = 0, first = 1; i < n_ns; i++) {
+            if (!ok[m][i])
+                continue;
+            printf("%s\"%u\":{\"idle_guest_pss_mib\":%.1f,\"idle_guest_rss_mib\":%.1f,"
+                   "\"template_mib\":%.1f,\"host_mib_per_idle_guest\":%.1f,"
+                   "\"snapshot_disk_mib\":%.1f}",
+                   first ? "" : ",", ns[i], f[m][i].pss_mib, f[m][i].rss_mib,
+                   f[m][i].template_mib, f[m][i].host_mib_per_idle_guest,
+                   f[m][i].snapshot_disk_mib);
+            first = 0;
+        }
+        printf("}");
+    }
+    printf("},\"guests\":%u,\"template_host_mib_per_idle_guest\":%.1f,"
+           "\"copy_host_mib_per_idle_guest\":%.1f,\"copy_over_template\":%.2f}\n",
+           ns[last], ok[0][last] ? t : 0, ok[1][last] ? c : 0,
+           ok[0][last] && ok[1][last] && t > 0 ? c / t : 0);
+    return ok[0][last] && ok[1][last] ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -418,9 +510,12 @@ main(int argc, char **argv)
         } else if (strcmp(argv[i], "--guest-memory") == 0 && i + 1 < argc &&
                    strcmp(argv[i + 1], "both") == 0) {
             i++;
+        } else if (strcmp(argv[i], "--density") == 0) {
+            return run_density(i + 1 < argc ? argv[i + 1] : "1,4,8,16");
         } else {
             fprintf(stderr, "usage: %s [--sessions N] [--warm W] [--quick] "
-                            "[--guest-memory copy|template|both]\n", argv[0]);
+                            "[--guest-memory copy|template|both] [--density N,N,...]\n",
+                    argv[0]);
             return 2;
         }
     }

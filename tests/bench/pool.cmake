@@ -5,3 +5,7 @@ target_link_libraries(bench_pool PRIVATE stockade_poolharness)
 add_test(NAME bench_pool_smoke COMMAND bench_pool --quick)
 set_tests_properties(bench_pool_smoke PROPERTIES LABELS bench SKIP_RETURN_CODE 77 TIMEOUT 900
     RUN_SERIAL TRUE PASS_REGULAR_EXPRESSION "\"handout_first_byte_p50_ms\":[0-9]")
+# tests/bench/run density: the same binary, memory only, at 1 and 2 guests in the smoke run.
+add_test(NAME bench_density_smoke COMMAND bench_pool --density 1,2)
+set_tests_properties(bench_density_smoke PROPERTIES LABELS bench SKIP_RETURN_CODE 77
+    TIMEOUT 900 RUN_SERIAL TRUE PASS_REGULAR_EXPRESSION "\"copy_over_template\":[0-9]")
