@@ -273,6 +273,7 @@ daemon_start_api(Daemon *d, Error **errp)
     if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
         return error_set(errp, E_INTERNAL, ENOMEM, "body budget");
     hc.body_budget = d->body_budget;
+    hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
     log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
@@ -290,7 +291,8 @@ daemon_start_e2b(Daemon *d, Error **errp)
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,
-                    .body_budget = d->body_budget};
+                    .body_budget = d->body_budget,
+                    .spool_dir = d->cfg->state_dir};
     if (!c->enabled)
         return 0;
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)

@@ -44,6 +44,7 @@ http_config_defaults(HttpConfig *c)
         .head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT_S,
         .max_pending = HTTP_DEFAULT_MAX_PENDING,
         .body_budget_bytes = HTTP_DEFAULT_BODY_BUDGET_BYTES,
+        .spool_min_bytes = HTTP_DEFAULT_SPOOL_MIN_BYTES,
     };
 }
 
@@ -308,7 +309,7 @@ on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *met
         return request_head(r, mc, method);
     case PHASE_BODY:
         if (*upload_data_size == 0)
-            return request_dispatch(r, mc);
+            return http_request_map_body(r) < 0 ? MHD_NO : request_dispatch(r, mc);
         /* Over the cap mid-body: MHD cannot queue an answer now (only before the body or
          * after all of it), so the connection is closed instead of reading on. */
         if (http_request_append_body(r, upload_data, *upload_data_size) < 0)

@@ -42,6 +42,7 @@
 #define HTTP_DEFAULT_HEAD_TIMEOUT_S 10
 #define HTTP_DEFAULT_MAX_PENDING 16384
 #define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
+#define HTTP_DEFAULT_SPOOL_MIN_BYTES ((size_t) 1 << 20) /* smaller bodies stay in memory */
 
 /* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
 #define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
@@ -102,6 +103,12 @@ typedef struct HttpConfig {
                                  * oldest is closed for a new one */
     size_t body_budget_bytes;   /* the server's own budget when body_budget is NULL */
     HttpBudget *body_budget;    /* shared; not owned; NULL: a budget of body_budget_bytes */
+    const char *spool_dir;      /* a body of spool_min_bytes or more (its Content-Length, or a
+                                 * chunked one) is written, as it arrives, to an unlinked file
+                                 * here (O_TMPFILE) and mapped read-only for the handler: it
+                                 * sits in the page cache, not the heap. NULL: memory only.
+                                 * The budget above counts it the same either way. */
+    size_t spool_min_bytes;
     HttpGuard guard;            /* NULL: every head passes */
 } HttpConfig;
 

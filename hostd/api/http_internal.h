@@ -127,6 +127,8 @@ struct HttpRequest {
     size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
     size_t body_alloc; /* bytes allocated at body */
     size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
+    int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
+    bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
     void *ctx;         /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
@@ -165,6 +167,9 @@ int http_request_reserve_body(HttpRequest *r, Error **errp);
 /* Appends a body chunk; -1 when it would exceed the cap or the budget (the connection is
  * then closed). */
 int http_request_append_body(HttpRequest *r, const char *data, size_t len);
+/* The whole body is in: a spooled one is mapped read-only for http_body(). -1: it cannot be
+ * (the connection is then closed). */
+int http_request_map_body(HttpRequest *r);
 
 /* http_reply.c: answers and their MHD responses. */
 void http_reply_clear(HttpReply *rp);

@@ -315,6 +315,7 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
     hc.max_body_bytes = max_body;
     hc.max_per_ip = max_per_ip;
     hc.body_budget = e->d.body_budget;
+    hc.spool_dir = e->d.spool_dir;
     hc.guard = guard;
     if (http_server_start(&hc, handler, e, ret, errp) < 0)
         return error_prefix(errp, "e2b listener on %s port %u", e->cfg.address, port);

@@ -80,6 +80,7 @@ typedef struct E2bDeps {
     unsigned workspace_mib;          /* reported as diskSizeMB */
     struct HttpBudget *body_budget;  /* request bodies in memory, shared with the API; NULL: the
                                       * listeners' own */
+    const char *spool_dir;           /* large bodies go to unlinked files here (HttpConfig) */
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects

@@ -24,6 +24,7 @@
 #include "http_url.h"
 #include "testlib.h"
 #include "timeutil.h"
+#include "sha256.h"
 
 int failures, checks;
 HttpServer *srv;
@@ -211,6 +212,11 @@ answer_echo(HttpRequest *r)
     json_object_set_new(j, "uid", http_peer_cred(r, &uid) == 0 ? json_integer(uid) : json_null());
     if (body && len < 4096)
         json_object_set_new(j, "body", json_loadb((const char *) body, len, 0, NULL));
+    if (body) {
+        char hex[SHA256_HEX_BYTES + 1];
+        sha256_hex(body, len, hex);
+        json_object_set_new(j, "body_sha256", json_string(hex));
+    }
     http_respond_json(r, 200, j);
 }
 
@@ -296,6 +302,12 @@ test_handler(HttpRequest *r, void *userdata)
 }
 
 /* ---- fixture ---- */
+
+const char *
+scratch_dir(void)
+{
+    return scratch;
+}
 
 void
 fixture_config(HttpConfig *c)

@@ -20,6 +20,7 @@ extern int failures, checks;
     } while (0)
 
 /* The fixture: one server on 127.0.0.1:<any port> and <scratch>/api.sock. */
+const char *scratch_dir(void);
 extern HttpServer *srv;
 extern char sock_path[256];
 extern char url_base[64];
