@@ -239,39 +239,37 @@ http_request_reserve_body(HttpRequest *r, Error **errp)
                      http_budget_limit(r->srv->budget));
 }
 
-/* A body of cfg.spool_min_bytes or more goes to an unlinked file in cfg.spool_dir (opened at
- * its first chunk); every chunk is written there, never held. */
-static int
-request_spool(HttpRequest *r, const char *data, size_t len)
+/* Whether this body goes to an unlinked file in cfg.spool_dir: one of cfg.spool_min_bytes or
+ * more, decided at its first chunk (a filesystem without O_TMPFILE keeps it in memory). */
+static bool
+request_spools(HttpRequest *r)
 {
     const HttpConfig *c = &r->srv->cfg;
 
-    if (r->spool_fd < 0) {
-        r->spool_fd = open(c->spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-        if (r->spool_fd < 0)
-            return -1;
-    }
-    if (write_all(r->spool_fd, data, len) < 0)
-        return -1;
-    r->body_len += len;
-    return 0;
+    if (r->spool_fd >= 0)
+        return true;
+    if (!c->spool_dir || r->body_cap < c->spool_min_bytes || r->body_len > 0)
+        return false;
+    r->spool_fd = open(c->spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    return r->spool_fd >= 0;
 }
 
 int
 http_request_append_body(HttpRequest *r, const char *data, size_t len)
 {
-    const HttpConfig *c = &r->srv->cfg;
-
     if (len > r->body_cap - r->body_len)
         return -1;
-    if (c->spool_dir && r->body_cap >= c->spool_min_bytes && !r->body) {
+    if (request_spools(r)) {
         /* the budget counts it as if held (reserve_body() took a Content-Length's whole) */
         if (r->body_len + len > r->budget_held) {
             if (!http_budget_reserve(r->srv->budget, r->body_len + len - r->budget_held))
                 return -1;
             r->budget_held = r->body_len + len;
         }
-        return request_spool(r, data, len);
+        if (write_all(r->spool_fd, data, len) < 0)
+            return -1;
+        r->body_len += len;
+        return 0;
     }
     if (r->body_len + len > r->body_alloc) {
         size_t want = MAX(r->body_len + len, MIN(r->body_cap, MAX(r->body_alloc * 2, 4096)));
