@@ -4,11 +4,17 @@
 add_library(stockade_tarwriter STATIC ${CMAKE_CURRENT_LIST_DIR}/tarwriter.c)
 target_include_directories(stockade_tarwriter PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_tarwriter PUBLIC stockade_base)
+# The API's JSON renderings of stored records (pure: store's types, jansson, base), apart so
+# unit tests link only this.
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson>=2.13)
+add_library(stockade_render STATIC ${CMAKE_CURRENT_LIST_DIR}/render.c)
+target_include_directories(stockade_render PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(stockade_render PUBLIC stockade_store stockade_base PkgConfig::JANSSON)
 add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c ${CMAKE_CURRENT_LIST_DIR}/api_json.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(stockade_api PUBLIC stockade_http stockade_tarwriter stockade_sessions stockade_store
+target_link_libraries(stockade_api PUBLIC stockade_http stockade_tarwriter stockade_render stockade_sessions stockade_store
                       stockade_cluster stockade_admit stockade_pool stockade_proto stockade_base)
