@@ -182,9 +182,10 @@ wait_running(E2b *e, const char *session_id, uint64_t deadline, Error **errp)
         store_reader_release(e->d.readers, s);
         if (rc < 0)
             break;
-        bool running = strcmp(r.state, "running") == 0;
-        bool ended =
-            !running && strcmp(r.state, "pending") != 0 && strcmp(r.state, "starting") != 0;
+        SessionState st = ST_ENDED; /* a name no state has: treated as over */
+        (void) session_state_from_name(r.state, &st);
+        bool running = st == ST_RUNNING;
+        bool ended = st != ST_RUNNING && st != ST_PENDING && st != ST_STARTING;
         char reason[STORE_REASON_MAX_BYTES];
         snprintf(reason, sizeof(reason), "%s", r.end_reason);
         session_record_clear(&r);

@@ -24,14 +24,6 @@
 #define SESSION_EXECS_MAX 64                        /* EXEC_MAX_CONCURRENT in the runner */
 #define SESSION_OUTPUT_PAUSE_BYTES (1u << 20)       /* pending events before back-pressure */
 
-typedef enum {
-    ST_PENDING,
-    ST_STARTING,
-    ST_RUNNING,
-    ST_STOPPING,
-    ST_EXTRACTING,
-    ST_ENDED,
-} SessionState;
 
 typedef struct Session Session;
 typedef struct Finalize Finalize; /* session_finalize.c */
@@ -146,7 +138,15 @@ void sessions_check_stopped(Sessions *m);
 /* session_events.c */
 void session_event(Session *s, const char *type, uint32_t exec_id, const void *data, size_t len,
                    json_t *attrs /* stolen, may be NULL */);
+/* The only way a session's state changes: records it (session.state event, the record, the
+ * ledger's settlement on ST_ENDED) and commits. A change not in the transition table
+ * (session_state_can_go) is a daemon bug: logged as an error ("not a session state
+ * transition"; the test fixture fails on it) and still made, so the session can end. */
 void session_set_state(Session *s, SessionState st, const char *reason);
+/* A record from an earlier run, live when that daemon stopped, taken over (restart
+ * reconciliation): it is ST_RUNNING for the end path, without an event. */
+void session_state_adopt(Session *s);
+bool session_state_can_go(SessionState from, SessionState to);
 void session_persist(Session *s); /* store_session_update in the open batch */
 /* An event the workload can make without limit (file.changed: removed, over_budget, failed;
  * guest.error): recorded like session_event() up to cfg.max_guest_events, then only counted

@@ -33,6 +33,20 @@
 #include "store.h"
 #include "workq.h"
 
+/* A session's state (API.md "Sessions"); SessionRecord.state holds its name. */
+typedef enum {
+    ST_PENDING,
+    ST_STARTING,
+    ST_RUNNING,
+    ST_STOPPING,
+    ST_EXTRACTING,
+    ST_ENDED,
+    ST_COUNT_,
+} SessionState;
+
+/* The state a record's name means; false for a name no state has (a record is input too). */
+bool session_state_from_name(const char *name, SessionState *ret);
+
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
 #define SESSION_ARGV_MAX 256
 #define SESSION_ENV_MAX 128

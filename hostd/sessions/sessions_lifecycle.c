@@ -37,7 +37,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     s->rec = *r;
     r->spec = NULL; /* moved */
     s->mirror.fd = -1;
-    s->state = ST_RUNNING; /* so that the end path runs; nothing is accepted from anyone */
+    session_state_adopt(s); /* so that the end path runs; nothing is accepted from anyone */
     if (s->rec.started_usec > 0 && s->rec.stopped_usec == 0) /* its guest ran until now */
         s->rec.stopped_usec = (int64_t) wall_usec();
     session_admit_adopt(s);

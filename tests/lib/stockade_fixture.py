@@ -280,6 +280,9 @@ class Daemon:
             shutil.rmtree(self.state, ignore_errors=True)
         if exc[0] is None:
             assert rc == 0, f"stockaded exited {rc} on SIGTERM"
+            bad = [line for line in self.tail_log(100000).splitlines()
+                   if "is not a session state transition" in line]
+            assert not bad, f"the daemon made a session state change it does not allow: {bad}"
             assert not left, f"domains or QEMU processes left after a clean stop: {left}"
         return False
 

@@ -18,7 +18,7 @@
  *
  * Never a guest without what the session was admitted with (issue 17): when its egress
  * cannot be set up (egress_session_new wrapped to fail), the guest gets no Hello and the
- * session ends host_error. */
+ * session ends host_error. And the state transition table itself. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -455,6 +455,28 @@ test_no_guest_without_its_egress(void **state)
     s->spec.egress_all = false;
 }
 
+/* The transition table (API.md "Sessions"): nothing leaves ended, nothing skips stopping
+ * once a guest ran, nothing goes back. */
+static void
+test_state_transitions(void **state)
+{
+    (void) state;
+    static const SessionState order[] = {ST_PENDING,  ST_STARTING,   ST_RUNNING,
+                                         ST_STOPPING, ST_EXTRACTING, ST_ENDED};
+    for (size_t i = 0; i + 1 < ELEMENTSOF(order); i++)
+        assert_true(session_state_can_go(order[i], order[i + 1])); /* the main line */
+    for (size_t i = 0; i < ELEMENTSOF(order); i++)
+        for (size_t j = 0; j <= i; j++)
+            assert_false(session_state_can_go(order[i], order[j])); /* never back, nor stay */
+    for (size_t i = 0; i < ELEMENTSOF(order); i++)
+        assert_false(session_state_can_go(ST_ENDED, order[i]));
+    assert_true(session_state_can_go(ST_PENDING, ST_ENDED));     /* ended unbound */
+    assert_true(session_state_can_go(ST_STARTING, ST_STOPPING)); /* its guest failed */
+    assert_true(session_state_can_go(ST_STOPPING, ST_ENDED));    /* no disk to read */
+    assert_false(session_state_can_go(ST_RUNNING, ST_ENDED));    /* a live guest stops first */
+    assert_false(session_state_can_go(ST_PENDING, ST_RUNNING));  /* only through a Hello */
+}
+
 int
 main(void)
 {
@@ -465,6 +487,7 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
+        cmocka_unit_test(test_state_transitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
