@@ -16,8 +16,8 @@ spoken directly over HTTP (no SDK) to a real stockaded with real guests:
              outside /workspace (/etc, /tmp, ..) are 400 / invalid_argument
   killed     once killed, every envd path of the sandbox answers 502 (the SDK's "not
              running"), the control plane 404
-  head       on both listeners a 60 MB upload without valid credentials is answered 401 from
-             its head alone: the client sends no body byte and still gets the answer
+  head       on both listeners an upload without valid credentials (1 MiB, the control plane's
+             cap; 60 MiB to envd) is answered 401 from its head alone: no body byte sent
 
     test_e2b_auth.py
 """
@@ -234,12 +234,12 @@ def case_killed(port, e, key):
     print(f"killed ok: {', '.join(answers)} all 502; GET /sandboxes/{{id}} 404")
 
 
-def unauthenticated_head(port, path, headers):
-    """Sends only the head of a 60 MB POST; the status answered without a body byte sent,
-    or None if the server waited for the body (10 s)."""
+def unauthenticated_head(port, path, headers, length):
+    """Sends only the head of a POST of length bytes; the status answered without a body
+    byte sent, or None if the server waited for the body (10 s)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
-        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {60 << 20}\r\n" + \
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n" + \
             "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
         sock.sendall(head.encode())
         data = b""
@@ -257,15 +257,18 @@ def unauthenticated_head(port, path, headers):
 
 def case_head(api_port, e):
     q = "/files?" + urllib.parse.urlencode({"path": "/workspace/big.bin"})
-    cases = [("API, no X-API-KEY", api_port, "/v2/sandboxes", {}),
-             ("API, wrong X-API-KEY", api_port, "/v2/sandboxes", {"X-API-KEY": "e2b_wrong"}),
-             ("envd, no token", e.port, q, e.headers(token=False)),
+    api_max, envd_big = 1 << 20, 60 << 20  # the control plane's body cap; an upload
+    cases = [("API, no X-API-KEY", api_port, "/v2/sandboxes", {}, api_max),
+             ("API, wrong X-API-KEY", api_port, "/v2/sandboxes", {"X-API-KEY": "e2b_wrong"},
+              api_max),
+             ("envd, no token", e.port, q, e.headers(token=False), envd_big),
              ("envd, wrong token", e.port, q, {**e.headers(token=False),
-                                               "X-Access-Token": "wrong"})]
-    for what, port, path, headers in cases:
-        st = unauthenticated_head(port, path, headers)
+                                               "X-Access-Token": "wrong"}, envd_big)]
+    for what, port, path, headers, length in cases:
+        st = unauthenticated_head(port, path, headers, length)
         assert st == 401, (what, st)
-    print(f"head ok: {len(cases)} unauthenticated 60 MB uploads answered 401 with no body sent")
+    print(f"head ok: {len(cases)} unauthenticated uploads (1 MiB to the API, 60 MiB to envd) "
+          "answered 401 with no body byte sent")
 
 
 def main():

@@ -524,8 +524,8 @@ def check_sni(d, sid, up):
     assert got[TLS_NAME] == f"tls ok {TLS_NAME}\n", got
     assert got["evil.example.org"].startswith("refused"), got
     assert got["None"].startswith("refused"), got
-    refused = [e for e in events_of(d, sid)
-               if e.get("reason") == "sni_mismatch" and e.get("host") == TLS_NAME]
+    refused = [e for e in events_of(d, sid) if e["type"] == "egress.denied" and
+               e.get("reason") == "sni_mismatch" and e.get("host") == TLS_NAME]
     assert len(refused) == 2, refused  # a foreign name and none
     seen = up.tls_requests()
     assert seen == [TLS_NAME], f"the upstream saw more than the allowed handshake: {seen}"
