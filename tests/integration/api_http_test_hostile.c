@@ -42,19 +42,26 @@ peak_rss_reset(void)
     }
 }
 
+/* A "Key:   N kB" line of /proc/self/status, in bytes (0 if absent). */
 static size_t
-peak_rss_bytes(void)
+proc_status_bytes(const char *key)
 {
     char line[256];
-    size_t kib = 0;
+    size_t kib = 0, n = strlen(key);
     FILE *f = fopen("/proc/self/status", "re");
 
     while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmHWM: %zu kB", &kib) == 1)
+        if (strncmp(line, key, n) == 0 && sscanf(line + n, ": %zu kB", &kib) == 1)
             break;
     if (f)
         fclose(f);
     return kib << 10;
+}
+
+static size_t
+peak_rss_bytes(void)
+{
+    return proc_status_bytes("VmHWM");
 }
 
 /* The test's authentication: "Authorization: Bearer ok", decided at the head. */
@@ -246,16 +253,7 @@ guard_budget(void)
 static size_t
 rss_anon_bytes(void)
 {
-    char line[256];
-    size_t kib = 0;
-    FILE *f = fopen("/proc/self/status", "re");
-
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "RssAnon: %zu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib << 10;
+    return proc_status_bytes("RssAnon");
 }
 
 static atomic_bool sampling;
