@@ -27,13 +27,10 @@ auth_token(ApiCtx *c, Error **errp)
         return error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE);
     admit_token_hash(token, hash);
     _cleanup_error_ Error *err = NULL;
-    Store *s = store_reader_acquire(c->api->d.readers);
-    int r = store_token_by_hash(s, hash, &t, &err);
-    store_reader_release(c->api->d.readers, s);
-    if (r < 0 && err->category != E_NOT_FOUND) /* the store failed: not the caller's fault */
-        return error_set(errp, err->category, 0, "%s", err->message);
-    if (r < 0 || t.revoked_usec != 0)
-        return error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE);
+    if (store_readers_live_token(c->api->d.readers, hash, &t, &err) < 0)
+        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+                   ? error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE)
+                   : error_set(errp, err->category, 0, "%s", err->message);
     snprintf(c->tenant, sizeof(c->tenant), "%s", t.tenant_id);
     c->admin = t.admin;
     return 0;

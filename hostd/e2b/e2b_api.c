@@ -81,13 +81,10 @@ e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES]
     admit_token_hash(token, hash);
     explicit_bzero(token, sizeof(token));
     _cleanup_error_ Error *err = NULL;
-    Store *s = store_reader_acquire(e->d.readers);
-    int r = store_token_by_hash(s, hash, &t, &err);
-    store_reader_release(e->d.readers, s);
-    if (r < 0 && err->category != E_NOT_FOUND) /* the store failed: not the caller's fault */
-        return error_set(errp, err->category, 0, "%s", err->message);
-    if (r < 0 || t.revoked_usec != 0)
-        return error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED);
+    if (store_readers_live_token(e->d.readers, hash, &t, &err) < 0)
+        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+                   ? error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED)
+                   : error_set(errp, err->category, 0, "%s", err->message);
     memcpy(ret_tenant, t.tenant_id, STORE_ID_MAX_BYTES);
     return 0;
 }

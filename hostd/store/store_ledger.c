@@ -126,6 +126,18 @@ store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord *ret
 }
 
 int
+store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
+                         Error **errp)
+{
+    Store *s = store_reader_acquire(rd);
+    int r = store_token_by_hash(s, hash, ret, errp);
+    store_reader_release(rd, s);
+    if (r == 0 && ret->revoked_usec != 0)
+        return error_set(errp, E_NOT_FOUND, 0, "no such token");
+    return r;
+}
+
+int
 store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp)
 {
     sqlite3_stmt *st = store_prepare(s, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE id = ?1", errp);

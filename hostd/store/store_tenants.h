@@ -78,6 +78,10 @@ int store_token_insert(Store *s, const TokenRecord *t, Error **errp);
 /* The token with this hash (E_NOT_FOUND if none), compared in constant time after the
  * indexed lookup. Revoked tokens are returned too: the caller decides. */
 int store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord *ret, Error **errp);
+/* The same on a reader (any thread), for a caller's credentials: E_NOT_FOUND for an unknown
+ * or a revoked token alike (answer both the same), another category when the store failed. */
+int store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
+                             Error **errp);
 int store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp);
 /* Tokens of a tenant (NULL = admin tokens of every tenant are not special: all of them),
  * oldest first. *ret is malloc'd. */

@@ -115,6 +115,13 @@ test_tokens(void **state)
     assert_int_equal(store_token_by_hash(s, t.hash, &got, NULL), 0);
     assert_string_equal(got.id, "tok_1");
     assert_int_equal(got.revoked_usec, 0);
+    StoreReaders *rd;
+    uint8_t live_hash[SHA256_BYTES];
+    memcpy(live_hash, t.hash, sizeof(live_hash));
+    assert_int_equal(store_commit(s, NULL), 0); /* readers see committed rows */
+    assert_int_equal(store_readers_new(db, 1, &rd, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, live_hash, &got, NULL), 0); /* the API's */
+    assert_string_equal(got.id, "tok_1");
     uint8_t other[SHA256_BYTES];
     admit_token_hash("stk_other", other);
     assert_int_equal(store_token_by_hash(s, other, &got, &e), -1);
@@ -128,6 +135,11 @@ test_tokens(void **state)
     e = NULL;
 
     assert_int_equal(store_token_revoke(s, "tok_1", 100, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, live_hash, &got, &e), -1); /* revoked: */
+    assert_int_equal(category(e), E_NOT_FOUND); /* answered like an unknown one */
+    e = NULL;
+    store_readers_free(rd);
     assert_int_equal(store_token_revoke(s, "tok_1", 200, NULL), 0); /* idempotent */
     assert_int_equal(store_token_get(s, "tok_1", &got, NULL), 0);
     assert_int_equal(got.revoked_usec, 100); /* the first time stays */
