@@ -16,10 +16,12 @@ foreach(scenario clones refill restart wedged impostor probe-panic probe-hang pr
     set_tests_properties(integration_pool_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 endforeach()
-# guest_memory = template (issue 15): the same scenarios on copy-on-write clones of one
-# template per shape; each checks the pool really runs clones (no silent fallback), except
-# `fallback`, where the template path is made to fail and copy must take over, with the reason.
-foreach(scenario clones refill restart fallback wedged impostor)
+# guest_memory = template (issue 15): the scenarios on copy-on-write clones of one template
+# per shape; each checks the pool really runs clones (no silent fallback), except `fallback`,
+# where the template path is made to fail and copy must take over, with the reason. wedged
+# and impostor (channel-level, the same code in both modes) pass on clones too but are left
+# to run by hand (`test_pool wedged template`) to keep CI under its 40 minutes.
+foreach(scenario clones refill restart fallback)
     add_test(NAME integration_pool_template_${scenario} COMMAND test_pool ${scenario} template)
     set_tests_properties(integration_pool_template_${scenario} PROPERTIES LABELS integration
         SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
