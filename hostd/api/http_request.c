@@ -254,6 +254,19 @@ request_spools(HttpRequest *r)
     return r->spool_fd >= 0;
 }
 
+/* The request holds n bytes of the server's budget (reserving the difference): false when
+ * the budget is spent. */
+static bool
+request_hold_budget(HttpRequest *r, size_t n)
+{
+    if (n <= r->budget_held)
+        return true;
+    if (!http_budget_reserve(r->srv->budget, n - r->budget_held))
+        return false;
+    r->budget_held = n;
+    return true;
+}
+
 int
 http_request_append_body(HttpRequest *r, const char *data, size_t len)
 {
@@ -261,23 +274,15 @@ http_request_append_body(HttpRequest *r, const char *data, size_t len)
         return -1;
     if (request_spools(r)) {
         /* the budget counts it as if held (reserve_body() took a Content-Length's whole) */
-        if (r->body_len + len > r->budget_held) {
-            if (!http_budget_reserve(r->srv->budget, r->body_len + len - r->budget_held))
-                return -1;
-            r->budget_held = r->body_len + len;
-        }
-        if (write_all(r->spool_fd, data, len) < 0)
+        if (!request_hold_budget(r, r->body_len + len) || write_all(r->spool_fd, data, len) < 0)
             return -1;
         r->body_len += len;
         return 0;
     }
     if (r->body_len + len > r->body_alloc) {
         size_t want = MAX(r->body_len + len, MIN(r->body_cap, MAX(r->body_alloc * 2, 4096)));
-        if (want > r->budget_held) {
-            if (!http_budget_reserve(r->srv->budget, want - r->budget_held))
-                return -1;
-            r->budget_held = want;
-        }
+        if (!request_hold_budget(r, want))
+            return -1;
         uint8_t *b = realloc(r->body, want);
         if (!b)
             return -1;

@@ -154,6 +154,32 @@ pool_create_missing_disks(Pool *p, Error **errp)
     return 0;
 }
 
+/* Destroys and undefines every domain named with the pool's prefix, in list order, up to the
+ * first failure. *ret_destroyed (NULL-terminated; virt_strv_free()) names those destroyed,
+ * on failure too; NULL when even the listing failed. */
+static int
+pool_destroy_prefixed(Pool *p, char ***ret_destroyed, Error **errp)
+{
+    char **names = NULL;
+    size_t k = 0;
+    int r = 0;
+
+    *ret_destroyed = NULL;
+    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, errp) < 0)
+        return -1;
+    for (; names[k]; k++)
+        if (virt_destroy(p->virt, names[k], errp) < 0 || virt_undefine(p->virt, names[k], errp) < 0) {
+            r = -1;
+            break;
+        }
+    for (size_t i = k; names[i]; i++) { /* the ones not reached: not destroyed */
+        free(names[i]);
+        names[i] = NULL;
+    }
+    *ret_destroyed = names;
+    return r;
+}
+
 static void
 job_reconcile_work(Job *j)
 {
@@ -172,11 +198,7 @@ job_reconcile_work(Job *j)
         error_set(&j->err, E_IO, errno, "create state directories under %s", p->cfg.state_dir);
         return;
     }
-    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, &j->err) < 0)
-        return;
-    for (char **n = names; *n; n++)
-        if (virt_destroy(p->virt, *n, &j->err) < 0 || virt_undefine(p->virt, *n, &j->err) < 0)
-            break;
+    (void) pool_destroy_prefixed(p, &names, &j->err); /* leftovers of an earlier run */
     virt_strv_free(names);
     if (!j->err)
         diskfile_ensure_template(p->template_path, p->cfg.workspace_mib, p->cfg.exec_uid,
@@ -191,24 +213,7 @@ job_reconcile_work(Job *j)
 static void
 job_sweep_work(Job *j)
 {
-    Pool *p = j->pool;
-    char **names = NULL;
-    size_t n = 0;
-
-    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, &j->err) < 0)
-        return;
-    for (char **name = names; *name; name++) {
-        if (virt_destroy(p->virt, *name, &j->err) < 0 || virt_undefine(p->virt, *name, &j->err) < 0)
-            break;
-        char *done = *name; /* in place: the destroyed ones first, the rest freed below */
-        *name = NULL;
-        names[n++] = done;
-    }
-    for (char **name = names + n; *name; name++) {
-        free(*name);
-        *name = NULL;
-    }
-    j->swept = names;
+    (void) pool_destroy_prefixed(j->pool, &j->swept, &j->err);
 }
 
 static void
