@@ -11,7 +11,10 @@
 #include "timeutil.h"
 
 #define SESSIONS_STOP_GRACE_USEC (90ull * 1000000)
-#define RETENTION_FIRST_RUN_USEC (60ull * 1000000)
+/* The first retention pass: soon, so a daemon that was down for long frees its disk early,
+ * but after the start-up work (adoption, the appliance launch) has been queued. Sessions
+ * being salvaged are live and never picked. */
+#define RETENTION_FIRST_RUN_USEC (10ull * 1000000)
 
 static void
 sessions_on_retention_start(Loop *l, void *userdata)

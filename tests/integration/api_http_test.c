@@ -59,45 +59,47 @@ static Deferred *dq_head;
 static bool dq_quit;
 static pthread_t dq_thread;
 
+/* Queues r's answer, due in delay_usec; dq_lock held. */
 static void
-defer_answer(HttpRequest *r, uint64_t delay_usec, bool slow)
+defer_answer_locked(HttpRequest *r, uint64_t delay_usec, bool slow)
 {
     Deferred *d = calloc(1, sizeof(*d)), **tail;
 
     d->req = r;
     d->due_usec = now_usec() + delay_usec;
     d->slow = slow;
-    pthread_mutex_lock(&dq_lock);
     for (tail = &dq_head; *tail && (*tail)->due_usec <= d->due_usec; tail = &(*tail)->next)
         ;
     d->next = *tail;
     *tail = d;
     pthread_cond_signal(&dq_cond);
-    pthread_mutex_unlock(&dq_lock);
 }
 
-/* Releases every deferred answer now (the /gate requests all arrived). */
 static void
-gate_release(void)
+defer_answer(HttpRequest *r, uint64_t delay_usec, bool slow)
 {
     pthread_mutex_lock(&dq_lock);
-    for (Deferred *d = dq_head; d; d = d->next)
-        d->due_usec = 0;
-    pthread_cond_signal(&dq_cond);
+    defer_answer_locked(r, delay_usec, slow);
     pthread_mutex_unlock(&dq_lock);
 }
 
+/* Counting and queueing under one lock: the last /gate arrival releases every answer queued,
+ * and none counted before it can still be on its way to the queue (it was, once: one answer
+ * queued just after the release waited out the gate's timeout). */
 static void
 late_arrived(HttpRequest *r, bool gate)
 {
+    pthread_mutex_lock(&dq_lock);
     int now = atomic_fetch_add(&late_in_flight, 1) + 1;
 
     for (int peak = atomic_load(&late_peak); now > peak;)
         if (atomic_compare_exchange_weak(&late_peak, &peak, now))
             break;
-    defer_answer(r, gate ? GATE_TIMEOUT_USEC : LATE_DELAY_USEC, false);
+    defer_answer_locked(r, gate ? GATE_TIMEOUT_USEC : LATE_DELAY_USEC, false);
     if (gate && now == atomic_load(&gate_target))
-        gate_release();
+        for (Deferred *d = dq_head; d; d = d->next)
+            d->due_usec = 0;
+    pthread_mutex_unlock(&dq_lock);
 }
 
 static void *

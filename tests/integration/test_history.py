@@ -153,6 +153,7 @@ def age_sessions(state, ids, hours):
 
 def case_retention(d, old, young):
     folder = lambda sid: os.path.join(d.state, "state", "artifacts", sid)  # noqa: E731
+    # the first pass runs 10 s after start (RETENTION_FIRST_RUN_USEC), the next 10 min later
     d.wait(lambda: all(d.request("GET", f"/v1/sessions/{s}")[0] == 404 for s in old), 60,
            "retention to remove the sessions that ended over an hour ago")
     for sid in old:
