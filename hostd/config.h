@@ -39,13 +39,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cluster.h"
-#include "e2b.h"
+#include "cluster_config.h"
+#include "e2b_config.h"
 #include "error.h"
-#include "http.h"
+#include "http_config.h"
 #include "policy.h"
-#include "pool.h"
-#include "sessions.h"
+#include "pool_config.h"
+#include "sessions_config.h"
 
 #define CONFIG_MAX_BYTES (256u * 1024u)
 #define CONFIG_LINE_MAX_BYTES 1024

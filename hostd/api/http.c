@@ -27,27 +27,6 @@
 #define HTTP_START_LOG_BYTES 256
 static _Thread_local char start_log[HTTP_START_LOG_BYTES];
 
-void
-http_config_defaults(HttpConfig *c)
-{
-    *c = (HttpConfig){
-        .tcp_address = HTTP_DEFAULT_TCP_ADDRESS,
-        .tcp_port = HTTP_DEFAULT_TCP_PORT,
-        .unix_path = NULL,
-        .unix_mode = HTTP_DEFAULT_UNIX_MODE,
-        .max_body_bytes = HTTP_DEFAULT_MAX_BODY_BYTES,
-        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
-        .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
-        .request_timeout_s = HTTP_DEFAULT_REQUEST_TIMEOUT_S,
-        .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
-        .max_per_ip = HTTP_DEFAULT_MAX_PER_IP,
-        .head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT_S,
-        .max_pending = HTTP_DEFAULT_MAX_PENDING,
-        .body_budget_bytes = HTTP_DEFAULT_BODY_BUDGET_BYTES,
-        .spool_min_bytes = HTTP_DEFAULT_SPOOL_MIN_BYTES,
-    };
-}
-
 /* Each connection MHD serves holds two descriptors (MHD's socket and the watchdog's dup),
  * each one waiting for its head one. Running out would refuse connections under load, far
  * from the cause: refuse the config up front. The daemon raises its soft RLIMIT_NOFILE to

@@ -10,11 +10,16 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson>=2.13)
 add_library(stockade_render STATIC ${CMAKE_CURRENT_LIST_DIR}/render.c)
 target_include_directories(stockade_render PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_render PUBLIC stockade_store stockade_base PkgConfig::JANSSON)
-add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c ${CMAKE_CURRENT_LIST_DIR}/api_json.c
+# The body field parsers (pure: jansson, base, sessions' plain types), apart for their fuzzer.
+add_library(stockade_api_json STATIC ${CMAKE_CURRENT_LIST_DIR}/api_json.c)
+target_include_directories(stockade_api_json PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade_proto_limits stockade_base
+                      PkgConfig::JANSSON)
+add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(stockade_api PUBLIC stockade_http stockade_tarwriter stockade_render stockade_sessions stockade_store
+target_link_libraries(stockade_api PUBLIC stockade_api_json stockade_http stockade_tarwriter stockade_render stockade_sessions stockade_store
                       stockade_cluster stockade_admit stockade_pool stockade_proto stockade_base)

@@ -2,7 +2,7 @@
  * fuzzer through config_finish(). See cluster.h. */
 #include <string.h>
 
-#include "cluster.h"
+#include "cluster_config.h"
 
 bool
 cluster_config_enabled(const ClusterConfig *c)

@@ -31,6 +31,8 @@
 #include "policy.h"
 #include "pool.h"
 #include "store.h"
+#include "sessions_config.h"
+#include "task_input.h"
 #include "workq.h"
 
 /* A session's state (API.md "Sessions"); SessionRecord.state holds its name. */
@@ -48,56 +50,9 @@ typedef enum {
 bool session_state_from_name(const char *name, SessionState *ret);
 
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
-#define SESSION_ARGV_MAX 256
-#define SESSION_ENV_MAX 128
-#define SESSION_FILES_MAX 1024   /* files uploaded with a task */
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
-/* A finalize (clean end over the channel) must end by base + per MiB moved: the runner's kill
- * wait (2 s) and walk under TCG fit the base; the channel moves ~10+ MiB/s under TCG. */
-#define SESSIONS_FINALIZE_BASE_USEC (10ull * 1000000)
-#define SESSIONS_FINALIZE_USEC_PER_MIB (100u * 1000u)
 
 typedef struct Sessions Sessions;
-
-/* Events a workload can make as fast as it likes (a file removed, a file over the mirror
- * budget or failing to land, an error the runner reports): the first max_guest_events of a
- * session are recorded, later ones only counted (events.suppressed, the session's
- * events_suppressed), so one session cannot grow the host's event store without limit. */
-#define SESSION_DEFAULT_MAX_GUEST_EVENTS 10000
-
-typedef struct SessionsConfig {
-    const char *state_dir;            /* artifacts in <state_dir>/artifacts/<id>/ */
-    const char *db_path;              /* for the EventHub readers */
-    uint64_t default_timeout_usec;    /* a session's lifetime when not asked */
-    uint64_t max_timeout_usec;
-    uint64_t exec_default_timeout_usec;
-    uint64_t pending_timeout_usec;    /* waiting for a warm guest, then fail(no_capacity) */
-    uint64_t output_limit_bytes;      /* stdout + stderr of a session, then end(output_limit) */
-    uint64_t mirror_budget_bytes;     /* live mirror content per session */
-    uint64_t mirror_max_file_bytes;
-    unsigned max_guest_events;        /* per session, see SESSION_DEFAULT_MAX_GUEST_EVENTS */
-    uint64_t finalize_base_usec;      /* a clean end over the channel: base deadline; 0 = off */
-    unsigned finalize_usec_per_mib;   /* ... plus this per MiB moved (mirror flush, fetch) */
-    uint64_t artifact_max_age_usec;   /* retention: artifacts and records of ended sessions */
-    uint64_t artifact_max_total_bytes;
-    uint32_t exec_uid, exec_gid;
-    ExtractLimits extract;
-    EgressConfig egress;              /* the operator's allowed set and per-session limits */
-    AdmitQuota default_quota;         /* of tenants without their own ([quota] in the config) */
-} SessionsConfig;
-
-void sessions_config_defaults(SessionsConfig *c);
-
-typedef struct EnvPair {
-    char *name, *value;
-} EnvPair;
-
-typedef struct TaskFile {
-    char *path;    /* workspace-relative, checked */
-    uint8_t *data;
-    size_t len;
-    uint32_t mode; /* 0 = 0644 */
-} TaskFile;
 
 typedef struct SessionSpec {
     const char *tenant_id;
