@@ -262,11 +262,19 @@ daemon_open_cluster(Daemon *d, Error **errp)
     return 0;
 }
 
+/* The API and E2B read the pool's counts through this, never the Pool itself. */
+static void
+daemon_pool_status(void *userdata, PoolStatus *ret)
+{
+    pool_status(userdata, ret);
+}
+
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
-    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .store = d->store, .cluster = d->cluster,
+    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .store = d->store,
+                    .cluster = d->cluster,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
@@ -286,8 +294,8 @@ static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
     const E2bConfig *c = &d->cfg->e2b;
-    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .hub = d->hub,
+    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,

@@ -11,7 +11,7 @@
 #include "eventhub.h"
 #include "http.h"
 #include "loop.h"
-#include "pool.h"
+#include "pool_status.h"
 #include "sessions.h"
 #include "store.h"
 #include "store_tenants.h"
@@ -24,7 +24,8 @@ typedef struct Api Api;
 typedef struct ApiDeps {
     Loop *loop;
     Sessions *sessions;
-    Pool *pool;
+    PoolStatusFn pool_status;        /* the pool's counts, for /v1/pool, /v1/health, /metrics */
+    void *pool_userdata;
     StoreReaders *readers;
     Store *store;                    /* the loop thread's writer: admin changes only */
     Cluster *cluster;                /* [cluster]: the loop thread's connection; else NULL */

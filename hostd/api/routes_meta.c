@@ -99,7 +99,7 @@ metrics_on_loop(ApiCtx *c)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
 
-    pool_status(c->api->d.pool, &ps);
+    c->api->d.pool_status(c->api->d.pool_userdata, &ps);
     sessions_stats(c->api->d.sessions, &ss);
     if (f) {
         pool_text(f, &ps);
@@ -210,7 +210,7 @@ pool_on_loop(ApiCtx *c)
 {
     PoolStatus st;
     SessionsStats ss;
-    pool_status(c->api->d.pool, &st);
+    c->api->d.pool_status(c->api->d.pool_userdata, &st);
     sessions_stats(c->api->d.sessions, &ss);
     json_t *o = pool_json(&st);
     json_object_set_new(o, "extraction", extraction_json(&ss));

@@ -10,7 +10,6 @@
 
 #include "e2b_internal.h"
 #include "loop.h"
-#include "pool.h"
 #include "sha256.h"
 #include "timeutil.h"
 

@@ -21,11 +21,11 @@
 
 #include "e2b_config.h"
 #include "error.h"
+#include "pool_status.h"
 
 typedef struct E2b E2b;
 typedef struct Loop Loop;
 typedef struct Sessions Sessions;
-typedef struct Pool Pool;
 typedef struct StoreReaders StoreReaders;
 typedef struct EventHub EventHub;
 typedef struct AdmitQuota AdmitQuota;
@@ -33,7 +33,8 @@ typedef struct AdmitQuota AdmitQuota;
 typedef struct E2bDeps {
     Loop *loop;
     Sessions *sessions;
-    Pool *pool;
+    PoolStatusFn pool_status; /* the pools' shapes, which a template maps to */
+    void *pool_userdata;
     StoreReaders *readers; /* API keys, session states, events */
     EventHub *hub;
     const AdmitQuota *default_quota; /* of tenants without their own */

@@ -18,7 +18,6 @@
 #include "e2b_internal.h"
 #include "eventhub.h"
 #include "http_url.h"
-#include "pool.h"
 #include "store_tenants.h"
 #include "timeutil.h"
 
@@ -122,7 +121,7 @@ static int
 pool_shape(E2b *e, const char *pool, unsigned *ret_vcpus, unsigned *ret_mib)
 {
     PoolStatus st;
-    pool_status(e->d.pool, &st);
+    e->d.pool_status(e->d.pool_userdata, &st);
     for (size_t i = 0; i < st.n_shapes; i++)
         if (strcmp(st.shapes[i].name, pool) == 0) {
             *ret_vcpus = st.shapes[i].vcpus;

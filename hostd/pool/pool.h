@@ -41,6 +41,7 @@
 #include "workq.h"
 
 #include "pool_config.h"
+#include "pool_status.h"
 
 typedef struct Pool Pool;
 typedef struct Guest Guest;
@@ -53,35 +54,6 @@ typedef struct GuestOps {
     void (*lost)(Guest *g, const Error *why, void *userdata);
 } GuestOps;
 
-typedef struct PoolShapeStatus {
-    const char *name;
-    unsigned vcpus, memory_mib; /* the shape: what tenant quotas are checked against */
-    unsigned warm, slots;
-    unsigned idle, busy, starting, draining, snapshots_ready;
-    bool template_ready;        /* guest_memory = template: a valid template exists */
-} PoolShapeStatus;
-
-typedef struct PoolStatus {
-    Accel accel;
-    bool accel_decided;
-    bool disks_ready;                 /* every slot's workspace disk exists (the appliance's) */
-    const char *accel_reason;         /* human text: why this accel */
-    PoolGuestMemory guest_memory;     /* in effect: copy after a fallback */
-    const char *guest_memory_reason;  /* human text: why this mode, where the templates are */
-    const char *template_dir;         /* "" in copy mode */
-    size_t n_shapes;
-    PoolShapeStatus shapes[POOL_SHAPES_MAX];
-    /* The pool's own guests only: the accel=auto probe is never one of these. */
-    uint64_t restores, restore_failures, boots, destroys, wedged, broken;
-    uint64_t prepare_failures; /* restored, synced, then Prepare failed or went unanswered */
-    /* The accel=auto KVM probe: boots tried this run, and those that failed (so chose TCG).
-     * A probe that fails says what KVM does on this host, not that the pool is unhealthy. */
-    uint64_t accel_probes, accel_probe_failures;
-    Histogram boot_to_ready;     /* cold boot (domain create) to the runner's Ready */
-    Histogram restore_to_ready;  /* restore requested to Ready (disk reset included) */
-    Histogram destroy_to_gone;   /* destroy requested to QEMU's process gone */
-} PoolStatus;
-
 /* Checks and copies the config; opens libvirt. Starts nothing yet. */
 int pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp);
 /* Asynchronous: reconcile leftovers, decide the accel, make snapshots, fill to warm. */
@@ -93,7 +65,6 @@ void pool_free(Pool *p);
 void pool_status(Pool *p, PoolStatus *ret);
 /* True once every shape has `warm` idle guests (for tests and benchmarks). */
 bool pool_is_full(Pool *p);
-const char *pool_guest_memory_to_string(PoolGuestMemory m);
 
 /* Hands out an idle, healthy guest of the shape. No libvirt call. E_NOT_FOUND for an
  * unknown shape, E_UNAVAILABLE when none is idle. */

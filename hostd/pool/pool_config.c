@@ -29,3 +29,9 @@ pool_config_defaults(PoolConfig *c)
         .guest_memory = POOL_GUEST_MEMORY_DEFAULT,
     };
 }
+
+const char *
+pool_guest_memory_to_string(PoolGuestMemory m)
+{
+    return m == POOL_MEMORY_TEMPLATE ? "template" : "copy";
+}

@@ -70,3 +70,4 @@ typedef struct PoolConfig {
 
 /* Defaults for everything but state_dir and shapes. */
 void pool_config_defaults(PoolConfig *c);
+const char *pool_guest_memory_to_string(PoolGuestMemory m);

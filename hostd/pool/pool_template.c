@@ -28,12 +28,6 @@
 #define TEMPLATE_TMPFS_MAGIC 0x01021994 /* statfs f_type of tmpfs */
 #define TEMPLATE_PWBUF_BYTES 4096
 
-const char *
-pool_guest_memory_to_string(PoolGuestMemory m)
-{
-    return m == POOL_MEMORY_TEMPLATE ? "template" : "copy";
-}
-
 /* ------------------------------------------------------------------ the template guest */
 
 void

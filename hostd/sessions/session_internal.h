@@ -15,6 +15,7 @@
 
 #include "egress.h"
 #include "histogram.h"
+#include "pool.h"
 #include "sessions.h"
 
 #define SESSION_COMMIT_DELAY_USEC (5 * 1000)       /* events are batched this long at most */

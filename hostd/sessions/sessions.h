@@ -29,7 +29,6 @@
 #include "extract.h"
 #include "loop.h"
 #include "policy.h"
-#include "pool.h"
 #include "store.h"
 #include "sessions_config.h"
 #include "task_input.h"
@@ -53,6 +52,7 @@ bool session_state_from_name(const char *name, SessionState *ret);
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
+typedef struct Pool Pool;
 
 typedef struct SessionSpec {
     const char *tenant_id;
