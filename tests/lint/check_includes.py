@@ -3,8 +3,9 @@
 names a header of the module itself or of a module its row in the README's table says it
 "may use"; a header named *_internal.h is used only inside its own directory. proto/ (the
 wire contract) is below every module that talks to a guest: it counts as a module of its
-own, allowed where the table lists it. hostd/*.c (main, daemon, config) wire everything and
-are not checked. Prints every violation with file:line and exits 1 if there is any.
+own, allowed where the table lists it. A "may use" entry whose note names headers in
+backticks ("pool (`pool_status.h`: ...)") allows only those headers of that module.
+hostd/*.c (main, daemon, config) wire everything and are not checked. Prints every violation with file:line and exits 1 if there is any.
 
     check_includes.py <repo root>
 """
@@ -19,16 +20,35 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 ALIASES = {"runner.pb-c.h": "proto"}
 
 
+def entries(col):
+    """"a, b (x, y), c" -> ["a", "b (x, y)", "c"]: commas inside parentheses do not split."""
+    out, depth, cur = [], 0, ""
+    for ch in col:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()] if cur.strip() else out
+
+
 def table(readme):
-    """{module: set of modules it may use} from the README's Modules table."""
+    """{module: {module it may use: None (every header) or the set of headers allowed}}."""
     allowed = {}
     with open(readme) as f:
         for line in f:
             m = ROW.match(line.strip())
-            if m:
-                col = re.sub(r"\([^)]*\)", "", m.group(2))  # "(types)", "(virt only)", ...
-                uses = {u.strip() for u in col.split(",")}
-                allowed[m.group(1)] = {u for u in uses if u}
+            if not m:
+                continue
+            uses = {}
+            for entry in entries(m.group(2)):
+                name = entry.split("(")[0].strip()
+                note = entry[len(name):]
+                headers = set(re.findall(r"`([\w.]+\.h)`", note))
+                if name:
+                    uses[name] = headers or None
+            allowed[m.group(1)] = uses
     return allowed
 
 
@@ -54,8 +74,8 @@ def main():
     allowed = table(os.path.join(root, "hostd", "README.md"))
     # api/ holds two modules: the HTTP layer (http*.{c,h}: libmicrohttpd, base and loop only)
     # and the v1 routes over it, which the table's api row describes.
-    allowed["http"] = {"base", "loop"}
-    allowed.setdefault("api", set()).add("http")
+    allowed["http"] = {"base": None, "loop": None}
+    allowed.setdefault("api", {})["http"] = None
     own = owners(root)
     problems = []
     hostd = os.path.join(root, "hostd")
@@ -82,9 +102,13 @@ def main():
                         problems.append(f"{where}: \"{hdr}\" is internal to {owner}")
                     elif hdr.endswith("_internal.h") and owner == "http" and me != "http":
                         problems.append(f"{where}: \"{hdr}\" is internal to the HTTP layer")
-                    elif owner not in (me, mod) and owner not in allowed.get(me, set()):
+                    elif owner not in (me, mod) and owner not in allowed.get(me, {}):
                         problems.append(f"{where}: {me} may not use {owner} (\"{hdr}\"); "
-                                        f"hostd/README.md allows {sorted(allowed.get(me, []))}")
+                                        f"hostd/README.md allows {sorted(allowed.get(me, {}))}")
+                    elif owner not in (me, mod) and allowed[me][owner] is not None and \
+                            hdr not in allowed[me][owner]:
+                        problems.append(f"{where}: {me} may use only "
+                                        f"{sorted(allowed[me][owner])} of {owner}, not \"{hdr}\"")
     for p in problems:
         print(p)
     print(f"{len(problems)} include(s) against hostd/README.md's module table")
