@@ -34,6 +34,7 @@ struct Daemon {
     Loop *loop;
     WorkQueue *q, *session_q;
     Pool *pool;
+    ExtractService *extract; /* the warm appliance that salvages the pool's disks */
     Store *store;
     Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
@@ -162,6 +163,34 @@ daemon_on_status_timer(Loop *l, void *userdata)
                                      daemon_on_status_timer, d);
 }
 
+/* What the extraction service knows of the pool: its disks and its accel decision. */
+static void
+daemon_extract_host_state(void *userdata, ExtractHostState *ret)
+{
+    PoolStatus st;
+    pool_status(userdata, &st);
+    *ret = (ExtractHostState){.disks_ready = st.disks_ready,
+                              .accel_decided = st.accel_decided,
+                              .kvm = st.accel == ACCEL_KVM};
+}
+
+static size_t
+daemon_extract_host_disks(void *userdata, const char *const **ret)
+{
+    return pool_workspace_disks(userdata, ret);
+}
+
+/* On the sessions' workers: a salvage never waits behind the pool's restores. */
+static int
+daemon_open_extract(Daemon *d, Error **errp)
+{
+    ExtractHost host = {.state = daemon_extract_host_state,
+                        .disks = daemon_extract_host_disks,
+                        .userdata = d->pool};
+    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
+                               errp);
+}
+
 static void
 daemon_on_pool_stopped(void *userdata)
 {
@@ -172,11 +201,18 @@ daemon_on_pool_stopped(void *userdata)
 }
 
 static void
-daemon_on_sessions_stopped(void *userdata)
+daemon_on_extract_stopped(void *userdata)
 {
     Daemon *d = userdata;
     log_info("sessions ended; destroying idle guests");
     pool_stop(d->pool, daemon_on_pool_stopped, d);
+}
+
+static void
+daemon_on_sessions_stopped(void *userdata)
+{
+    Daemon *d = userdata;
+    extract_service_stop(d->extract, daemon_on_extract_stopped, d); /* waits for a launch */
 }
 
 static void
@@ -189,6 +225,7 @@ daemon_begin_stop(void *userdata)
         return;
     }
     log_info("stopping: ending live sessions (host_shutdown), then destroying guests");
+    extract_service_wind_down(d->extract); /* no new launch; the sessions' salvages go on */
     sessions_stop(d->sessions, daemon_on_sessions_stopped, d);
 }
 
@@ -325,8 +362,9 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
         workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
         pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
         daemon_open_store(d, errp) < 0 ||
-        sessions_new(d->loop, d->session_q, d->pool, d->store, d->hub, &cfg->sessions,
-                     &d->sessions, errp) < 0 ||
+        daemon_open_extract(d, errp) < 0 ||
+        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub,
+                     &cfg->sessions, &d->sessions, errp) < 0 ||
         daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
@@ -345,6 +383,7 @@ daemon_run(Daemon *d)
     _cleanup_error_ Error *err = NULL;
     sessions_start(d->sessions); /* first: it holds disks an earlier run left unsalvaged */
     pool_start(d->pool);
+    extract_service_start(d->extract); /* launches once the pool's disks exist */
     if (daemon_start_api(d, &err) < 0 || daemon_start_e2b(d, &err) < 0) {
         log_error("%s", err->message);
         return 1;
@@ -366,6 +405,7 @@ daemon_free(Daemon *d)
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
+    extract_service_free(d->extract); /* what a stop left running: after the work queues */
     cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);

@@ -115,15 +115,9 @@ struct Sessions {
     Session *all;
     Session *pending_head, **pending_tail;
     Session *touched;
-    TimerId commit_timer, appliance_timer, retention_timer, stop_timer;
-    ExtractAppliance *appliance;
-    EgressResolver *egress_resolver;   /* only when the operator allows any egress */
-    ExtractAppliance *appliance_dying; /* being shut down on a worker during stop */
-    enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
-    Session *extract_waiting; /* sessions whose extraction waits for the appliance */
-    bool appliance_force_tcg;      /* the settings of the appliance that is up or starting */
-    unsigned extractions_running;  /* salvage jobs that use m->appliance */
-    uint64_t appliance_launch_started_usec;
+    ExtractService *extract; /* borrowed: salvages of disks whose guest is gone */
+    TimerId commit_timer, retention_timer, stop_timer;
+    EgressResolver *egress_resolver; /* only when the operator allows any egress */
     bool stopping;
     void (*stop_done)(void *userdata);
     void *stop_userdata;
@@ -171,7 +165,6 @@ void session_end(Session *s, const char *reason);
 /* Stops accepting the guest and destroys it; its disk is then salvaged (session_extract). */
 void session_release_guest(Session *s);
 void session_extract(Session *s);
-void sessions_extract_appliance_tick(Sessions *m);
 
 /* session_finalize.c */
 /* A clean end the runner can still serve: a running session that completed or was closed. */

@@ -268,13 +268,14 @@ sessions_on_pool_idle(void *userdata)
 }
 
 int
-sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
-             const SessionsConfig *cfg, Sessions **ret, Error **errp)
+sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
+             EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp)
 {
     Sessions *m = calloc(1, sizeof(*m));
     if (!m)
         return error_set(errp, E_INTERNAL, ENOMEM, "sessions");
-    *m = (Sessions){.loop = l, .q = q, .pool = pool, .store = store, .hub = hub, .cfg = *cfg};
+    *m = (Sessions){.loop = l, .q = q, .pool = pool, .extract = extract, .store = store,
+                    .hub = hub, .cfg = *cfg};
     m->pending_tail = &m->pending_head;
     m->cfg.state_dir = NULL;
     m->cfg.db_path = NULL;
@@ -306,11 +307,8 @@ sessions_free(Sessions *m)
         session_free(m->all);
     sessions_egress_free(m);
     loop_cancel_timer(m->loop, m->commit_timer);
-    loop_cancel_timer(m->loop, m->appliance_timer);
     loop_cancel_timer(m->loop, m->retention_timer);
     loop_cancel_timer(m->loop, m->stop_timer);
-    extract_appliance_free(m->appliance);
-    extract_appliance_free(m->appliance_dying);
     free((char *) m->cfg.state_dir);
     free(m->artifacts_dir);
     free(m);
@@ -593,12 +591,14 @@ sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind k
 void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {
-    static const char *const appliance_states[] = {
-        [APPLIANCE_WANTED] = "waiting", [APPLIANCE_STARTING] = "starting",
-        [APPLIANCE_UP] = "up", [APPLIANCE_FAILED] = "failed"};
+    ExtractServiceStatus xs;
+    extract_service_status(m->extract, &xs);
     *ret = m->stats;
-    ret->appliance_state = appliance_states[m->appliance_state];
-    ret->appliance_force_tcg = m->appliance_force_tcg;
+    ret->appliance_state = xs.state;
+    ret->appliance_force_tcg = xs.force_tcg;
+    ret->appliance_launches = xs.launches;
+    ret->appliance_launch_failures = xs.launch_failures;
+    ret->appliance_launch_usec = xs.launch_usec;
     ret->pending = ret->live = 0;
     for (Session *s = m->all; s; s = s->next) {
         ret->live++;

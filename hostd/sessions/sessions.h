@@ -27,6 +27,7 @@
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
+#include "extract_service.h"
 #include "loop.h"
 #include "policy.h"
 #include "store.h"
@@ -84,14 +85,17 @@ typedef struct ExecSpec {
     bool stdin_open;
 } ExecSpec;
 
-int sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
-                 const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
+ * the daemon starts, and stops once the sessions stopped). */
+int sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
+                 EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp);
 /* Cluster mode (issue 16): admission, settlement and restart reconciliation use the cluster's
  * ledger instead of the store's. c is borrowed and must outlive s; call before
  * sessions_start(). Without it (the default) nothing changes. */
 void sessions_set_cluster(Sessions *s, Cluster *c);
 /* Ends sessions that were live when an earlier daemon stopped (reason host_restart,
- * salvaging their disks first), launches the extraction appliance, starts retention. */
+ * salvaging their disks first: they wait for the extraction service's appliance), starts
+ * retention. */
 void sessions_start(Sessions *s);
 /* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
@@ -184,9 +188,9 @@ typedef struct SessionsStats {
     uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
     uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
     uint64_t pending, live;
-    /* The extraction appliance: "waiting" (for the pool's disks), "starting", "up" or
-     * "failed" (retried); its accel settings; launches that succeeded / failed; how long the
-     * last successful launch took (0: none yet). */
+    /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
+     * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
+     * succeeded / failed; how long the last successful launch took (0: none yet). */
     const char *appliance_state;
     bool appliance_force_tcg;
     uint64_t appliance_launches, appliance_launch_failures, appliance_launch_usec;
