@@ -5,7 +5,7 @@ target_include_directories(stockade_config PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 # Only the modules' config libraries (plain C): no libvirt, libpq, libguestfs or MHD.
 target_link_libraries(stockade_config PUBLIC stockade_cluster_config stockade_pool_config
                       stockade_sessions_config stockade_http_config stockade_e2b_config
-                      stockade_egress_policy stockade_base)
+                      stockade_egress_policy stockade_base PRIVATE stockade_proto_limits)
 
 set(STOCKADE_INSTALL_IMAGE_DIR ${CMAKE_INSTALL_FULL_DATADIR}/stockade/images)
 add_executable(stockaded ${CMAKE_CURRENT_LIST_DIR}/main.c ${CMAKE_CURRENT_LIST_DIR}/daemon.c)

@@ -13,13 +13,17 @@ target_link_libraries(stockade_render PUBLIC stockade_store stockade_base PkgCon
 # The body field parsers (pure: jansson, base, sessions' plain types), apart for their fuzzer.
 add_library(stockade_api_json STATIC ${CMAKE_CURRENT_LIST_DIR}/api_json.c)
 target_include_directories(stockade_api_json PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade_proto_limits stockade_base
-                      PkgConfig::JANSSON)
+target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade_base PkgConfig::JANSSON
+                      PRIVATE stockade_proto_limits)
 add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(stockade_api PUBLIC stockade_api_json stockade_http stockade_tarwriter stockade_render stockade_sessions stockade_store
-                      stockade_cluster stockade_admit stockade_pool stockade_proto stockade_base)
+# PUBLIC: what api.h names; the pool only through pool_status.h (its config and domxml's
+# types), never the Pool.
+target_link_libraries(stockade_api PUBLIC stockade_http stockade_sessions stockade_store
+                      stockade_pool_config stockade_domxml stockade_loop stockade_base
+                      PRIVATE stockade_api_json stockade_tarwriter stockade_render stockade_cluster
+                      stockade_admit stockade_http_url stockade_proto)

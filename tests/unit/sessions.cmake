@@ -6,7 +6,7 @@
 # gives way to the salvage at its deadline (guest_send and guest_workspace_path wrapped too).
 # A session whose egress cannot be set up never gets a Hello and ends host_error.
 stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
-              LIBS stockade_sessions stockade_render PkgConfig::CMOCKA)
+              LIBS stockade_sessions stockade_pool stockade_egress stockade_render PkgConfig::CMOCKA)
 target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release
                     -Wl,--wrap=guest_send -Wl,--wrap=guest_workspace_path
                     -Wl,--wrap=guest_hello -Wl,--wrap=guest_name -Wl,--wrap=guest_disk_index
@@ -14,4 +14,4 @@ target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release
 
 # hostd/sessions: artifact retention's removal job on a real SQLite file.
 stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_artifacts.c
-              LIBS stockade_sessions stockade_store PkgConfig::CMOCKA)
+              LIBS stockade_sessions stockade_pool stockade_egress stockade_store PkgConfig::CMOCKA)
