@@ -88,6 +88,8 @@ service_on_timer(Loop *l, void *userdata)
     ExtractService *x = userdata;
     (void) l;
     x->timer = 0;
+    if (x->state == SVC_FAILED)
+        x->state = SVC_WAITING; /* the retry is due */
     service_tick(x);
 }
 
@@ -278,10 +280,10 @@ service_tick(ExtractService *x)
 {
     ExtractHostState st = {0};
 
+    if (x->state == SVC_STARTING || x->state == SVC_FAILED || x->stopping)
+        return; /* a failed launch is retried by its timer only, not by every salvage */
     loop_cancel_timer(x->loop, x->timer);
     x->timer = 0;
-    if (x->state == SVC_STARTING || x->stopping)
-        return;
     x->host.state(x->host.userdata, &st);
     if (x->appliance && !appliance_retire_if_stale(x, &st))
         return;
