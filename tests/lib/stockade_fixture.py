@@ -80,7 +80,10 @@ def cached_state(build, pools, extra_conf):
     a daemon start then restores instead of cold-booting every slot. The database, artifacts
     and logs of the previous test are removed; tests using it must not run at the same time
     (ctest RUN_SERIAL). STOCKADE_TEST_FRESH_STATE=1 gives every test a fresh directory."""
-    sig = hashlib.sha256(json.dumps([sorted(pools.items()), extra_conf],
+    # The build's path is part of the key: two checkouts testing on one host at once (a fresh
+    # clone's CI beside a working tree) once shared a domain prefix, and each daemon destroyed
+    # the other's guests as leftovers of its own.
+    sig = hashlib.sha256(json.dumps([os.path.realpath(build), sorted(pools.items()), extra_conf],
                                     sort_keys=True).encode()).hexdigest()[:8]
     root = os.path.join(build, "test-state", sig)
     os.makedirs(os.path.join(build, "test-state"), exist_ok=True)
