@@ -51,6 +51,7 @@ struct ExtractService {
     uint64_t launches, launch_failures, launch_usec;
     bool stopping;   /* winding down: no launch from now on */
     bool stop_asked; /* extract_service_stop() was called */
+    bool shutdown_submitted; /* the appliance went to a worker to shut down (or there was none) */
     void (*stop_done)(void *userdata);
     void *stop_userdata;
 };
@@ -336,7 +337,7 @@ appliance_shutdown_work(void *userdata)
 static void
 service_check_stopped(ExtractService *x)
 {
-    if (!x->stopping || !x->stop_done || x->state == SVC_STARTING)
+    if (!x->stopping || !x->stop_done || x->state == SVC_STARTING || x->shutdown_submitted)
         return; /* launch_done calls back here once it is up */
     if (x->jobs) { /* the stop gave up on them: extract_service_free() shuts it down */
         service_on_appliance_freed(x);
@@ -344,6 +345,9 @@ service_check_stopped(ExtractService *x)
     }
     x->dying = x->appliance;
     x->appliance = NULL;
+    /* Once: the salvage whose end let the sessions stop calls back here again after its owner
+     * asked for this stop, and must not hand the worker a NULL in place of the appliance. */
+    x->shutdown_submitted = true;
     if (!x->dying || workq_submit(x->q, appliance_shutdown_work, service_on_appliance_freed, x) < 0)
         service_on_appliance_freed(x);
 }
