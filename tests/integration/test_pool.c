@@ -99,6 +99,25 @@ domain_genid(const char *name, char *out, size_t cap)
         pclose(f);
 }
 
+/* A guest's clock runs at the host's rate: what it measured across its 2 s sleep (lines 4
+ * and 5 of its output) lies within what the host measured around the whole exec (+ one
+ * 10 ms step). A clock running fast (a mis-calibrated TSC, ticks caught up) measures more
+ * than the host could. */
+static void
+check_clock_rate(const char *who, const char *out, double bracket_s)
+{
+    const char *p = out;
+    double t1 = 0, t2 = 0;
+    for (int line = 0; line < 3 && p; line++)
+        p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
+    TEST_CHECK(p && sscanf(p, "%lf %lf", &t1, &t2) == 2, "%s: no clock readings in: %s", who, out);
+    printf("%s: guest measured %.3f s across its 2 s sleep; the host bracket was %.3f s\n", who,
+           t2 - t1, bracket_s);
+    TEST_CHECK(t2 - t1 >= 1.99 && t2 - t1 <= bracket_s + 0.02,
+               "%s: guest clock rate: %.3f s in a host bracket of %.3f s\n%s", who, t2 - t1,
+               bracket_s, out);
+}
+
 /* Two guests restored from one snapshot must read different random bytes at the same time,
  * have different boot ids, and a clock set from the host. */
 static void
@@ -106,9 +125,13 @@ scenario_clones(void)
 {
     Harness h;
     TestSession a, b;
+    /* then the guest's clock rate: its uptime (the clocksource that CLOCK_REALTIME runs on,
+     * 10 ms steps) around a 2 s sleep, which the host brackets; and that clocksource */
     const char *argv[] = {"sh", "-c",
                           "cat /proc/sys/kernel/random/boot_id; "
-                          "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s",
+                          "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s; "
+                          "cut -d' ' -f1 /proc/uptime; sleep 2; cut -d' ' -f1 /proc/uptime; "
+                          "cat /sys/devices/system/clocksource/clocksource0/current_clocksource",
                           NULL};
 
     const char *scribble[] = {"sh", "-c", "dd if=/dev/urandom of=/tmp/scribble bs=1M count=24 "
@@ -121,9 +144,11 @@ scenario_clones(void)
         template_mem_sha256(&h, mem_before);
     TEST_CHECK(ts_take(&h, &a, "clone-a") && ts_take(&h, &b, "clone-b"), "take: %s %s",
                a.error_message, b.error_message);
+    uint64_t bracket_start = now_usec();
     TEST_CHECK(ts_exec_start(&a, argv) && ts_exec_start(&b, argv), "exec start");
     TEST_CHECK(ts_exec_wait(&a, EXEC_TIMEOUT_USEC) && ts_exec_wait(&b, EXEC_TIMEOUT_USEC),
                "exec: a=%s b=%s", a.error_message, b.error_message);
+    double bracket_s = (double) (now_usec() - bracket_start) / 1e6;
     TEST_CHECK(a.exit_code == 0 && b.exit_code == 0, "exit codes %d %d (stderr %s / %s)",
                a.exit_code, b.exit_code, a.err, b.err);
     char boot_a[64], rand_a[64], boot_b[64], rand_b[64];
@@ -138,7 +163,10 @@ scenario_clones(void)
     TEST_CHECK(strcmp(boot_a, boot_b) != 0, "clones have the same boot id: %s", boot_a);
     long long host = (long long) time(NULL);
     TEST_CHECK(llabs(clock_a - host) <= 10 && llabs(clock_b - host) <= 10,
-               "guest clocks %lld %lld vs host %lld", clock_a, clock_b, host);
+               "guest clocks %lld %lld vs host %lld\n--- a ---\n%s--- b ---\n%s", clock_a,
+               clock_b, host, a.out, b.out);
+    check_clock_rate("a", a.out, bracket_s);
+    check_clock_rate("b", b.out, bracket_s);
     if (template_mode) { /* a fresh VM generation id each, in the live XML */
         char gen_a[64], gen_b[64];
         domain_genid(guest_name(a.g), gen_a, sizeof(gen_a));
@@ -623,6 +651,8 @@ int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN); /* as the daemon: a libvirtd that dies must not kill the harness
+                               * before it destroys its guests */
     if (argc != 2 && argc != 3) {
         fprintf(stderr, "usage: %s clones|refill|restart|fallback|wedged|impostor|probe-MODE "
                         "[copy|template]\n",
