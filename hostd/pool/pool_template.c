@@ -67,8 +67,10 @@ template_guest_new(Pool *p, Shape *s, Error **errp)
     g->qemu_pid = -1;
     g->state = SLOT_EMPTY;
     snprintf(g->name, sizeof(g->name), "%s%s-tmpl", p->cfg.domain_prefix, s->name);
-    snprintf(g->uuid, sizeof(g->uuid), "00000000-0000-4000-8000-%012zx",
-             (size_t) (s - p->shapes) + 2); /* 1 is the accel probe's */
+    /* Like a slot's: derived from the state directory and the name. A fixed UUID per shape
+     * index made two daemons of one host (or a daemon and the test harness) collide: "domain
+     * ... is already defined with uuid", and the second fell back to copy. */
+    slot_uuid(p->cfg.state_dir, g->name, g->uuid);
     if (guest_init_paths(g, p->cfg.state_dir) < 0 || template_paths(p, s) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "template guest");
     return 0;

@@ -118,6 +118,34 @@ check_clock_rate(const char *who, const char *out, double bracket_s)
                bracket_s, out);
 }
 
+static bool
+pool_full(void *userdata)
+{
+    return pool_is_full(((Harness *) userdata)->pool);
+}
+
+/* Two pools of one host, each making its template at the same time (two daemons, or a daemon
+ * and this harness): both must end up on their own template. Their template domains once had
+ * one fixed UUID per shape index; the second was refused ("already defined with uuid") and
+ * fell back to copy. */
+static void
+twin_pools(Harness *h)
+{
+    Harness twin;
+    PoolStatus st;
+    harness_start(&twin, "minimal", 1, 1, NULL);
+    uint64_t deadline = now_usec() + FILL_TIMEOUT_USEC;
+    while (!(pool_is_full(h->pool) && pool_is_full(twin.pool)) && now_usec() < deadline) {
+        harness_run_until(h, pool_full, h, 100 * USEC_PER_MSEC);
+        harness_run_until(&twin, pool_full, &twin, 100 * USEC_PER_MSEC);
+    }
+    pool_status(twin.pool, &st);
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && st.shapes[0].template_ready,
+               "the twin pool is not on its template: %s", st.guest_memory_reason);
+    harness_stop(&twin);
+    harness_cleanup(&twin);
+}
+
 /* Two guests restored from one snapshot must read different random bytes at the same time,
  * have different boot ids, and a clock set from the host. */
 static void
@@ -139,6 +167,8 @@ scenario_clones(void)
     char mem_before[65] = "", mem_after[65] = "";
 
     harness_start(&h, "minimal", 2, 2, NULL);
+    if (template_mode)
+        twin_pools(&h);
     wait_full(&h);
     if (template_mode)
         template_mem_sha256(&h, mem_before);
