@@ -74,6 +74,15 @@ class HttpError(Exception):
         self.body = body
 
 
+def guest_memory():
+    """STOCKADE_TEST_GUEST_MEMORY=template|copy runs every test daemon with that [daemon]
+    guest_memory (issue 15: the daemon suites on templated clones); unset: the default."""
+    mode = os.environ.get("STOCKADE_TEST_GUEST_MEMORY", "")
+    if mode not in ("", "template", "copy"):
+        raise ValueError(f"STOCKADE_TEST_GUEST_MEMORY={mode!r}: template or copy")
+    return mode
+
+
 def cached_state(build, pools, extra_conf):
     """A state directory shared by every test daemon of this build with the same pools and
     config, so snapshots (and the accel verdict) are made once per build, not once per test:
@@ -83,7 +92,8 @@ def cached_state(build, pools, extra_conf):
     # The build's path is part of the key: two checkouts testing on one host at once (a fresh
     # clone's CI beside a working tree) once shared a domain prefix, and each daemon destroyed
     # the other's guests as leftovers of its own.
-    sig = hashlib.sha256(json.dumps([os.path.realpath(build), sorted(pools.items()), extra_conf],
+    sig = hashlib.sha256(json.dumps([os.path.realpath(build), sorted(pools.items()), extra_conf,
+                                     guest_memory()],
                                     sort_keys=True).encode()).hexdigest()[:8]
     root = os.path.join(build, "test-state", sig)
     os.makedirs(os.path.join(build, "test-state"), exist_ok=True)
@@ -162,8 +172,10 @@ class Daemon:
     def config_text(self):
         lines = ["[daemon]", f"state_dir = {self.state}/state",
                  f"image_dir = {self.images}", f"domain_prefix = {self.prefix}",
-                 "workspace_mib = 128", "[api]", f"tcp_port = {self.port}",
-                 "request_timeout_s = 30"]
+                 "workspace_mib = 128"]
+        if guest_memory():
+            lines.append(f"guest_memory = {guest_memory()}")
+        lines += ["[api]", f"tcp_port = {self.port}", "request_timeout_s = 30"]
         for name, p in self.pools.items():
             lines += [f"[pool {name}]", f"image = {p.get('image', name)}",
                       f"memory_mib = {p.get('memory_mib', 256)}",
