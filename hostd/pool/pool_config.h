@@ -18,7 +18,7 @@ typedef enum { POOL_MEMORY_COPY, POOL_MEMORY_TEMPLATE } PoolGuestMemory;
 /* copy: template passed every pool scenario here, but the clones scenario once found both
  * clones' clocks 2-3 minutes ahead of the host (1 run of 7, under a compile's load; see the
  * issue 15 report). Every clone inherits the template's one boot, its timekeeping included.
- * Since then (2026-12-01): 78 runs of the clones scenario in template mode, which now also
+ * Since then (2026-12-01): 66 runs of the clones scenario in template mode, which now also
  * checks the guest's clock rate, and 16 daemon suites with STOCKADE_TEST_GUEST_MEMORY=template
  * passed; the skew did not come back. The default changes once the whole suite has passed
  * in template mode in CI. */
