@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "e2b.h"
 #include "eventhub.h"
+#include "extract_service.h"
 #include "fdutil.h"
 #include "log.h"
 #include "loop.h"

@@ -3,11 +3,8 @@
  * disk read. Every other end, and a finalize that fails, stops accepting the guest, destroys
  * it without its help, pulls the workspace out with the warm extraction appliance (or a cold
  * one when none is up: extract/'s service), merges with the live mirror, and ends. */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "session_internal.h"

@@ -118,12 +118,6 @@ check_clock_rate(const char *who, const char *out, double bracket_s)
                bracket_s, out);
 }
 
-static bool
-pool_full(void *userdata)
-{
-    return pool_is_full(((Harness *) userdata)->pool);
-}
-
 /* Two pools of one host, each making its template at the same time (two daemons, or a daemon
  * and this harness): both must end up on their own template. Their template domains once had
  * one fixed UUID per shape index; the second was refused ("already defined with uuid") and
@@ -136,8 +130,8 @@ twin_pools(Harness *h)
     harness_start(&twin, "minimal", 1, 1, NULL);
     uint64_t deadline = now_usec() + FILL_TIMEOUT_USEC;
     while (!(pool_is_full(h->pool) && pool_is_full(twin.pool)) && now_usec() < deadline) {
-        harness_run_until(h, pool_full, h, 100 * USEC_PER_MSEC);
-        harness_run_until(&twin, pool_full, &twin, 100 * USEC_PER_MSEC);
+        harness_wait_full(h, 100 * USEC_PER_MSEC); /* each loop in turn */
+        harness_wait_full(&twin, 100 * USEC_PER_MSEC);
     }
     pool_status(twin.pool, &st);
     TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && st.shapes[0].template_ready,

@@ -227,16 +227,22 @@ salvage(size_t disk)
     extract_service_salvage(fx.x, &r);
 }
 
+/* Runs the loop for usec at most (a salvage's done may end it sooner). */
+static void
+run_slice(uint64_t usec)
+{
+    TimerId t = loop_add_timer(fx.loop, now_usec() + usec, on_guard, NULL);
+    loop_run(fx.loop);
+    loop_cancel_timer(fx.loop, t);
+}
+
 /* Runs the loop until `until` is true (polled every 10 ms) or the guard fires. */
 static bool
 run_until(bool (*until)(void))
 {
     uint64_t deadline = now_usec() + GUARD_USEC;
-    while (!until() && now_usec() < deadline) {
-        TimerId t = loop_add_timer(fx.loop, now_usec() + 10000, on_guard, NULL);
-        loop_run(fx.loop);
-        loop_cancel_timer(fx.loop, t);
-    }
+    while (!until() && now_usec() < deadline)
+        run_slice(10000);
     return until();
 }
 
@@ -294,11 +300,8 @@ test_failed_launch_goes_cold(void **state)
     host_state.disks_ready = false;
     extract_service_start(fx.x);
     salvage(2);
-    for (int i = 0; i < 5; i++) { /* a few polls */
-        TimerId t = loop_add_timer(fx.loop, now_usec() + 50000, on_guard, NULL);
-        loop_run(fx.loop);
-        loop_cancel_timer(fx.loop, t);
-    }
+    for (int i = 0; i < 5; i++) /* a few polls */
+        run_slice(50000);
     assert_int_equal(launches, 0);
     assert_int_equal(fx.done, 0);
     pthread_mutex_lock(&fake_lock);
