@@ -26,15 +26,12 @@
  * Usage:
  *   bench_pool [--sessions N] [--warm W] [--quick] [--guest-memory copy|template|both]
  *              [--density N,N,...] */
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "guest_memory.h"
 #include "poolharness.h"
 #include "timeutil.h"
 #include "virt.h"
@@ -73,120 +70,6 @@ first_byte_or_done(void *userdata)
 {
     TestSession *s = userdata;
     return s->first_byte_usec != 0 || s->lost || s->errored;
-}
-
-static uint64_t
-proc_kib(pid_t pid, const char *file, const char *key)
-{
-    char path[64], line[256];
-    uint64_t v = 0;
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, strlen(key)) == 0) {
-            v = strtoull(line + strlen(key), NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
-static void
-measure_idle_memory(Harness *h, double *ret_rss_mib, double *ret_pss_mib, unsigned *ret_n)
-{
-    char **names = harness_domains(h);
-    uint64_t rss = 0, pss = 0, n = 0;
-    for (char **p = names; p && *p; p++) {
-        pid_t pid = virt_qemu_pid(*p);
-        if (pid <= 0)
-            continue;
-        rss += proc_kib(pid, "status", "VmRSS:");
-        pss += proc_kib(pid, "smaps_rollup", "Pss:");
-        n++;
-    }
-    virt_strv_free(names);
-    *ret_rss_mib = n ? (double) rss / (double) n / 1024.0 : 0;
-    *ret_pss_mib = n ? (double) pss / (double) n / 1024.0 : 0;
-    *ret_n = (unsigned) n;
-}
-
-/* MiB of path's pages in the page cache (mincore over a read-only shared mapping). */
-static double
-page_cache_mib(const char *path)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0) {
-        if (fd >= 0)
-            close(fd);
-        return 0;
-    }
-    long page = sysconf(_SC_PAGESIZE);
-    size_t pages = ((size_t) st.st_size + (size_t) page - 1) / (size_t) page, resident = 0;
-    void *m = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    unsigned char *vec = calloc(pages, 1);
-    if (m != MAP_FAILED && vec && mincore(m, (size_t) st.st_size, vec) == 0)
-        for (size_t i = 0; i < pages; i++)
-            resident += vec[i] & 1;
-    if (m != MAP_FAILED)
-        munmap(m, (size_t) st.st_size);
-    free(vec);
-    close(fd);
-    return (double) resident * (double) page / 1048576.0;
-}
-
-/* Allocated MiB of the files in dir whose names end in one of the suffixes; *ret_cache_mib
- * (optional) adds up their pages in the page cache. */
-static double
-dir_allocated_mib(const char *dir, const char *const *suffixes, double *ret_cache_mib)
-{
-    DIR *d = dir && dir[0] ? opendir(dir) : NULL;
-    double mib = 0, cache = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        size_t n = strlen(e->d_name);
-        bool want = false;
-        for (const char *const *sfx = suffixes; *sfx; sfx++)
-            want |= n > strlen(*sfx) && strcmp(e->d_name + n - strlen(*sfx), *sfx) == 0;
-        char path[2048];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (!want || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-            continue;
-        mib += (double) st.st_blocks * 512.0 / 1048576.0;
-        cache += page_cache_mib(path);
-    }
-    if (d)
-        closedir(d);
-    if (ret_cache_mib)
-        *ret_cache_mib = cache;
-    return mib;
-}
-
-typedef struct {
-    double rss_mib, pss_mib, template_mib, template_cache_mib, host_mib_per_idle_guest;
-    double snapshot_disk_mib;
-    unsigned idle_guests;
-} MemoryFigures;
-
-static void
-measure_memory(Harness *h, MemoryFigures *f)
-{
-    static const char *const mem[] = {".mem", NULL}, *const state[] = {".state", NULL};
-    static const char *const saves[] = {".save", NULL};
-    char snaps[1200];
-    PoolStatus st;
-
-    pool_status(h->pool, &st);
-    measure_idle_memory(h, &f->rss_mib, &f->pss_mib, &f->idle_guests);
-    f->template_mib = dir_allocated_mib(st.template_dir, mem, &f->template_cache_mib);
-    snprintf(snaps, sizeof(snaps), "%s/snapshots", h->state_dir);
-    f->snapshot_disk_mib = dir_allocated_mib(snaps, saves, NULL) + f->template_mib +
-                           dir_allocated_mib(st.template_dir, state, NULL);
-    f->host_mib_per_idle_guest =
-        f->idle_guests ? (f->pss_mib * f->idle_guests + f->template_cache_mib) / f->idle_guests
-                       : 0;
 }
 
 typedef struct {
@@ -334,11 +217,7 @@ print_figures(const Figures *f, unsigned warm, unsigned refill_concurrency)
            "first byte %.2f ms (mean)\n", f->speedup, f->cold_first_byte_ms, f->handout_mean);
     printf("refill: %.1f guests/min with refill_concurrency %u, %u rounds of %u (target >= 60)\n",
            f->refill, refill_concurrency, REFILL_ROUNDS, warm);
-    printf("idle pooled guest (mean of %u): QEMU RSS %.1f MiB, PSS %.1f MiB (target <= 40 with "
-           "template)\n", f->mem.idle_guests, f->mem.rss_mib, f->mem.pss_mib);
-    printf("template RAM file: %.1f MiB allocated, %.1f MiB in the page cache; host memory per "
-           "idle guest %.1f MiB; snapshot files %.1f MiB\n", f->mem.template_mib,
-           f->mem.template_cache_mib, f->mem.host_mib_per_idle_guest, f->mem.snapshot_disk_mib);
+    print_memory(&f->mem);
     printf("destroy -> QEMU gone: p50 %.1f ms, p99 %.1f ms (target <= 150)\n", f->gone_p50,
            f->gone_p99);
 }
@@ -350,12 +229,16 @@ json_figures(const Figures *f)
            "\"handout_first_byte_p50_ms\":%.2f,\"handout_first_byte_p99_ms\":%.2f,"
            "\"cold_boot_s\":%.3f,\"restore_s\":%.3f,\"speedup_vs_cold_boot\":%.0f,"
            "\"refill_per_min\":%.1f,\"idle_guest_rss_mib\":%.1f,\"idle_guest_pss_mib\":%.1f,"
+           "\"tcg_code_mib\":%.1f,\"idle_guest_pss_less_tcg_mib\":%.1f,"
            "\"template_mib\":%.1f,\"template_cache_mib\":%.1f,\"host_mib_per_idle_guest\":%.1f,"
+           "\"host_mib_per_idle_guest_less_tcg\":%.1f,\"host_exact_mib_per_idle_guest\":%.1f,"
            "\"snapshot_disk_mib\":%.1f,\"destroy_ms\":%.1f,\"destroy_p99_ms\":%.1f,"
            "\"ping_rtt_ms\":%.2f,\"second_exec_first_byte_ms\":%.2f",
            f->mode, f->accel, f->sessions, f->p50, f->p99, f->cold_s, f->restore_s, f->speedup,
-           f->refill, f->mem.rss_mib, f->mem.pss_mib, f->mem.template_mib,
-           f->mem.template_cache_mib, f->mem.host_mib_per_idle_guest, f->mem.snapshot_disk_mib,
+           f->refill, f->mem.rss_mib, f->mem.pss_mib, f->mem.tcg_mib,
+           f->mem.pss_mib - f->mem.tcg_mib, f->mem.template_mib, f->mem.template_cache_mib,
+           f->mem.host_mib_per_idle_guest, f->mem.host_mib_per_idle_guest - f->mem.tcg_mib,
+           f->mem.host_exact_mib_per_idle_guest, f->mem.snapshot_disk_mib,
            f->gone_p50, f->gone_p99, f->rtt_p50, f->second_p50);
 }
 
@@ -426,11 +309,8 @@ density_step(const char *mode, unsigned n, MemoryFigures *f)
         double ready_s = (double) (now_usec() - t0) / 1e6;
         sleep(2); /* let just-restored guests settle before measuring their memory */
         measure_memory(&h, f);
-        printf("%-8s %2u idle guests (ready in %5.1f s): PSS %6.1f MiB each, RSS %6.1f MiB, "
-               "template %5.1f MiB (%5.1f cached), host %6.1f MiB per idle guest, snapshot "
-               "files %7.1f MiB\n",
-               mode, f->idle_guests, ready_s, f->pss_mib, f->rss_mib, f->template_mib,
-               f->template_cache_mib, f->host_mib_per_idle_guest, f->snapshot_disk_mib);
+        printf("== %s, %u idle guests (ready in %.1f s)\n", mode, f->idle_guests, ready_s);
+        print_memory(f);
         ok = f->idle_guests == n;
     }
     harness_stop(&h);
@@ -460,31 +340,42 @@ run_density(const char *list)
         for (size_t i = 0; i < n_ns; i++)
             ok[m][i] = density_step(modes[m], ns[i], &f[m][i]);
     size_t last = n_ns - 1;
-    double t = f[0][last].host_mib_per_idle_guest, c = f[1][last].host_mib_per_idle_guest;
+    const MemoryFigures *ft = &f[0][last];
+    double t = ft->host_mib_per_idle_guest, c = f[1][last].host_mib_per_idle_guest;
+    double t_pss = ft->pss_mib - ft->tcg_mib, t_host = t - ft->tcg_mib;
     if (ok[0][last] && ok[1][last])
         printf("at %u guests: host memory per idle guest %.1f MiB with a template, %.1f MiB "
-               "with a copy per slot (%.2fx; target <= 48 MiB with a template)\n",
-               ns[last], t, c, t > 0 ? c / t : 0);
+               "with a copy per slot (%.2fx). Less TCG's translation cache (%.1f MiB per guest, "
+               "measured in this run; KVM has none): idle PSS %.1f MiB (target <= 40), host "
+               "%.1f MiB per idle guest (target <= 48)\n",
+               ns[last], t, c, t > 0 ? c / t : 0, ft->tcg_mib, t_pss, t_host);
     printf("{\"density\":{");
     for (size_t m = 0; m < 2; m++) {
         printf("%s\"%s\":{", m ? "," : "", modes[m]);
         for (size_t i = 0, first = 1; i < n_ns; i++) {
             if (!ok[m][i])
                 continue;
+            const MemoryFigures *x = &f[m][i];
             printf("%s\"%u\":{\"idle_guest_pss_mib\":%.1f,\"idle_guest_rss_mib\":%.1f,"
+                   "\"tcg_code_mib\":%.1f,\"idle_guest_pss_less_tcg_mib\":%.1f,"
                    "\"template_mib\":%.1f,\"host_mib_per_idle_guest\":%.1f,"
-                   "\"snapshot_disk_mib\":%.1f}",
-                   first ? "" : ",", ns[i], f[m][i].pss_mib, f[m][i].rss_mib,
-                   f[m][i].template_mib, f[m][i].host_mib_per_idle_guest,
-                   f[m][i].snapshot_disk_mib);
+                   "\"host_mib_per_idle_guest_less_tcg\":%.1f,"
+                   "\"host_exact_mib_per_idle_guest\":%.1f,\"snapshot_disk_mib\":%.1f}",
+                   first ? "" : ",", ns[i], x->pss_mib, x->rss_mib, x->tcg_mib,
+                   x->pss_mib - x->tcg_mib, x->template_mib, x->host_mib_per_idle_guest,
+                   x->host_mib_per_idle_guest - x->tcg_mib, x->host_exact_mib_per_idle_guest,
+                   x->snapshot_disk_mib);
             first = 0;
         }
         printf("}");
     }
     printf("},\"guests\":%u,\"template_host_mib_per_idle_guest\":%.1f,"
-           "\"copy_host_mib_per_idle_guest\":%.1f,\"copy_over_template\":%.2f}\n",
+           "\"copy_host_mib_per_idle_guest\":%.1f,\"copy_over_template\":%.2f,"
+           "\"template_idle_guest_pss_less_tcg_mib\":%.1f,"
+           "\"template_host_mib_per_idle_guest_less_tcg\":%.1f}\n",
            ns[last], ok[0][last] ? t : 0, ok[1][last] ? c : 0,
-           ok[0][last] && ok[1][last] && t > 0 ? c / t : 0);
+           ok[0][last] && ok[1][last] && t > 0 ? c / t : 0, ok[0][last] ? t_pss : 0,
+           ok[0][last] ? t_host : 0);
     return ok[0][last] && ok[1][last] ? 0 : 1;
 }
 
