@@ -396,6 +396,7 @@ pool_check_stopped(Pool *p)
         job_sweep(p, pool_on_swept);
         return;
     }
+    pool_release_templates(p);
     void (*done)(void *) = p->stop_done;
     p->stop_done = NULL;
     done(p->stop_userdata);

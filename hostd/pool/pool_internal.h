@@ -151,6 +151,9 @@ void pool_prune_templates(Pool *p);
 /* Neither a template was saved nor a clone started this run: a failure now says the path
  * does not work on this host, rather than that one attempt failed. */
 bool pool_template_unproven(const Pool *p);
+/* At the end of a clean stop: templates on a tmpfs are host memory while no daemon uses them,
+ * so they go (the next start boots them again); on disk they stay for it to reuse. */
+void pool_release_templates(Pool *p);
 /* Drops the pool to copy, loudly, with why (callers decide it is warranted). */
 void pool_template_failed(Pool *p, const char *why);
 /* Worker side: a fresh shared-memory file for the template guest, for QEMU's user only. */

@@ -6,6 +6,7 @@
  * <shape>.key (sha256 of the template's XML and image: names what the files were made from).
  * Anything else there is removed at start. Loop thread, except the worker-side functions. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -193,6 +194,39 @@ pool_prune_templates(Pool *p)
             log_info("removed stale template file %s/%s", p->template_dir, e->d_name);
     }
     closedir(d);
+}
+
+static uint64_t
+unlink_counting(const char *path)
+{
+    struct stat st;
+    if (!path || lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || unlink(path) < 0)
+        return 0;
+    return (uint64_t) st.st_blocks * 512;
+}
+
+void
+pool_release_templates(Pool *p)
+{
+    struct statfs fs;
+    if (p->memory != POOL_MEMORY_TEMPLATE || !p->template_dir ||
+        statfs(p->template_dir, &fs) < 0 || fs.f_type != TEMPLATE_TMPFS_MAGIC)
+        return;
+    uint64_t freed = 0;
+    for (size_t i = 0; i < p->n_shapes; i++) {
+        const Shape *s = &p->shapes[i];
+        const char *paths[] = {s->mem_path, s->mem_new_path, s->state_path, s->state_new_path,
+                               s->tkey_path};
+        for (size_t k = 0; k < ELEMENTSOF(paths); k++)
+            freed += unlink_counting(paths[k]);
+    }
+    /* the directory the daemon chose itself; a configured one is the operator's */
+    bool chosen = !p->cfg.template_dir || !p->cfg.template_dir[0];
+    if (chosen && rmdir(p->template_dir) < 0 && errno != ENOENT)
+        log_warn("stop: could not remove %s: %s", p->template_dir, strerror(errno));
+    log_info("stop: removed the templates from the tmpfs %s (%llu MiB of memory back to the "
+             "host); the next start boots them again",
+             p->template_dir, (unsigned long long) (freed >> 20));
 }
 
 /* ------------------------------------------------------------------ fallback */
