@@ -106,11 +106,9 @@ service_tick_later(ExtractService *x, uint64_t delay_usec)
 static int
 salvage_open_dest(const char *dir, Error **errp)
 {
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return error_set(errp, E_IO, errno, "create %s", dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = mkdir_open_dir(dir, 0700);
     if (fd < 0)
-        return error_set(errp, E_IO, errno, "open %s", dir);
+        return error_set(errp, E_IO, errno, "create or open %s", dir);
     return fd;
 }
 
