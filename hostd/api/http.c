@@ -187,7 +187,9 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     pthread_mutex_unlock(&r->lock);
     r->active = true;
     waiting_link(s, r, true);
+    atomic_fetch_add(&s->in_handler, 1);
     s->handler(r, s->userdata);
+    atomic_fetch_sub(&s->in_handler, 1);
     bool answered = request_wait(r);
     waiting_link(s, r, false);
     (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
@@ -428,6 +430,12 @@ unsigned
 http_server_pending_heads(const HttpServer *s)
 {
     return http_acceptor_pending(s->acceptor);
+}
+
+unsigned
+http_server_handlers_running(const HttpServer *s)
+{
+    return atomic_load(&s->in_handler);
 }
 
 /* Stop begins: producers see the eventfd, handler waits see the flag. */

@@ -66,6 +66,9 @@ void http_server_stop(HttpServer *s);
 uint16_t http_server_tcp_port(const HttpServer *s);
 /* TCP connections accepted whose request head is not complete yet. */
 unsigned http_server_pending_heads(const HttpServer *s);
+/* Connection threads inside the handler right now: a handler that hands its work on and
+ * returns is not counted while the work goes on; one that waits for it is. */
+unsigned http_server_handlers_running(const HttpServer *s);
 
 /* State a guard leaves for the handler: the request owns ctx until the handler takes it
  * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */

@@ -63,6 +63,7 @@ struct HttpServer {
     HttpBudget *own_budget;
     int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
+    atomic_uint in_handler; /* connection threads inside handler() */
 
     pthread_mutex_t lock;
     pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC; under lock */

@@ -363,6 +363,12 @@ e2b_envd_port(const E2b *e)
     return http_server_tcp_port(e->envd);
 }
 
+unsigned
+e2b_handlers_running(const E2b *e)
+{
+    return e ? http_server_handlers_running(e->api) + http_server_handlers_running(e->envd) : 0;
+}
+
 void
 e2b_stop(E2b *e)
 {

@@ -54,3 +54,6 @@ void e2b_stop(E2b *e);
 /* The bound ports (useful with port 0 in tests). */
 unsigned e2b_api_port(const E2b *e);
 unsigned e2b_envd_port(const E2b *e);
+/* Connection threads of both listeners inside a handler (http_server_handlers_running()); any
+ * thread. NULL: 0. */
+unsigned e2b_handlers_running(const E2b *e);
