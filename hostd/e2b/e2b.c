@@ -1,5 +1,5 @@
-/* The module: listeners, loop calls (a handler waits, bounded, for work it posted to the
- * loop thread), and the loop thread's tables of sandboxes and their processes. */
+/* The module: listeners, loop calls (posted: the loop answers; or waited for, bounded, where
+ * the caller needs the result), and the loop thread's tables of sandboxes and processes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +89,64 @@ e2b_call(E2b *e, E2bCall *c, E2bCallFn fn, uint64_t timeout_usec, Error **errp)
     return 0;
 }
 
+static void
+post_trampoline(HttpLoopCall *hl, void *ctx)
+{
+    E2bCall *c = ctx;
+    c->hl = hl;
+    c->fn(c);
+}
+
+static void
+post_failed(HttpRequest *req, const Error *err, void *ctx)
+{
+    E2bCall *c = ctx;
+    c->reply(c, req, err);
+}
+
+static void
+post_free(void *ctx)
+{
+    e2b_call_unref(ctx);
+}
+
+void
+e2b_post(E2b *e, HttpRequest *req, E2bCall *c, E2bCallFn fn, E2bReplyFn reply,
+         uint64_t timeout_usec)
+{
+    c->e = e;
+    c->fn = fn;
+    c->reply = reply;
+    c->refs = 1; /* the loop call's (post_free) */
+    http_loop_post(req, &(HttpLoopSpec){.loop = e->d.loop,
+                                        .fn = post_trampoline,
+                                        .fail = post_failed,
+                                        .ctx = c,
+                                        .free_ctx = post_free,
+                                        .timeout_usec = timeout_usec,
+                                        .timeout_message = "the sandbox did not answer in time",
+                                        .stop_answers = true});
+}
+
+/* A posted call's end: the loop answers unless the layer did already. */
+static void
+post_done(E2bCall *c, const Error *err)
+{
+    HttpLoopCall *hl = TAKE_PTR(c->hl);
+    HttpRequest *req = http_loop_claim(hl);
+    if (req)
+        c->reply(c, req, err);
+    http_loop_release(hl); /* may free c */
+}
+
 void
 e2b_call_done(E2bCall *c, const Error *err)
 {
     E2b *e = c->e;
+    if (c->reply) {
+        post_done(c, err);
+        return;
+    }
     pthread_mutex_lock(&e->lock);
     if (!c->done) {
         c->done = true;
