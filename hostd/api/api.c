@@ -176,10 +176,10 @@ api_on_loop(ApiCtx *c, ApiRouteFn fn)
     }
     *lc = (LoopCall){.c = c, .fn = fn};
     http_loop_post(c->req, &(HttpLoopSpec){.loop = c->api->d.loop,
-                                          .fn = api_loop_trampoline,
-                                          .fail = api_loop_failed,
-                                          .ctx = lc,
-                                          .free_ctx = free});
+                                           .fn = api_loop_trampoline,
+                                           .fail = api_loop_failed,
+                                           .ctx = lc,
+                                           .free_ctx = free});
 }
 
 const char *

@@ -105,9 +105,8 @@ create_end(CreateCall *cc, const Error *err)
     loop_cancel_timer(e->d.loop, cc->timer);
     if (err) {
         (void) sessions_cancel(e->d.sessions, NULL, cc->session_id, NULL);
-        E2bSandbox *sb = e2b_sandbox_id_from_session(cc->session_id, id) == 0
-                             ? e2b_sandbox_find(e, id)
-                             : NULL;
+        E2bSandbox *sb =
+            e2b_sandbox_id_from_session(cc->session_id, id) == 0 ? e2b_sandbox_find(e, id) : NULL;
         if (sb)
             e2b_sandbox_remove(e, sb);
     }

@@ -73,7 +73,7 @@ struct E2b {
 /* Work handed to the loop thread. Operations embed it first in a struct of their own (inputs
  * and outputs) and set free_fn for their fields. Posted with e2b_post() (the handler returns;
  * reply answers from the loop), or, where the caller cannot go on without the result (the
- * envd guard, multi-step file calls, the stream openers), run with e2b_call() (it waits). */
+ * envd guard: it decides before the body is read), run with e2b_call() (it waits). */
 typedef struct E2bCall E2bCall;
 typedef void (*E2bCallFn)(E2bCall *c);
 /* Answers req: err (the call's, or the layer's E_TIMEOUT / E_UNAVAILABLE), else the call's

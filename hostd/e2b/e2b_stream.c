@@ -1,15 +1,16 @@
 /* Server-streaming calls: process.Process/Start and Connect, filesystem.Filesystem/WatchDir.
  *
  * The handler posts to the loop thread, which starts the exec (or checks the process, or the
- * sandbox) and begins the stream (or answers the error); the stream then follows the session's committed events from the store on the connection's own thread,
- * exactly like the native events route: an EventHub eventfd wakes it, nothing polls. Each
- * message goes out as its own Connect envelope and is flushed before the next one, so the
- * SDK's onStdout sees output as the guest produced it (events are committed within
- * SESSION_COMMIT_DELAY_USEC). A quiet stream sends a keepalive message every
- * Keepalive-Ping-Interval seconds. The stream ends with an end-stream envelope: {} after the
- * process's end event, or an error: deadline_exceeded (its Connect-Timeout-Ms passed and it
- * was killed), unavailable (the sandbox stopped). A client that goes away ends only its
- * stream: the process runs on (commands.connect(pid) picks it up again). */
+ * sandbox) and begins the stream (or answers the error); the stream then follows the
+ * session's committed events from the store on the connection's own thread, exactly like the
+ * native events route: an EventHub eventfd wakes it, nothing polls. Each message goes out as
+ * its own Connect envelope and is flushed before the next one, so the SDK's onStdout sees
+ * output as the guest produced it (events are committed within SESSION_COMMIT_DELAY_USEC). A
+ * quiet stream sends a keepalive message every Keepalive-Ping-Interval seconds. The stream
+ * ends with an end-stream envelope: {} after the process's end event, or an error:
+ * deadline_exceeded (its Connect-Timeout-Ms passed and it was killed), unavailable (the
+ * sandbox stopped). A client that goes away ends only its stream: the process runs on
+ * (commands.connect(pid) picks it up again). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
