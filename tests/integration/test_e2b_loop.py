@@ -8,7 +8,9 @@ that never comes. While they wait, no E2B connection thread may be inside a hand
 guest runs counts, one that handed the create to the loop does not), and a quick control-plane
 request (GET /health, the list) is answered at once. Then each waiting create gets today's
 answer when its create wait runs out: 503 "no guest was ready within the create wait", its
-session cancelled.
+session cancelled. The first sandbox then takes the file calls that are several round trips
+on the loop: an upload of three parts whose last is refused (the two before it are written),
+and ListDir at depth 2 (depth first).
 """
 import http.client
 import json
@@ -50,6 +52,48 @@ def create(d, api):
     return api_call(d, api, "POST", "/v2/sandboxes", {"templateID": "base", "timeout": 300})
 
 
+def envd_call(port, sbx, method, path, body, ctype):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(method, path, body=body,
+              headers={"E2b-Sandbox-Id": sbx["sandboxID"], "X-Access-Token": sbx["envdAccessToken"],
+                       "Content-Type": ctype})
+    r = c.getresponse()
+    payload = r.read()
+    c.close()
+    if "json" not in (r.getheader("Content-Type") or ""):
+        return r.status, payload
+    return r.status, json.loads(payload) if payload else None
+
+
+def multipart(parts):
+    boundary = "stockadeloop"
+    out = b""
+    for name, data in parts:
+        out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
+                f"filename=\"{name}\"\r\n\r\n").encode() + data + b"\r\n"
+    return out + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def files_on_the_loop(envd, sbx):
+    body, ctype = multipart([("/home/user/a/b/one.txt", b"one"), ("/home/user/a/two.txt", b"two"),
+                             ("/home/user/../escape.txt", b"no")])
+    status, ans = envd_call(envd, sbx, "POST", "/files", body, ctype)
+    print(f"upload of 3 parts, the last refused: {status} {ans}")
+    assert status == 400 and "escape.txt" in ans["message"], (status, ans)
+    st, ans = envd_call(envd, sbx, "POST", "/filesystem.Filesystem/ListDir",
+                        json.dumps({"path": "/home/user/a", "depth": 2}), "application/json")
+    paths = [e["path"] for e in ans["entries"]] if st == 200 else ans
+    print(f"ListDir depth 2: {st} {paths}")
+    assert st == 200 and sorted(paths) == ["/home/user/a/b", "/home/user/a/b/one.txt",
+                                           "/home/user/a/two.txt"], (st, ans)
+    assert paths.index("/home/user/a/b/one.txt") == paths.index("/home/user/a/b") + 1, paths
+    st, ans = envd_call(envd, sbx, "POST", "/filesystem.Filesystem/ListDir",
+                        json.dumps({"path": "/home/user/a"}), "application/json")
+    assert st == 200 and len(ans["entries"]) == 2, (st, ans)
+    status, ans = envd_call(envd, sbx, "GET", "/files?path=/home/user/a/b/one.txt", None, "")
+    assert status == 200 and ans == b"one", (status, ans)
+
+
 def status_after(d, t):
     """status.json as the daemon wrote it after wall time t."""
     path = os.path.join(d.state, "state", "status.json")
@@ -67,7 +111,7 @@ def status_after(d, t):
 
 def main():
     with Daemon(pools=POOLS, extra_conf=E2B_CONF) as d:
-        api, _ = e2b_ports(d)
+        api, envd = e2b_ports(d)
         d.wait(d.pool_full, 300, "a full pool")
         status, first, took = create(d, api)
         assert status == 201, (status, first)
@@ -105,6 +149,7 @@ def main():
         d.wait(lambda: not any(s["state"] == "pending" for s in d.all_sessions()), 30,
                "the waiting creates' sessions to be cancelled")
 
+        files_on_the_loop(envd, first)
         status, _, _ = api_call(d, api, "DELETE", f"/sandboxes/{first['sandboxID']}")
         assert status == 204, status
         assert d.proc.poll() is None, "stockaded died:\n" + d.tail_log()
