@@ -91,7 +91,9 @@ http_loop_post(HttpRequest *r, const HttpLoopSpec *spec)
     Error e = {.category = E_UNAVAILABLE};
 
     snprintf(e.message, sizeof(e.message), "%s", HTTP_LOOP_POST_FAILED);
-    if (!c || atomic_load(&r->srv->stopping)) {
+    /* A call that answers a stop itself is not posted once the stop began: the loop may be
+     * gone. Others wait for the layer's stop answer, as any handler's request. */
+    if (!c || (spec->stop_answers && atomic_load(&r->srv->stopping))) {
         free(c);
         spec->fail ? spec->fail(r, &e, spec->ctx) : http_respond_error(r, &e, NULL);
         if (spec->free_ctx)

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,7 +46,7 @@ call_trampoline(void *userdata)
     e2b_call_unref(c);
 }
 
-bool
+static bool
 e2b_is_stopping(E2b *e)
 {
     pthread_mutex_lock(&e->lock);
@@ -389,11 +388,6 @@ e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &attr);
     pthread_condattr_destroy(&attr);
-    if ((e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        error_set(errp, E_INTERNAL, errno, "eventfd");
-        e2b_stop(e);
-        return -1;
-    }
     if (listen_on(e, cfg->api_port, E2B_API_MAX_BODY_BYTES, HTTP_DEFAULT_MAX_PER_IP, e2b_api_handle,
                   e2b_api_guard, &e->api, errp) < 0 ||
         listen_on(e, cfg->envd_port, E2B_ENVD_MAX_BODY_BYTES, E2B_ENVD_MAX_PER_IP, e2b_envd_handle,
@@ -432,8 +426,6 @@ e2b_stop(E2b *e)
     e->stopping = true;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    if (e->stop_fd >= 0)
-        (void) eventfd_write(e->stop_fd, 1);
     http_server_stop(e->api);
     http_server_stop(e->envd);
     while (e->sandboxes) {
@@ -441,7 +433,6 @@ e2b_stop(E2b *e)
         e->sandboxes = sb->next;
         sandbox_free(sb);
     }
-    safe_close(e->stop_fd);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     free(e);

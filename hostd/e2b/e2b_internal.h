@@ -64,7 +64,6 @@ struct E2b {
     pthread_mutex_t lock; /* calls' completion, stopping */
     pthread_cond_t cond;
     bool stopping;
-    int stop_fd; /* an eventfd, readable once stopping (for poll-based waits) */
     /* loop thread only */
     E2bSandbox *sandboxes;
     size_t n_sandboxes;
@@ -110,8 +109,6 @@ void e2b_call_done(E2bCall *c, const Error *err);
 void e2b_call_unref(E2bCall *c);
 /* An E2bCall-headed struct of size bytes, zeroed, or NULL. */
 void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
-/* Whether e2b_stop() has begun (any thread). */
-bool e2b_is_stopping(E2b *e);
 
 /* The sandbox table (loop thread). */
 E2bSandbox *e2b_sandbox_find(E2b *e, const char *id);
