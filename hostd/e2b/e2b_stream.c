@@ -303,7 +303,7 @@ typedef struct StreamCall {
     /* Connect */
     E2bSelector sel;
     char sel_tag[E2B_TAG_MAX_BYTES + 1];
-    Follower *f; /* the stream's, once it begins (WatchDir: its settings already in) */
+    Follower *f; /* the stream's once it begins; zeroed (FOLLOW_PROCESS), WatchDir's filled in */
     /* out */
     char session_id[E2B_SESSION_ID_BYTES];
     uint32_t pid;
@@ -392,10 +392,10 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     return 0;
 }
 
-/* Start and Connect end alike: the error as the stream's only frame, or a follower of the
- * process from sc->after on, opened with its start event. */
+/* The error as the stream's only frame, or a follower from sc->after on, opened with its start
+ * message: the process's (Start, Connect), or WatchDir's. */
 static void
-process_reply(E2bCall *c, HttpRequest *req, const Error *err)
+stream_reply(E2bCall *c, HttpRequest *req, const Error *err)
 {
     StreamCall *sc = (StreamCall *) c;
     Follower *f = TAKE_PTR(sc->f);
@@ -404,9 +404,15 @@ process_reply(E2bCall *c, HttpRequest *req, const Error *err)
         stream_error(req, c->e, err);
         return;
     }
-    *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
+    f->after = sc->after;
+    f->sub_fd = -1;
     memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-    queue(f, 0, e2b_event_start(sc->pid));
+    if (f->kind == FOLLOW_PROCESS) {
+        f->pid = sc->pid;
+        queue(f, 0, e2b_event_start(sc->pid));
+    } else {
+        queue(f, 0, json_pack("{s:{}}", "start"));
+    }
     stream_begin(c->e, req, f);
 }
 
@@ -446,7 +452,7 @@ e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         *auth = (E2bEnvdAuth){0};
         (void) start_spec(e, req, msg, sc, &err);
     }
-    stream_post(e, req, sc, start_on_loop, process_reply, err);
+    stream_post(e, req, sc, start_on_loop, stream_reply, err);
 }
 
 static void
@@ -487,7 +493,7 @@ e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
     }
-    stream_post(e, req, sc, connect_on_loop, process_reply, err);
+    stream_post(e, req, sc, connect_on_loop, stream_reply, err);
 }
 
 /* ------------------------------------------------------------------ WatchDir */
@@ -503,24 +509,6 @@ watch_on_loop(E2bCall *c)
         memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
     }
     e2b_call_done(c, err);
-}
-
-static void
-watch_reply(E2bCall *c, HttpRequest *req, const Error *err)
-{
-    StreamCall *sc = (StreamCall *) c;
-    Follower *f = TAKE_PTR(sc->f);
-    if (err) {
-        free(f);
-        stream_error(req, c->e, err);
-        return;
-    }
-    f->kind = FOLLOW_WATCH;
-    f->after = sc->after;
-    f->sub_fd = -1;
-    memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-    queue(f, 0, json_pack("{s:{}}", "start"));
-    stream_begin(c->e, req, f);
 }
 
 /* Changes come from the runner's live mirror of /workspace: a file closed after writing is
@@ -543,9 +531,10 @@ e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
     } else {
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
+        f->kind = FOLLOW_WATCH;
         f->recursive = json_is_true(json_object_get(msg, "recursive"));
         f->include_entry = json_is_true(json_object_get(msg, "includeEntry")) ||
                            json_is_true(json_object_get(msg, "include_entry"));
     }
-    stream_post(e, req, sc, watch_on_loop, watch_reply, err);
+    stream_post(e, req, sc, watch_on_loop, stream_reply, err);
 }
