@@ -106,9 +106,10 @@ loop_thread(void *userdata)
     return NULL;
 }
 
-/* The loop is not running yet: the timeout answers, the handlers are out. */
+/* The loop is not running yet: the handlers are out, the timeout answers; then the loop runs
+ * (on *ret_thread): the other call is answered, the timed-out one never ran. */
 static void
-before_the_loop(void)
+loop_timeout_then_answer(pthread_t *ret_thread)
 {
     Client t, a;
     client_start(&t, "/loop/timeout");
@@ -127,14 +128,19 @@ before_the_loop(void)
     EXPECT(t.took_s >= 0.25 && t.took_s < STOP_GRACE_S * 5);
     curl_result_clear(&t.res);
 
-    pthread_t lt;
-    EXPECT(pthread_create(&lt, NULL, loop_thread, NULL) == 0);
+    EXPECT(pthread_create(ret_thread, NULL, loop_thread, NULL) == 0);
     pthread_join(a.thread, NULL);
     fprintf(stderr, "  answer once the loop runs: %ld after %.2f s\n", a.res.status, a.took_s);
     EXPECT(a.rc == 0 && a.res.status == 200 && a.res.body && strstr(a.res.body, "\"ran\":true"));
     curl_result_clear(&a.res);
     EXPECT(atomic_load(&fn_runs) == 1); /* the timed-out call never ran */
+}
 
+/* A call the loop holds is answered 503 at once when the server stops; the loop's late claim
+ * then gets nothing. */
+static void
+loop_stop_answers(void)
+{
     Client h;
     client_start(&h, "/loop/hold");
     uint64_t end = now_usec() + LOOP_WAIT_USEC;
@@ -155,8 +161,6 @@ before_the_loop(void)
         EXPECT(http_loop_claim(call) == NULL);
         http_loop_release(call);
     }
-    loop_quit(loop, 0);
-    pthread_join(lt, NULL);
 }
 
 void
@@ -176,6 +180,10 @@ scenario_loop(void)
     }
     port = http_server_tcp_port(srv);
     snprintf(url_base, sizeof(url_base), "http://127.0.0.1:%u", port);
-    before_the_loop();
+    pthread_t lt;
+    loop_timeout_then_answer(&lt);
+    loop_stop_answers();
+    loop_quit(loop, 0);
+    pthread_join(lt, NULL);
     loop_free(loop);
 }
