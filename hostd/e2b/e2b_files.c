@@ -569,7 +569,7 @@ fs_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg, JobKind kind)
         job_refuse(req, j, true, err);
         return;
     }
-    job_post(e, req, j, kind == JOB_MKDIR ? 3 : 2);
+    job_post(e, req, j, kind == JOB_MKDIR ? 3 : kind == JOB_MOVE ? 2 : 1); /* round trips */
 }
 
 void
