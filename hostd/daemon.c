@@ -1,5 +1,6 @@
 /* See daemon.h. Also writes <state_dir>/status.json every STATUS_INTERVAL_USEC: accel and
- * why, and per pool its warm/idle/busy counts (the API serves the same later). */
+ * why, and per pool its warm/idle/busy counts (the API serves the same later), and how many
+ * E2B connection threads are inside a handler (e2b_handlers_running()). */
 #include "daemon.h"
 
 #include <fcntl.h>
@@ -97,12 +98,14 @@ daemon_write_status(Daemon *d)
     }
     fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
                "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
-               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu}\n",
+               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
+               "\"e2b_handlers_running\":%u}\n",
             (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
             (unsigned long long) st.boots, (unsigned long long) st.destroys,
             (unsigned long long) st.wedged, (unsigned long long) st.broken,
             (unsigned long long) st.prepare_failures,
-            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures);
+            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures,
+            e2b_handlers_running(d->e2b));
     if (fflush(f) == 0 && rename(tmp, path) == 0)
         return;
     (void) unlink(tmp);

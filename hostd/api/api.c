@@ -146,28 +146,40 @@ typedef struct {
     ApiRouteFn fn;
 } LoopCall;
 
+/* No timeout and no stop answer: the loop alone answers, so it claims the request at once
+ * and the route answers through its context as it always did. */
 static void
-api_loop_trampoline(void *userdata)
+api_loop_trampoline(HttpLoopCall *call, void *userdata)
 {
     LoopCall *lc = userdata;
-    ApiCtx *c = lc->c;
-    ApiRouteFn fn = lc->fn;
-    free(lc);
-    fn(c);
+    (void) http_loop_claim(call);
+    lc->fn(lc->c);
+    http_loop_release(call);
+}
+
+static void
+api_loop_failed(HttpRequest *req, const Error *err, void *userdata)
+{
+    LoopCall *lc = userdata;
+    (void) req;
+    (void) err;
+    api_reply_errorf(lc->c, E_UNAVAILABLE, "the daemon is overloaded");
 }
 
 void
 api_on_loop(ApiCtx *c, ApiRouteFn fn)
 {
     LoopCall *lc = malloc(sizeof(*lc));
-    if (lc) {
-        lc->c = c; /* before the post: the loop thread may run it at once */
-        lc->fn = fn;
-    }
-    if (!lc || loop_post(c->api->d.loop, api_loop_trampoline, lc) < 0) {
-        free(lc);
+    if (!lc) {
         api_reply_errorf(c, E_UNAVAILABLE, "the daemon is overloaded");
+        return;
     }
+    *lc = (LoopCall){.c = c, .fn = fn};
+    http_loop_post(c->req, &(HttpLoopSpec){.loop = c->api->d.loop,
+                                           .fn = api_loop_trampoline,
+                                           .fail = api_loop_failed,
+                                           .ctx = lc,
+                                           .free_ctx = free});
 }
 
 const char *

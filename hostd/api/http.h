@@ -66,6 +66,9 @@ void http_server_stop(HttpServer *s);
 uint16_t http_server_tcp_port(const HttpServer *s);
 /* TCP connections accepted whose request head is not complete yet. */
 unsigned http_server_pending_heads(const HttpServer *s);
+/* Connection threads inside the handler right now: a handler that hands its work on and
+ * returns is not counted while the work goes on; one that waits for it is. */
+unsigned http_server_handlers_running(const HttpServer *s);
 
 /* State a guard leaves for the handler: the request owns ctx until the handler takes it
  * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */
@@ -138,3 +141,38 @@ void http_respond_stream(HttpRequest *r, unsigned status, const char *content_ty
 int http_stream_wait(HttpStream *st, int fd, uint64_t deadline_usec);
 /* True once the client hung up or the server is stopping. */
 bool http_stream_closed(HttpStream *st);
+
+/* Run on the loop, then reply (http_loop.c): a handler hands a request's work to the daemon's
+ * loop thread and returns; the loop answers, at once or from a later completion on it. At
+ * most one call per request. Exactly one party answers: the loop (it claims the request with
+ * http_loop_claim()), or, when the loop has not claimed it first, fail() with E_TIMEOUT
+ * (timeout_message) once timeout_usec has passed since the post, with E_UNAVAILABLE "the
+ * daemon is stopping" at once when the server stops (stop_answers; otherwise the layer's 503
+ * after HTTP_STOP_GRACE_USEC), or with E_UNAVAILABLE HTTP_LOOP_POST_FAILED when the post
+ * fails. fail() runs on the connection thread (or the poster's), possibly while fn runs. A
+ * call answered before the loop began it never runs. */
+#define HTTP_LOOP_POST_FAILED "the daemon is stopping or overloaded"
+typedef struct Loop Loop;
+typedef struct HttpLoopCall HttpLoopCall;
+/* On the loop thread, with the loop side's reference: it ends with http_loop_release(), now
+ * or from a later callback, having answered the request if http_loop_claim() gave it. */
+typedef void (*HttpLoopFn)(HttpLoopCall *call, void *ctx);
+/* Answers req with err in the front door's own shape: exactly one http_respond_*(). */
+typedef void (*HttpLoopFailFn)(HttpRequest *req, const Error *err, void *ctx);
+typedef struct HttpLoopSpec {
+    Loop *loop;
+    HttpLoopFn fn;
+    HttpLoopFailFn fail;         /* NULL: http_respond_error() */
+    void *ctx;                   /* fn's and fail's */
+    void (*free_ctx)(void *ctx); /* once nobody uses the call (also when the post fails) */
+    uint64_t timeout_usec;       /* 0: none */
+    const char *timeout_message; /* a static string */
+    bool stop_answers;
+} HttpLoopSpec;
+/* From the handler, before it returns; never fails towards the caller (see above). */
+void http_loop_post(HttpRequest *req, const HttpLoopSpec *spec);
+/* The request to answer now, or NULL when it was answered already (timeout, stop): then
+ * answer nothing. The request stays readable until http_loop_release() either way. Loop. */
+HttpRequest *http_loop_claim(HttpLoopCall *call);
+/* The loop side is done with the call (and with the request). */
+void http_loop_release(HttpLoopCall *call);

@@ -63,6 +63,7 @@ struct HttpServer {
     HttpBudget *own_budget;
     int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
+    atomic_uint in_handler; /* connection threads inside handler() */
 
     pthread_mutex_t lock;
     pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC; under lock */
@@ -129,6 +130,7 @@ struct HttpRequest {
     size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
     int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
     bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
+    HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
     void *ctx;         /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
@@ -186,6 +188,14 @@ int http_acceptor_start(HttpServer *s, int listen_fd, struct MHD_Daemon *mhd, Ht
                         Error **errp);
 void http_acceptor_stop(HttpAcceptor *a);
 unsigned http_acceptor_pending(const HttpAcceptor *a);
+
+/* http_loop.c: what the connection thread's wait needs of a request's loop call. */
+uint64_t http_loop_deadline(const HttpLoopCall *c); /* monotonic; 0: none */
+bool http_loop_answers_stop(const HttpLoopCall *c);
+/* Has the front door answer now (timeout, or stop), unless the loop claimed the request. */
+void http_loop_expire(HttpLoopCall *c, bool stopping);
+/* The wait is over: drops the connection thread's reference on r's call. */
+void http_loop_detach(HttpRequest *r);
 
 /* http_budget.c: reserve/release against a budget; reserve is all or nothing. */
 bool http_budget_reserve(HttpBudget *b, size_t n);

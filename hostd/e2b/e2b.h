@@ -11,8 +11,9 @@
  *                  file round trips with the runner
  *
  * Threading: both listeners are stockade_http servers (a thread per connection). Handlers
- * run on their connection thread and hand every change to the loop thread (e2b_call(),
- * bounded waits); the sandbox table is the loop thread's. Streams follow committed session
+ * run on their connection thread, post their work to the loop thread and return; the loop
+ * answers (http_loop_post(); only the envd guard waits, bounded); the sandbox table is the
+ * loop thread's. Streams follow committed session
  * events through the EventHub like the native events route. Nothing here logs. */
 #pragma once
 
@@ -54,3 +55,6 @@ void e2b_stop(E2b *e);
 /* The bound ports (useful with port 0 in tests). */
 unsigned e2b_api_port(const E2b *e);
 unsigned e2b_envd_port(const E2b *e);
+/* Connection threads of both listeners inside a handler (http_server_handlers_running()); any
+ * thread. NULL: 0. */
+unsigned e2b_handlers_running(const E2b *e);

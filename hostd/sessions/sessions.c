@@ -518,6 +518,28 @@ sessions_is_running(Sessions *m, const char *tenant, const char *id)
     return s && s->state == ST_RUNNING;
 }
 
+int
+sessions_state_of(Sessions *m, const char *id, SessionState *ret_state,
+                  char ret_reason[STORE_REASON_MAX_BYTES], Error **errp)
+{
+    Session *s = sessions_find(m, NULL, id);
+    SessionRecord r;
+    if (s) {
+        *ret_state = s->state;
+        snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", s->rec.end_reason);
+        return 0;
+    }
+    if (!sessions_id_is_valid(id))
+        return error_set(errp, E_NOT_FOUND, 0, "no session %.40s", id);
+    if (store_session_get(m->store, id, &r, errp) < 0)
+        return -1;
+    if (!session_state_from_name(r.state, ret_state))
+        *ret_state = ST_ENDED; /* a name no state has: treated as over */
+    snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", r.end_reason);
+    session_record_clear(&r);
+    return 0;
+}
+
 static uint64_t
 session_lifetime_left(const Session *s)
 {

@@ -134,6 +134,11 @@ bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
  * and has not begun to stop). */
 bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
 
+/* The session's state and why it ends ("" until known): from the live table, else from the
+ * store (an ended session). E_NOT_FOUND for no such session. */
+int sessions_state_of(Sessions *s, const char *id, SessionState *ret_state,
+                      char ret_reason[STORE_REASON_MAX_BYTES], Error **errp);
+
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it
  * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that;

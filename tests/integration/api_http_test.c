@@ -3,6 +3,7 @@
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
  *   guard, crowd                                               api_http_test_hostile.c
+ *   loop                                                       api_http_test_loop.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /stream/timer, /stream/pipe) and main(). Figures
  * (cut-off times, CPU, request rates) are printed. */
@@ -374,6 +375,7 @@ static const struct {
     {"cpu", scenario_cpu},
     {"guard", scenario_guard},
     {"crowd", scenario_crowd},
+    {"loop", scenario_loop},
 };
 
 static void

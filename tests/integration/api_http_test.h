@@ -60,6 +60,8 @@ void scenario_stream(void);
 void scenario_disconnect(void);
 void scenario_stop(void);
 void scenario_cpu(void);
+/* Scenario in api_http_test_loop.c. */
+void scenario_loop(void);
 /* Scenarios in api_http_test_hostile.c. */
 void scenario_guard(void);
 void scenario_crowd(void);
