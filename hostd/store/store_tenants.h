@@ -74,6 +74,7 @@ int store_bucket_put(Store *s, const char *tenant_id, const AdmitBucket *b, Erro
 /* Reservations of a tenant by state (for the usage report). */
 int store_reservation_counts(Store *s, const char *tenant_id, uint64_t ret[3], Error **errp);
 
+/* Written as given, revoked_usec included (0 for a new token). */
 int store_token_insert(Store *s, const TokenRecord *t, Error **errp);
 /* The token with this hash (E_NOT_FOUND if none), compared in constant time after the
  * indexed lookup. Revoked tokens are returned too: the caller decides. */
