@@ -401,10 +401,14 @@ token_create_on_loop(ApiCtx *c)
         admin_fail(c, err);
         return;
     }
-    if ((cl && cluster_token_insert(cl, &tenant, &t, &err) < 0) ||
-        token_store(c->api->d.store, &t, &err) < 0) {
+    if (cl && cluster_token_insert(cl, &tenant, &t, &err) < 0) {
         explicit_bzero(token, sizeof(token));
         admin_cluster_fail(c, err, "token not issued");
+        return;
+    }
+    if (token_store(c->api->d.store, &t, &err) < 0) { /* the pull copies it here later */
+        explicit_bzero(token, sizeof(token));
+        admin_fail(c, err);
         return;
     }
     json_t *o = token_json(&t, token);

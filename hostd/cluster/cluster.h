@@ -4,7 +4,8 @@
  * runs and the single host keeps its SQLite ledger exactly as before. With it, PostgreSQL is
  * the single source of truth for what must be exact across hosts: the tenants' quota rows,
  * the reservation ledger and its rate buckets, a session index (which host owns which
- * session) and the hosts themselves. Events, artifacts and guests stay on the owning host.
+ * session), the hosts themselves, and the tenants and tokens (each host authenticates with
+ * its own copy, pulled from here). Events, artifacts and guests stay on the owning host.
  *
  * Threading: a Cluster is one connection, owned by one thread (the loop thread): every call
  * is a blocking round trip to the server. A call that finds the connection broken resets it
