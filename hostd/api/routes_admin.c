@@ -115,17 +115,6 @@ route_admin_tenants_list(ApiCtx *c)
     api_reply_json(c, 200, json_pack("{s:o}", "tenants", arr));
 }
 
-static bool
-tenant_name_ok(const char *name, size_t len)
-{
-    if (len == 0 || len > STORE_TENANT_NAME_MAX_BYTES || strlen(name) != len)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
-            return false;
-    return true;
-}
-
 /* The tenant's id and first token, made here and stored nowhere yet. */
 static int
 tenant_mint(ApiCtx *c, TenantRecord *t, char token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *tok,
@@ -191,7 +180,7 @@ route_admin_tenant_create(ApiCtx *c)
     }
     name = json_object_get(c->body, "name");
     if (!json_is_string(name) ||
-        !tenant_name_ok(json_string_value(name), json_string_length(name))) {
+        !store_tenant_name_is_valid(json_string_value(name), json_string_length(name))) {
         api_reply_errorf(c, E_INVALID, "name must be 1..%d bytes of text",
                          STORE_TENANT_NAME_MAX_BYTES);
         return;

@@ -4,20 +4,16 @@
 
 #include "store_sync.h"
 
-#define NAME_MAX_BYTES STORE_TENANT_NAME_MAX_BYTES
-
 bool
 store_sync_tenant_id_is_valid(const char *id)
 {
     return strcmp(id, STORE_TENANT_DEFAULT) == 0 || admit_id_is_valid(ADMIT_TENANT_ID_PREFIX, id);
 }
 
-/* 1..NAME_MAX_BYTES bytes, no control characters: what the API lets an operator name. */
-static bool
-tenant_name_is_valid(const char *name)
+bool
+store_tenant_name_is_valid(const char *name, size_t len)
 {
-    size_t len = strnlen(name, NAME_MAX_BYTES + 1);
-    if (len == 0 || len > NAME_MAX_BYTES)
+    if (len == 0 || len > STORE_TENANT_NAME_MAX_BYTES || strnlen(name, len + 1) != len)
         return false;
     for (size_t i = 0; i < len; i++)
         if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
@@ -29,8 +25,8 @@ static bool
 tenant_is_valid(const TenantRecord *t)
 {
     return memchr(t->id, '\0', sizeof(t->id)) && memchr(t->name, '\0', sizeof(t->name)) &&
-           store_sync_tenant_id_is_valid(t->id) && tenant_name_is_valid(t->name) &&
-           t->created_usec >= 0;
+           store_sync_tenant_id_is_valid(t->id) &&
+           store_tenant_name_is_valid(t->name, strlen(t->name)) && t->created_usec >= 0;
 }
 
 static bool
@@ -78,29 +74,41 @@ count_refusal(Error *err, StoreSyncCounts *n, Error **errp)
     return 0;
 }
 
+/* *ret_have: the local lookup (returning r, failing with err) found the record; its
+ * E_NOT_FOUND means none, any other failure is the store's. */
+static int
+local_lookup(int r, const Error *err, bool *ret_have, Error **errp)
+{
+    *ret_have = r == 0;
+    if (r < 0 && err->category != E_NOT_FOUND)
+        return error_set(errp, err->category, 0, "%s", err->message);
+    return 0;
+}
+
+/* Counts a decision that writes nothing and returns true; false for one that writes. */
+static bool
+skipped(StoreSyncAction a, StoreSyncCounts *n)
+{
+    n->invalid += a == STORE_SYNC_INVALID;
+    n->conflicts += a == STORE_SYNC_CONFLICT;
+    return a != STORE_SYNC_INSERT && a != STORE_SYNC_REVOKE;
+}
+
 static int
 apply_tenant(Store *s, const TenantRecord *remote, StoreSyncCounts *n, Error **errp)
 {
     _cleanup_error_ Error *err = NULL, *refused = NULL;
     TenantRecord local;
-    bool have = store_tenant_get(s, remote->id, &local, &err) == 0;
-    if (!have && err->category != E_NOT_FOUND)
-        return error_set(errp, err->category, 0, "%s", err->message);
-    switch (store_sync_decide_tenant(have ? &local : NULL, remote)) {
-    case STORE_SYNC_INSERT:
-        if (store_tenant_insert(s, remote, NULL, &refused) < 0)
-            return count_refusal(refused, n, errp);
-        n->inserted++;
+    bool have;
+    int r = store_tenant_get(s, remote->id, &local, &err);
+    if (local_lookup(r, err, &have, errp) < 0)
+        return -1;
+    if (skipped(store_sync_decide_tenant(have ? &local : NULL, remote), n))
         return 0;
-    case STORE_SYNC_INVALID:
-        n->invalid++;
-        return 0;
-    case STORE_SYNC_CONFLICT:
-        n->conflicts++;
-        return 0;
-    default:
-        return 0;
-    }
+    if (store_tenant_insert(s, remote, NULL, &refused) < 0)
+        return count_refusal(refused, n, errp);
+    n->inserted++;
+    return 0;
 }
 
 static int
@@ -108,29 +116,23 @@ apply_token(Store *s, const TokenRecord *remote, StoreSyncCounts *n, Error **err
 {
     _cleanup_error_ Error *err = NULL, *refused = NULL;
     TokenRecord local;
-    bool have = store_token_get(s, remote->id, &local, &err) == 0;
-    if (!have && err->category != E_NOT_FOUND)
-        return error_set(errp, err->category, 0, "%s", err->message);
-    switch (store_sync_decide_token(have ? &local : NULL, remote)) {
-    case STORE_SYNC_INSERT:
-        if (store_token_insert(s, remote, &refused) < 0) /* with its revocation time, if any */
-            return count_refusal(refused, n, errp);
-        n->inserted++;
+    bool have;
+    int r = store_token_get(s, remote->id, &local, &err);
+    if (local_lookup(r, err, &have, errp) < 0)
+        return -1;
+    StoreSyncAction a = store_sync_decide_token(have ? &local : NULL, remote);
+    if (skipped(a, n))
         return 0;
-    case STORE_SYNC_REVOKE:
+    if (a == STORE_SYNC_REVOKE) {
         if (store_token_revoke(s, remote->id, remote->revoked_usec, errp) < 0)
             return -1;
         n->revoked++;
         return 0;
-    case STORE_SYNC_INVALID:
-        n->invalid++;
-        return 0;
-    case STORE_SYNC_CONFLICT:
-        n->conflicts++;
-        return 0;
-    default:
-        return 0;
     }
+    if (store_token_insert(s, remote, &refused) < 0) /* with its revocation time, if any */
+        return count_refusal(refused, n, errp);
+    n->inserted++;
+    return 0;
 }
 
 int

@@ -21,6 +21,10 @@
 #define STORE_TENANT_DEFAULT "default" /* sessions of unix-socket operators; made by the schema */
 #define STORE_TENANT_NAME_MAX_BYTES 64
 
+/* 1..STORE_TENANT_NAME_MAX_BYTES bytes of name[0..len), no NUL or control character: what
+ * the API lets an operator name a tenant, and what a cluster's copy must hold. Pure. */
+bool store_tenant_name_is_valid(const char *name, size_t len);
+
 typedef struct TenantRecord {
     char id[STORE_ID_MAX_BYTES];
     char name[STORE_TENANT_NAME_MAX_BYTES + 1];
