@@ -422,8 +422,7 @@ route_admin_admin_token_create(ApiCtx *c)
 /* Cluster mode: the revocation in the cluster first. *ret_found false: the cluster has no
  * such token (this host made it before it joined a cluster; it exists here only). */
 static int
-token_revoke_cluster(ApiCtx *c, int64_t now_usec, TokenRecord *ret, bool *ret_found,
-                     Error **errp)
+token_revoke_cluster(ApiCtx *c, int64_t now_usec, TokenRecord *ret, bool *ret_found, Error **errp)
 {
     _cleanup_error_ Error *err = NULL;
     *ret_found = false;

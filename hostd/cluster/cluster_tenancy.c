@@ -92,8 +92,7 @@ static int
 tenant_publish(Cluster *c, const TenantRecord *t, Error **errp)
 {
     char created[CLUSTER_NUM_BYTES];
-    const char *p[] = {t->id, t->name, cluster_num(created, t->created_usec),
-                       STORE_TENANT_DEFAULT};
+    const char *p[] = {t->id, t->name, cluster_num(created, t->created_usec), STORE_TENANT_DEFAULT};
     return cluster_query(c,
                          "INSERT INTO tenants (id, name, created_usec, changed_seq)"
                          " VALUES ($1, $2, $3, " NEXT_CHANGE ") ON CONFLICT (id) DO UPDATE"
@@ -103,8 +102,7 @@ tenant_publish(Cluster *c, const TenantRecord *t, Error **errp)
 }
 
 int
-cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok,
-                     Error **errp)
+cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok, Error **errp)
 {
     if (change_begin(c, errp) < 0)
         return -1;
@@ -115,8 +113,7 @@ cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *
 }
 
 int
-cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *ret,
-                     Error **errp)
+cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *ret, Error **errp)
 {
     char now[CLUSTER_NUM_BYTES];
     const char *p[] = {id, cluster_num(now, now_usec)};
@@ -126,14 +123,15 @@ cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *
     /* The update numbers the row only when it revokes; a token revoked before keeps its
      * first time. Either way the row comes back (the statement's snapshot is from before
      * the update, so the second half finds only an earlier revocation). */
-    int rc = cluster_query(c,
-                           "WITH revoked AS (UPDATE tokens SET revoked_usec = $2, changed_seq = "
-                           NEXT_CHANGE " WHERE id = $1 AND revoked_usec = 0 RETURNING"
-                           " tenant_id, admin, created_usec, revoked_usec)"
-                           " SELECT * FROM revoked UNION ALL SELECT tenant_id, admin,"
-                           " created_usec, revoked_usec FROM tokens"
-                           " WHERE id = $1 AND revoked_usec <> 0",
-                           2, p, &r, errp);
+    int rc = cluster_query(
+        c,
+        "WITH revoked AS (UPDATE tokens SET revoked_usec = $2, changed_seq = " NEXT_CHANGE
+        " WHERE id = $1 AND revoked_usec = 0 RETURNING"
+        " tenant_id, admin, created_usec, revoked_usec)"
+        " SELECT * FROM revoked UNION ALL SELECT tenant_id, admin,"
+        " created_usec, revoked_usec FROM tokens"
+        " WHERE id = $1 AND revoked_usec <> 0",
+        2, p, &r, errp);
     if (change_commit(c, rc, errp) < 0)
         return -1;
     if (PQntuples(r) < 1)

@@ -60,7 +60,7 @@ store_sync_decide_token(const TokenRecord *local, const TokenRecord *remote)
         return STORE_SYNC_CONFLICT;
     /* Revocation is one way: revoked here stays revoked, whatever the cluster says. */
     return remote->revoked_usec != 0 && local->revoked_usec == 0 ? STORE_SYNC_REVOKE
-                                                                  : STORE_SYNC_SAME;
+                                                                 : STORE_SYNC_SAME;
 }
 
 /* A statement the store refused for what it holds (a taken name, a tenant it lacks) is a
@@ -136,8 +136,8 @@ apply_token(Store *s, const TokenRecord *remote, StoreSyncCounts *n, Error **err
 }
 
 int
-store_sync_apply(Store *s, const TenantRecord *tenants, size_t n_tenants,
-                 const TokenRecord *tokens, size_t n_tokens, StoreSyncCounts *ret, Error **errp)
+store_sync_apply(Store *s, const TenantRecord *tenants, size_t n_tenants, const TokenRecord *tokens,
+                 size_t n_tokens, StoreSyncCounts *ret, Error **errp)
 {
     StoreSyncCounts n = {0};
     int r = 0;

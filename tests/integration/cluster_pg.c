@@ -515,7 +515,8 @@ test_tenancy_revoke(Cluster *a, Cluster *b, int64_t *cursor)
     TEST_CHECK(got.revoked_usec == T0_USEC + 5 && strcmp(got.tenant_id, k.tenant_id) == 0,
                "revoke answered %s at %lld", got.tenant_id, (long long) got.revoked_usec);
     TEST_CHECK(cluster_token_revoke(a, k.id, T0_USEC + 9, &got, &e) == 0 &&
-                   got.revoked_usec == T0_USEC + 5, "a second revoke moved the time");
+                   got.revoked_usec == T0_USEC + 5,
+               "a second revoke moved the time");
     tenancy_pull(a, cursor, &tenants, &tokens, &t);
     TEST_CHECK(t.n_tokens == 1 && strcmp(t.tokens[0].id, k.id) == 0 &&
                    t.tokens[0].revoked_usec == T0_USEC + 5 &&
@@ -523,7 +524,8 @@ test_tenancy_revoke(Cluster *a, Cluster *b, int64_t *cursor)
                "the pull after a revoke: %zu tokens", t.n_tokens);
     cluster_tenancy_clear(&t);
     TEST_CHECK(cluster_token_revoke(a, "tok_nonexistentnonexistentno", T0_USEC, &got, &e) < 0 &&
-                   e->category == E_NOT_FOUND, "revoke of an unknown token");
+                   e->category == E_NOT_FOUND,
+               "revoke of an unknown token");
     error_free(e);
     e = NULL;
     char sql[256];

@@ -86,8 +86,7 @@ test_decide_tenant(void **state)
     };
     for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
         print_message("tenant case %zu\n", i);
-        assert_int_equal(store_sync_decide_tenant(cases[i].local, &cases[i].remote),
-                         cases[i].want);
+        assert_int_equal(store_sync_decide_tenant(cases[i].local, &cases[i].remote), cases[i].want);
     }
     TenantRecord past = a;
     past.created_usec = -1;
@@ -124,8 +123,7 @@ test_decide_token(void **state)
     };
     for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
         print_message("token case %zu\n", i);
-        assert_int_equal(store_sync_decide_token(cases[i].local, &cases[i].remote),
-                         cases[i].want);
+        assert_int_equal(store_sync_decide_token(cases[i].local, &cases[i].remote), cases[i].want);
     }
 }
 
@@ -155,9 +153,9 @@ test_apply(void **state)
 
     TenantRecord ts[] = {tenant(TEN_A, "globex"), tenant(TEN_A "x", "bad"),
                          tenant("ten_cccccccccccccccccccccccccc", "acme")};
-    TokenRecord ks[] = {token(TOK_1, TEN_A, "stk_one", 0), token(TOK_2, TEN_A, "stk_two", 0),
-                        token("tok_44444444444444444444444444", "ten_cccccccccccccccccccccccccc",
-                              "stk_three", 0)};
+    TokenRecord ks[] = {
+        token(TOK_1, TEN_A, "stk_one", 0), token(TOK_2, TEN_A, "stk_two", 0),
+        token("tok_44444444444444444444444444", "ten_cccccccccccccccccccccccccc", "stk_three", 0)};
     assert_int_equal(store_sync_apply(s, ts, 3, ks, 3, &n, NULL), 0);
     assert_int_equal(n.inserted, 3);  /* globex and its two tokens */
     assert_int_equal(n.invalid, 1);   /* the over-long id */
