@@ -176,8 +176,11 @@ daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
                      "with this host's %zu)",
                      n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid,
                      n.conflicts);
+        if (t.rewound)
+            log_warn("cluster: the database's tenant and token changes went back (restored?); "
+                     "pulling them all again");
         d->tenancy_seq = t.last_seq;
-        *ret_more = t.more;
+        *ret_more = t.more || t.rewound;
     }
     cluster_tenancy_clear(&t);
     return r;

@@ -101,6 +101,7 @@ typedef struct ClusterTenancy {
     size_t n_invalid; /* rows over the store's bounds (a too long id or name, a bad hash) */
     int64_t last_seq; /* the change number to pull after next time */
     bool more;        /* CLUSTER_TENANCY_PULL_MAX_ROWS came: pull again */
+    bool rewound;     /* the database's numbers went back (a restore): last_seq is 0 */
 } ClusterTenancy;
 
 /* The tenants and tokens changed after after_seq, in change order, one snapshot. Fields are

@@ -191,6 +191,22 @@ row_decode(const PGresult *r, int row, ClusterTenancy *t)
     return true;
 }
 
+/* Nothing came after after_seq: if the sequence itself is below it, the database was put
+ * back (restored from a backup, made anew) and numbers will be handed out again: *ret_rewound,
+ * and the caller pulls everything. */
+static int
+sequence_rewound(Cluster *c, int64_t after_seq, bool *ret_rewound, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    if (cluster_query(c,
+                      "SELECT CASE WHEN is_called THEN last_value ELSE 0 END"
+                      " FROM tenancy_changes",
+                      0, NULL, &r, errp) < 0)
+        return -1;
+    *ret_rewound = PQntuples(r) == 1 && cluster_get_i64(r, 0, 0) < after_seq;
+    return 0;
+}
+
 int
 cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error **errp)
 {
@@ -218,6 +234,12 @@ cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error *
             t.n_invalid++;
         t.last_seq = MAX(t.last_seq, cluster_get_i64(r, i, 7));
     }
+    if (n == 0 && after_seq > 0 && sequence_rewound(c, after_seq, &t.rewound, errp) < 0) {
+        cluster_tenancy_clear(&t);
+        return -1;
+    }
+    if (t.rewound)
+        t.last_seq = 0;
     *ret = t;
     return 0;
 }
