@@ -24,12 +24,16 @@
 #include "pool.h"
 #include "sessions.h"
 #include "store.h"
+#include "store_sync.h"
 #include "timeutil.h"
 #include "workq.h"
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
 #define STORE_READERS 8
 #define SESSION_WORKERS 3 /* salvages and the appliance launch: kept off the pool's workers */
+/* Cluster mode: pulls of the cluster's tenants and tokens (each at most
+ * CLUSTER_TENANCY_PULL_MAX_ROWS rows) per status tick; a backlog beyond waits for the next. */
+#define TENANCY_PULLS_PER_TICK 8
 
 struct Daemon {
     DaemonConfig *cfg;
@@ -52,6 +56,8 @@ struct Daemon {
     TimerId status_timer;
     int stop_requests;
     bool heartbeat_failing;  /* logged once per outage */
+    int64_t tenancy_seq;     /* the cluster's last tenant or token change copied to the store */
+    bool tenancy_failing;    /* logged once per outage */
 };
 
 static int
@@ -157,12 +163,62 @@ daemon_heartbeat(Daemon *d)
     d->heartbeat_failing = false;
 }
 
+/* One pull of the cluster's changed tenants and tokens into this host's store. Rows the
+ * store's rules refuse are skipped and said once (the cursor moves past them). */
+static int
+daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
+{
+    ClusterTenancy t;
+    StoreSyncCounts n;
+    if (cluster_tenancy_pull(d->cluster, d->tenancy_seq, &t, errp) < 0)
+        return -1;
+    int r = store_sync_apply(d->store, t.tenants, t.n_tenants, t.tokens, t.n_tokens, &n, errp);
+    if (r == 0) {
+        if (n.invalid + n.conflicts + t.n_invalid > 0)
+            log_warn("cluster: %zu tenant or token row(s) not copied (invalid %zu, conflicting "
+                     "with this host's %zu)",
+                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid,
+                     n.conflicts);
+        if (t.rewound)
+            log_warn("cluster: the database's tenant and token changes went back (restored?); "
+                     "pulling them all again");
+        d->tenancy_seq = t.last_seq;
+        *ret_more = t.more || t.rewound;
+    }
+    cluster_tenancy_clear(&t);
+    return r;
+}
+
+/* Cluster mode: this host's copy of the cluster's tenants and tokens, brought in step at
+ * start and on every status tick (the bound on how long a revoked token still works here).
+ * While the database is away the last copy keeps authenticating; said once per outage. */
+static void
+daemon_tenancy_sync(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    bool more = true;
+    if (!d->cluster)
+        return;
+    for (int i = 0; more && i < TENANCY_PULLS_PER_TICK; i++)
+        if (daemon_tenancy_pull(d, &more, &err) < 0) {
+            if (!d->tenancy_failing)
+                log_error("cluster: tenants and tokens not brought in step (this host "
+                          "authenticates with its last copy): %s", err->message);
+            d->tenancy_failing = true;
+            return;
+        }
+    if (d->tenancy_failing)
+        log_info("cluster: tenants and tokens in step again");
+    d->tenancy_failing = false;
+}
+
 static void
 daemon_on_status_timer(Loop *l, void *userdata)
 {
     Daemon *d = userdata;
     daemon_write_status(d);
     daemon_heartbeat(d);
+    daemon_tenancy_sync(d);
     d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
                                      daemon_on_status_timer, d);
 }
@@ -300,6 +356,7 @@ daemon_open_cluster(Daemon *d, Error **errp)
     sessions_set_cluster(d->sessions, d->cluster);
     log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
              cluster_schema_latest());
+    daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
     return 0;
 }
 

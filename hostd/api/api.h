@@ -42,3 +42,7 @@ void api_stop(Api *a);
  * ret (may be NULL) the stored record. Loop thread (or a process of its own). */
 int api_token_issue(Store *store, const char *tenant_id, bool admin,
                     char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp);
+/* The same without writing it anywhere: the caller stores *ret (the cluster first, in
+ * cluster mode) and wipes ret_token once answered. */
+int api_token_mint(const char *tenant_id, bool admin, char ret_token[ADMIT_TOKEN_TEXT_BYTES],
+                   TokenRecord *ret, Error **errp);

@@ -86,22 +86,35 @@ api_refusal_json(const AdmitRefusal *r)
 }
 
 int
-api_token_issue(Store *store, const char *tenant_id, bool admin,
-                char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp)
+api_token_mint(const char *tenant_id, bool admin, char ret_token[ADMIT_TOKEN_TEXT_BYTES],
+               TokenRecord *ret, Error **errp)
 {
     uint8_t secret[ADMIT_TOKEN_RANDOM_BYTES], idr[ADMIT_ID_RANDOM_CHARS];
-    char token[ADMIT_TOKEN_TEXT_BYTES], id[ADMIT_ID_BYTES];
+    char id[ADMIT_ID_BYTES];
     TokenRecord t = {.admin = admin, .created_usec = (int64_t) wall_usec()};
 
     if (getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret) ||
         getrandom(idr, sizeof(idr), 0) != (ssize_t) sizeof(idr))
         return error_set(errp, E_INTERNAL, errno, "getrandom");
-    admit_token_format(secret, token);
+    admit_token_format(secret, ret_token);
     explicit_bzero(secret, sizeof(secret));
     admit_id_format(API_TOKEN_ID_PREFIX, idr, id);
     snprintf(t.id, sizeof(t.id), "%s", id);
     snprintf(t.tenant_id, sizeof(t.tenant_id), "%s", tenant_id);
-    admit_token_hash(token, t.hash);
+    admit_token_hash(ret_token, t.hash);
+    *ret = t;
+    return 0;
+}
+
+int
+api_token_issue(Store *store, const char *tenant_id, bool admin,
+                char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp)
+{
+    char token[ADMIT_TOKEN_TEXT_BYTES];
+    TokenRecord t;
+
+    if (api_token_mint(tenant_id, admin, token, &t, errp) < 0)
+        return -1;
     if (store_begin(store, errp) < 0 || store_token_insert(store, &t, errp) < 0 ||
         store_commit(store, errp) < 0) {
         (void) store_commit(store, NULL); /* end the transaction: it holds the write lock */

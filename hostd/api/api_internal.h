@@ -8,8 +8,8 @@
 
 #define API_LIST_MAX 500 /* sessions per list page */
 #define API_FILE_GET_MAX_BYTES (64u << 20)
-#define API_TENANT_ID_PREFIX "ten_"
-#define API_TOKEN_ID_PREFIX "tok_"
+#define API_TENANT_ID_PREFIX ADMIT_TENANT_ID_PREFIX
+#define API_TOKEN_ID_PREFIX ADMIT_TOKEN_ID_PREFIX
 #define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
 
 struct Api {

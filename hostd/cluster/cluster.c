@@ -64,7 +64,11 @@ int
 cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGresult **ret,
               Error **errp)
 {
-    bool idle = PQtransactionStatus(c->conn) == PQTRANS_IDLE;
+    /* A broken connection holds no transaction (its status is PQTRANS_UNKNOWN, not idle):
+     * the caller stopped at the statement that found it broken, so this call starts afresh
+     * and may reconnect; without this a server that went away was never reconnected to. */
+    bool idle = PQstatus(c->conn) != CONNECTION_OK ||
+                PQtransactionStatus(c->conn) == PQTRANS_IDLE;
     if (idle && !connection_ok(c))
         return error_set(errp, E_UNAVAILABLE, 0, "cluster database unreachable: %.300s",
                          PQerrorMessage(c->conn));

@@ -4,7 +4,8 @@
  * runs and the single host keeps its SQLite ledger exactly as before. With it, PostgreSQL is
  * the single source of truth for what must be exact across hosts: the tenants' quota rows,
  * the reservation ledger and its rate buckets, a session index (which host owns which
- * session) and the hosts themselves. Events, artifacts and guests stay on the owning host.
+ * session), the hosts themselves, and the tenants and tokens (each host authenticates with
+ * its own copy, pulled from here). Events, artifacts and guests stay on the owning host.
  *
  * Threading: a Cluster is one connection, owned by one thread (the loop thread): every call
  * is a blocking round trip to the server. A call that finds the connection broken resets it
@@ -68,6 +69,45 @@ int cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error 
  * from the next admission on, every host uses it. */
 int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_t now_usec,
                       Error **errp);
+
+/* ------------------------------------------------------------------ tenants and tokens
+ * (cluster_tenancy.c). The cluster's tenants and tokens; each host keeps a copy in its store
+ * (hostd/store/store_sync.h) for authentication, pulled by cluster_tenancy_pull. Every write
+ * is one transaction that holds CLUSTER_TENANCY_LOCK_KEY and numbers each row it changes
+ * (migration 2): the numbers commit in order, so a pull of "everything after N" never misses
+ * a change. E_UNAVAILABLE when the server is away (nothing written). */
+
+#define CLUSTER_TENANCY_PULL_MAX_ROWS 512 /* rows of one pull; more: pull again */
+
+/* A new tenant, its quota row (q) and its first token, together. E_CONFLICT: the name (or
+ * an id) is taken. */
+int cluster_tenant_create(Cluster *c, const TenantRecord *t, const AdmitQuota *q,
+                          const TokenRecord *tok, Error **errp);
+/* A new token of an existing tenant (tenant: this host's record of it, published with the
+ * token if the cluster only knew it from its ledger rows). */
+int cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok,
+                         Error **errp);
+/* Revokes a token once (a second revoke keeps the first time); *ret gets the cluster's
+ * record of it (its hash left zero). E_NOT_FOUND if the cluster has no such token (one this
+ * host made before it joined a cluster: it exists here only). */
+int cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *ret,
+                         Error **errp);
+
+typedef struct ClusterTenancy {
+    TenantRecord *tenants; /* malloc'd: cluster_tenancy_clear() */
+    size_t n_tenants;
+    TokenRecord *tokens;
+    size_t n_tokens;
+    size_t n_invalid; /* rows over the store's bounds (a too long id or name, a bad hash) */
+    int64_t last_seq; /* the change number to pull after next time */
+    bool more;        /* CLUSTER_TENANCY_PULL_MAX_ROWS came: pull again */
+    bool rewound;     /* the database's numbers went back (a restore): last_seq is 0 */
+} ClusterTenancy;
+
+/* The tenants and tokens changed after after_seq, in change order, one snapshot. Fields are
+ * bounded to the store's sizes here; their forms are checked by store_sync. */
+int cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error **errp);
+void cluster_tenancy_clear(ClusterTenancy *t);
 
 /* ------------------------------------------------------------------ hosts (cluster_hosts.c) */
 

@@ -15,6 +15,8 @@
 #define CLUSTER_TOKEN_MAX_BYTES 4096
 /* The pg_advisory_lock key of schema migrations ("StckClus"). */
 #define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
+/* The pg_advisory_xact_lock key every write of tenants and tokens holds ("StckTnnt"). */
+#define CLUSTER_TENANCY_LOCK_KEY INT64_C(0x5374636b546e6e74)
 
 /* [cluster] in stockaded.conf (hostd/config.c). database "" = not a cluster. */
 typedef struct ClusterConfig {

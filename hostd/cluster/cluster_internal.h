@@ -45,6 +45,10 @@ const char *cluster_num(char buf[CLUSTER_NUM_BYTES], int64_t v);
 /* The column as an int64 (0 for NULL or non-numeric text: columns are BIGINT). */
 int64_t cluster_get_i64(const PGresult *r, int row, int col);
 
+/* Inserts or replaces the tenant's quota row, inside the caller's transaction (the tenant's
+ * row must exist). */
+int cluster_quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp);
+
 /* The schema: each entry migrates from version i to i + 1 (cluster_schema.c). */
 extern const char *const cluster_migrations[];
 extern const size_t cluster_n_migrations;

@@ -56,8 +56,8 @@ cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **er
     return 0;
 }
 
-static int
-quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
+int
+cluster_quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
 {
     char sql[1600], cols[QUOTA_COLUMNS_BYTES], vals[CLUSTER_QUOTA_KEYS_MAX][CLUSTER_NUM_BYTES];
     const char *p[1 + CLUSTER_QUOTA_KEYS_MAX] = {tenant_id};
@@ -94,7 +94,7 @@ cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_
     if (cluster_begin(c, errp) < 0)
         return -1;
     if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 ||
-        quota_upsert(c, tenant_id, q, errp) < 0 || cluster_commit(c, errp) < 0) {
+        cluster_quota_upsert(c, tenant_id, q, errp) < 0 || cluster_commit(c, errp) < 0) {
         cluster_rollback(c);
         return -1;
     }

@@ -87,6 +87,36 @@ const char *const cluster_migrations[] = {
     "  FOR EACH ROW EXECUTE FUNCTION stockade_ledger_append_only();"
     "CREATE TRIGGER reservations_no_truncate BEFORE TRUNCATE ON reservations"
     "  FOR EACH STATEMENT EXECUTE FUNCTION stockade_ledger_append_only();",
+    /* 2: tenants and tokens are the cluster's (cluster_tenancy.c). Every write of either
+     * takes a number from tenancy_changes while it holds CLUSTER_TENANCY_LOCK_KEY, so the
+     * numbers commit in order and a host that has read up to N has every change <= N; 0 is a
+     * row no host needs (the built-in tenant, a tenant admission made for its ledger rows).
+     * A token is never deleted and its revocation never undone: a host that missed the
+     * change would keep a copy that still authenticates. */
+    "CREATE SEQUENCE tenancy_changes;"
+    "ALTER TABLE tenants ADD COLUMN changed_seq BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE tokens ADD COLUMN changed_seq BIGINT NOT NULL DEFAULT 0;"
+    "CREATE INDEX tenants_by_change ON tenants(changed_seq) WHERE changed_seq > 0;"
+    "CREATE INDEX tokens_by_change ON tokens(changed_seq);"
+    "CREATE FUNCTION stockade_token_terms() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN"
+    "  IF OLD.revoked_usec <> 0 AND NEW.revoked_usec <> OLD.revoked_usec THEN"
+    "   RAISE EXCEPTION 'a revocation is never undone';"
+    "  END IF;"
+    "  IF NEW.id <> OLD.id OR NEW.tenant_id <> OLD.tenant_id OR NEW.hash <> OLD.hash"
+    "     OR NEW.admin <> OLD.admin OR NEW.created_usec <> OLD.created_usec THEN"
+    "   RAISE EXCEPTION 'a token''s terms never change';"
+    "  END IF;"
+    "  RETURN NEW;"
+    " END $$;"
+    "CREATE TRIGGER tokens_terms BEFORE UPDATE ON tokens"
+    "  FOR EACH ROW EXECUTE FUNCTION stockade_token_terms();"
+    "CREATE FUNCTION stockade_tokens_kept() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN RAISE EXCEPTION 'tokens are never deleted: revoke them'; END $$;"
+    "CREATE TRIGGER tokens_kept BEFORE DELETE ON tokens"
+    "  FOR EACH ROW EXECUTE FUNCTION stockade_tokens_kept();"
+    "CREATE TRIGGER tokens_no_truncate BEFORE TRUNCATE ON tokens"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION stockade_tokens_kept();",
 };
 
 const size_t cluster_n_migrations = ELEMENTSOF(cluster_migrations);

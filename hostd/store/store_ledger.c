@@ -94,7 +94,7 @@ store_token_insert(Store *s, const TokenRecord *t, Error **errp)
 {
     sqlite3_stmt *st = store_prepare(s,
                                      "INSERT INTO tokens (" TOKEN_COLUMNS ")"
-                                     " VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                                      errp);
     if (!st)
         return -1;
@@ -103,6 +103,7 @@ store_token_insert(Store *s, const TokenRecord *t, Error **errp)
     sqlite3_bind_blob(st, 3, t->hash, SHA256_BYTES, SQLITE_STATIC);
     sqlite3_bind_int(st, 4, t->admin);
     sqlite3_bind_int64(st, 5, t->created_usec);
+    sqlite3_bind_int64(st, 6, t->revoked_usec);
     return store_run(s, st, "insert token", errp);
 }
 

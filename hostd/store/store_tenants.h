@@ -21,6 +21,10 @@
 #define STORE_TENANT_DEFAULT "default" /* sessions of unix-socket operators; made by the schema */
 #define STORE_TENANT_NAME_MAX_BYTES 64
 
+/* 1..STORE_TENANT_NAME_MAX_BYTES bytes of name[0..len), no NUL or control character: what
+ * the API lets an operator name a tenant, and what a cluster's copy must hold. Pure. */
+bool store_tenant_name_is_valid(const char *name, size_t len);
+
 typedef struct TenantRecord {
     char id[STORE_ID_MAX_BYTES];
     char name[STORE_TENANT_NAME_MAX_BYTES + 1];
@@ -74,6 +78,7 @@ int store_bucket_put(Store *s, const char *tenant_id, const AdmitBucket *b, Erro
 /* Reservations of a tenant by state (for the usage report). */
 int store_reservation_counts(Store *s, const char *tenant_id, uint64_t ret[3], Error **errp);
 
+/* Written as given, revoked_usec included (0 for a new token). */
 int store_token_insert(Store *s, const TokenRecord *t, Error **errp);
 /* The token with this hash (E_NOT_FOUND if none), compared in constant time after the
  * indexed lookup. Revoked tokens are returned too: the caller decides. */

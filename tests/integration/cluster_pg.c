@@ -13,6 +13,10 @@
  *             not JSON changes nothing
  *   reconnect the server drops every host's connection (as a restart does): the next call
  *             reconnects by itself and succeeds, nothing counted twice
+ *   tenancy   writers issuing tokens on several connections while a host pulls: each
+ *             tenant and token pulled exactly once; a revoke once (its first time kept)
+ *             and pulled; no un-revoke, delete or truncate of tokens; a taken name; rows
+ *             over the store's bounds skipped and passed; a sequence put back noticed
  *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
 #include <errno.h>
 #include <fcntl.h>
@@ -394,6 +398,193 @@ test_refuse(void)
     printf("refuse: token file mode and length, bad conninfo, unreachable server\n");
 }
 
+/* ------------------------------------------------------------------ tenancy */
+
+#define TENANCY_WRITERS 4
+#define TENANCY_TOKENS_PER_WRITER 40
+
+static atomic_bool writers_done;
+
+static TokenRecord
+token_for(const char *tenant_id, int writer, int i)
+{
+    uint8_t idr[ADMIT_ID_RANDOM_CHARS] = {(uint8_t) writer, (uint8_t) (i >> 5), (uint8_t) i};
+    char text[64];
+    TokenRecord t = {.created_usec = T0_USEC};
+    admit_id_format(ADMIT_TOKEN_ID_PREFIX, idr, t.id);
+    snprintf(t.tenant_id, sizeof(t.tenant_id), "%s", tenant_id);
+    snprintf(text, sizeof(text), "stk_%d_%d", writer, i);
+    admit_token_hash(text, t.hash);
+    return t;
+}
+
+static TenantRecord
+tenant_for(int writer)
+{
+    uint8_t idr[ADMIT_ID_RANDOM_CHARS] = {(uint8_t) writer, 0xff};
+    TenantRecord t = {.created_usec = T0_USEC};
+    admit_id_format(ADMIT_TENANT_ID_PREFIX, idr, t.id);
+    snprintf(t.name, sizeof(t.name), "tenant-%d", writer);
+    return t;
+}
+
+/* One host issuing tokens as fast as it can: a tenant with its first token, then the rest. */
+static void *
+tenancy_writer(void *arg)
+{
+    int w = (int) (long) arg;
+    char host[32];
+    Error *e = NULL;
+    snprintf(host, sizeof(host), "writer-%d", w);
+    Cluster *c = open_host(host);
+    TenantRecord t = tenant_for(w);
+    TokenRecord first = token_for(t.id, w, 0);
+    TEST_CHECK(cluster_tenant_create(c, &t, NULL, &first, &e) == 0, "create: %s",
+               e ? e->message : "");
+    for (int i = 1; i < TENANCY_TOKENS_PER_WRITER; i++) {
+        TokenRecord k = token_for(t.id, w, i);
+        TEST_CHECK(cluster_token_insert(c, &t, &k, &e) == 0, "issue: %s", e ? e->message : "");
+    }
+    cluster_free(c);
+    return NULL;
+}
+
+static void *
+tenancy_join(void *arg)
+{
+    pthread_t *t = arg;
+    for (int i = 0; i < TENANCY_WRITERS; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&writers_done, true);
+    return NULL;
+}
+
+/* One pull after *cursor; adds what it saw; true when it was empty. */
+static bool
+tenancy_pull(Cluster *c, int64_t *cursor, size_t *tenants, size_t *tokens, ClusterTenancy *keep)
+{
+    ClusterTenancy t;
+    Error *e = NULL;
+    TEST_CHECK(cluster_tenancy_pull(c, *cursor, &t, &e) == 0, "pull: %s", e ? e->message : "");
+    TEST_CHECK(t.rewound || t.last_seq >= *cursor, "a pull went back");
+    *tenants += t.n_tenants;
+    *tokens += t.n_tokens;
+    *cursor = t.last_seq;
+    bool empty = t.n_tenants + t.n_tokens + t.n_invalid == 0;
+    if (keep)
+        *keep = t;
+    else
+        cluster_tenancy_clear(&t);
+    return empty;
+}
+
+/* Writers on several connections while one host pulls with its cursor: every tenant and
+ * token is seen exactly once (numbers commit in order: a pull never skips one). */
+static void
+test_tenancy_race(Cluster *reader, int64_t *cursor)
+{
+    pthread_t t[TENANCY_WRITERS], joiner;
+    size_t tenants = 0, tokens = 0;
+    atomic_store(&writers_done, false);
+    for (long i = 0; i < TENANCY_WRITERS; i++)
+        pthread_create(&t[i], NULL, tenancy_writer, (void *) i);
+    pthread_create(&joiner, NULL, tenancy_join, t);
+    for (bool done = false;;) {
+        bool empty = tenancy_pull(reader, cursor, &tenants, &tokens, NULL);
+        if (done && empty)
+            break;
+        done = atomic_load(&writers_done);
+    }
+    pthread_join(joiner, NULL);
+    TEST_CHECK(tokens == TENANCY_WRITERS * TENANCY_TOKENS_PER_WRITER && tenants == TENANCY_WRITERS,
+               "racing %d writers, the puller saw %zu tokens and %zu tenants, not %d and %d",
+               TENANCY_WRITERS, tokens, tenants, TENANCY_WRITERS * TENANCY_TOKENS_PER_WRITER,
+               TENANCY_WRITERS);
+}
+
+/* Revocation: once, its first time kept, sent to the pullers; never undone, never deleted. */
+static void
+test_tenancy_revoke(Cluster *a, Cluster *b, int64_t *cursor)
+{
+    Error *e = NULL;
+    TokenRecord k = token_for(tenant_for(0).id, 0, 3), got;
+    ClusterTenancy t;
+    size_t tenants = 0, tokens = 0;
+    TEST_CHECK(cluster_token_revoke(b, k.id, T0_USEC + 5, &got, &e) == 0, "revoke: %s",
+               e ? e->message : "");
+    TEST_CHECK(got.revoked_usec == T0_USEC + 5 && strcmp(got.tenant_id, k.tenant_id) == 0,
+               "revoke answered %s at %lld", got.tenant_id, (long long) got.revoked_usec);
+    TEST_CHECK(cluster_token_revoke(a, k.id, T0_USEC + 9, &got, &e) == 0 &&
+                   got.revoked_usec == T0_USEC + 5,
+               "a second revoke moved the time");
+    tenancy_pull(a, cursor, &tenants, &tokens, &t);
+    TEST_CHECK(t.n_tokens == 1 && strcmp(t.tokens[0].id, k.id) == 0 &&
+                   t.tokens[0].revoked_usec == T0_USEC + 5 &&
+                   memcmp(t.tokens[0].hash, k.hash, SHA256_BYTES) == 0,
+               "the pull after a revoke: %zu tokens", t.n_tokens);
+    cluster_tenancy_clear(&t);
+    TEST_CHECK(cluster_token_revoke(a, "tok_nonexistentnonexistentno", T0_USEC, &got, &e) < 0 &&
+                   e->category == E_NOT_FOUND,
+               "revoke of an unknown token");
+    error_free(e);
+    e = NULL;
+    char sql[256];
+    snprintf(sql, sizeof(sql), "UPDATE tokens SET revoked_usec = 0 WHERE id = '%s'", k.id);
+    free(sql_value(sql, true));
+    free(sql_value("DELETE FROM tokens", true));
+    free(sql_value("TRUNCATE tokens CASCADE", true));
+    TenantRecord dup = tenant_for(7);
+    snprintf(dup.name, sizeof(dup.name), "tenant-1"); /* taken */
+    TokenRecord dk = token_for(dup.id, 7, 0);
+    TEST_CHECK(cluster_tenant_create(a, &dup, NULL, &dk, &e) < 0 && e->category == E_CONFLICT,
+               "a taken name");
+    error_free(e);
+}
+
+/* Rows the store could not hold are counted and skipped, and the cursor moves past them. */
+static void
+test_tenancy_hostile(Cluster *a, int64_t *cursor)
+{
+    size_t tenants = 0, tokens = 0;
+    ClusterTenancy t;
+    free(sql_value("INSERT INTO tenants (id, name, created_usec, changed_seq) VALUES"
+                   " ('ten_long', repeat('x', 300), 0, nextval('tenancy_changes'))",
+                   false));
+    free(sql_value("INSERT INTO tokens (id, tenant_id, hash, created_usec, changed_seq) VALUES"
+                   " (repeat('t', 80), 'default', sha256('x'), 0, nextval('tenancy_changes'))",
+                   false));
+    tenancy_pull(a, cursor, &tenants, &tokens, &t);
+    TEST_CHECK(t.n_invalid == 2 && t.n_tenants + t.n_tokens == 0, "hostile rows: %zu invalid",
+               t.n_invalid);
+    cluster_tenancy_clear(&t);
+    TEST_CHECK(tenancy_pull(a, cursor, &tenants, &tokens, NULL), "the cursor moved past them");
+    /* the database put back (its numbers went back): the next pull starts from nothing */
+    free(sql_value("SELECT setval('tenancy_changes', 3)", false));
+    tenancy_pull(a, cursor, &tenants, &tokens, &t);
+    TEST_CHECK(t.rewound && *cursor == 0, "a rewound sequence was not noticed");
+    cluster_tenancy_clear(&t);
+    tokens = 0;
+    while (!tenancy_pull(a, cursor, &tenants, &tokens, NULL))
+        ;
+    TEST_CHECK(tokens == TENANCY_WRITERS * TENANCY_TOKENS_PER_WRITER,
+               "after a rewind %zu tokens were pulled again", tokens);
+}
+
+static void
+test_tenancy(void)
+{
+    Cluster *a = open_host("host-0"), *b = open_host("host-1");
+    int64_t cursor = 0;
+    test_tenancy_race(a, &cursor);
+    test_tenancy_revoke(a, b, &cursor);
+    test_tenancy_hostile(a, &cursor);
+    cluster_free(a);
+    cluster_free(b);
+    printf("tenancy: %d writers x %d tokens, each pulled exactly once; a revoke once, kept, "
+           "pulled; never undone or deleted; hostile rows skipped\n",
+           TENANCY_WRITERS, TENANCY_TOKENS_PER_WRITER);
+}
+
 int
 main(void)
 {
@@ -412,6 +603,7 @@ main(void)
     test_ledger();
     test_hosts();
     test_reconnect();
+    test_tenancy();
     test_refuse();
     cleanup();
     printf("PASS\n");

@@ -11,7 +11,18 @@ together, spread over the three hosts: exactly one is admitted, 99 are refused 4
 max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
 `stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
 owner's busy guest and open session; `stockade doctor` says the database answers. Cancelled, the session settles its reservation exactly once (charged, at most what it
-reserved) and the index says ended. Standard library only."""
+reserved) and the index says ended.
+
+tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
+only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
+and its token authenticates on b within the sync bound (SYNC_BOUND_S: the pull runs with
+the 2 s heartbeat); host c, started after the tenant was made, knows it at once. A token
+revoked through c answers 401 on a and b within the bound. Host b stopped, a token revoked
+through a, b started again: 401 on b from its first answer (a revocation it missed is not
+lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
+changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
+started again: a create works again and its token reaches the other hosts (the resync).
+Standard library only."""
 import http.client
 import json
 import os
@@ -28,6 +39,9 @@ from stockade_fixture import Daemon, HttpError  # noqa: E402
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
+# A change to tenants or tokens reaches every host within one pull: the daemon pulls with
+# its heartbeat, every 2 s (hostd/cluster/README.md); 3 s more for a loaded machine.
+SYNC_BOUND_S = 2 + 3
 
 
 def cluster_conf(pg, host_id, port, token_file):
@@ -35,14 +49,14 @@ def cluster_conf(pg, host_id, port, token_file):
             f"advertise_url = http://127.0.0.1:{port}\nhost_token_file = {token_file}\n")
 
 
-def make_hosts(pg, scratch):
+def make_hosts(pg, scratch, warm=1):
     token_file = os.path.join(scratch, "host.token")
     fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.write(fd, (secrets.token_hex(32) + "\n").encode())
     os.close(fd)
     hosts = {}
     for h in HOSTS:
-        d = Daemon(pools={"minimal": dict(warm=1, slots=1)},
+        d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
                    prefix=f"stkcl{secrets.token_hex(2)}{h}-")
         d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file)
         hosts[h] = d
@@ -185,6 +199,94 @@ def scenario_race(pg, hosts):
           f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}")
 
 
+def auth_status(d, token):
+    """The status of an authenticated read through d with this tenant token."""
+    return d.request("GET", "/v1/sessions", token=token)[0]
+
+
+def until_status(d, token, want, what):
+    """Seconds until d answers want for token; fails past SYNC_BOUND_S."""
+    t0 = time.time()
+    d.wait(lambda: auth_status(d, token) == want, SYNC_BOUND_S, what, step=0.1)
+    return time.time() - t0
+
+
+def tenants_reach_every_host(pg, hosts, took):
+    """A tenant made on a reaches b within the bound and c, started later, at once; a revoke
+    through c reaches a and b within the bound. The tenant's id and a live token back."""
+    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    made = a.unix_call("POST", "/v1/admin/tenants", {"name": "acme"})
+    tid, first = made["id"], made["token"]
+    assert pg.psql(f"SELECT name, changed_seq > 0 FROM tenants WHERE id = '{tid}'") == \
+        [["acme", "t"]], "the tenant is not the cluster's"
+    assert auth_status(a, first) == 200
+    took["b"] = until_status(b, first, 200, "a's new tenant token on host b")
+    assert any(t["id"] == tid for t in b.unix_call("GET", "/v1/admin/tenants")["tenants"])
+    c.start()  # after the tenant was made: its first pull, before the API answers, has it
+    assert auth_status(c, first) == 200, "host c, started later, does not know the tenant"
+    second = b.call("POST", f"/v1/admin/tenants/{tid}/tokens")["token"]
+    for h in (a, c):
+        until_status(h, second, 200, "b's second token")
+    c.call("DELETE", f"/v1/admin/tokens/{made['token_id']}")
+    assert auth_status(c, first) == 401
+    took["revoke a"] = until_status(a, first, 401, "c's revocation on host a")
+    took["revoke b"] = until_status(b, first, 401, "c's revocation on host b")
+    assert auth_status(a, second) == 200 and auth_status(b, second) == 200
+    return tid, first, second
+
+
+def tenants_missed_revoke(hosts, tid, live):
+    """A host away while a token is revoked learns it before it answers anyone."""
+    a, b = hosts["a"], hosts["b"]
+    third = a.call("POST", f"/v1/admin/tenants/{tid}/tokens")
+    until_status(b, third["token"], 200, "a's third token on host b")
+    assert b.stop() == 0
+    a.call("DELETE", f"/v1/admin/tokens/{third['id']}")
+    b.start()
+    assert auth_status(b, third["token"]) == 401, "host b forgot a revocation it missed"
+    assert auth_status(b, live) == 200
+    return third["id"]
+
+
+def tenants_outage(pg, hosts, tid, revoked_tok, revoked_id, live, took):
+    """PostgreSQL stopped: admin writes 503 and change nothing, tokens still authenticate;
+    started again: a create works (the refused one wrote nothing: no 409) and reaches c."""
+    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    pg.stop_server()
+    for d, method, path, body in ((a, "POST", "/v1/admin/tenants", {"name": "late"}),
+                                  (b, "POST", f"/v1/admin/tenants/{tid}/tokens", None),
+                                  (c, "DELETE", f"/v1/admin/tokens/{revoked_id}", None)):
+        status, _, payload = d.request(method, path, body=body)
+        assert status == 503, (path, status, payload)
+        assert "nothing changed" in json.loads(payload)["error"]["message"], payload
+    assert not any(t["name"] == "late" for t in a.unix_call("GET", "/v1/admin/tenants")["tenants"])
+    time.sleep(SYNC_BOUND_S)  # a few pulls fail meanwhile: the copies must stay
+    for h, d in hosts.items():
+        assert auth_status(d, live) == 200, f"host {h} stopped authenticating without PG"
+        assert auth_status(d, revoked_tok) == 401
+    pg.restart_server(start_only=True)
+    late = {}
+
+    def create_late():
+        status, _, payload = a.request("POST", "/v1/admin/tenants", body={"name": "late"})
+        late.update(json.loads(payload) if status == 201 else {})
+        return status == 201
+
+    a.wait(create_late, 30, "a create once PostgreSQL is back", step=0.5)
+    took["after outage c"] = until_status(c, late["token"], 200, "a token made after the outage")
+
+
+def scenario_tenants(pg, hosts):
+    took = {}
+    start_together({"a": hosts["a"], "b": hosts["b"]})
+    tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
+    revoked_id = tenants_missed_revoke(hosts, tid, live)
+    tenants_outage(pg, hosts, tid, revoked, revoked_id, live, took)
+    print("tenants ok: a tenant and its tokens made on one host authenticate on every host, "
+          f"revocations reach every host, nothing changes while PostgreSQL is away; "
+          f"seconds to reach another host: { {k: round(v, 2) for k, v in took.items()} }")
+
+
 def stop_all(hosts, exc):
     """Each started host stopped and checked by the fixture (no guests left), even when an
     earlier one's check fails; the first failure is raised after all of them."""
@@ -201,13 +303,13 @@ def stop_all(hosts, exc):
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in ("race",):
+    if len(sys.argv) != 2 or sys.argv[1] not in ("race", "tenants"):
         print(__doc__, file=sys.stderr)
         return 2
     scenario = globals()[f"scenario_{sys.argv[1]}"]
     with tempfile.TemporaryDirectory(prefix="stockade-cluster.") as scratch, \
             TempPostgres() as pg:
-        hosts = make_hosts(pg, scratch)
+        hosts = make_hosts(pg, scratch, warm=0 if sys.argv[1] == "tenants" else 1)
         try:
             scenario(pg, hosts)
         except BaseException:
