@@ -20,26 +20,6 @@
 #define TOK_1 "tok_22222222222222222222222222"
 #define TOK_2 "tok_33333333333333333333333333"
 
-static char *dir, db[512];
-
-static int
-setup(void **state)
-{
-    (void) state;
-    dir = test_mkdtemp("stockade-sync");
-    snprintf(db, sizeof(db), "%s/stockade.db", dir);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void) state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
-
 static TenantRecord
 tenant(const char *id, const char *name)
 {
@@ -146,8 +126,8 @@ test_apply(void **state)
     Store *s;
     StoreReaders *rd;
     StoreSyncCounts n;
-    assert_int_equal(store_open(db, &s, NULL), 0);
-    assert_int_equal(store_readers_new(db, 1, &rd, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    assert_int_equal(store_readers_new(test_db, 1, &rd, NULL), 0);
     TenantRecord local_acme = tenant(TEN_B, "acme"); /* made here before the cluster */
     assert_int_equal(store_tenant_insert(s, &local_acme, NULL, NULL), 0);
 
@@ -193,7 +173,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decide_tenant),
         cmocka_unit_test(test_decide_token),
-        cmocka_unit_test_setup_teardown(test_apply, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply, test_db_setup, test_db_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
