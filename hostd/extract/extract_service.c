@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,6 +53,7 @@ struct ExtractService {
     bool stopping;   /* winding down: no launch from now on */
     bool stop_asked; /* extract_service_stop() was called */
     bool shutdown_submitted; /* the appliance went to a worker to shut down (or there was none) */
+    atomic_bool launch_cancel; /* the launch in progress gives up (stop, nobody waits for it) */
     void (*stop_done)(void *userdata);
     void *stop_userdata;
 };
@@ -218,7 +220,8 @@ launch_work(void *userdata)
     const char *const *disks;
     size_t n = j->x->host.disks(j->x->host.userdata, &disks);
     ExtractConfig cfg = {.force_tcg = j->force_tcg, .memsize_mib = EXTRACT_SERVICE_MEMSIZE_MIB,
-                         .smp = EXTRACT_SERVICE_SMP, .state_dir = j->x->state_dir};
+                         .smp = EXTRACT_SERVICE_SMP, .state_dir = j->x->state_dir,
+                         .cancel = &j->x->launch_cancel};
     extract_appliance_start(disks, n, &cfg, &j->a, &j->err);
 }
 
@@ -229,7 +232,11 @@ launch_done(void *userdata)
     ExtractService *x = j->x;
     uint64_t took_usec = now_usec() - x->launch_started_usec;
 
-    if (j->err) {
+    if (j->err && atomic_load(&x->launch_cancel)) {
+        log_info("extraction appliance launch cancelled: the daemon is stopping");
+        error_free(j->err);
+        x->state = SVC_FAILED;
+    } else if (j->err) {
         log_error("extraction appliance did not start (salvage falls back to a slow cold "
                   "launch per session): %s", j->err->message);
         error_free(j->err);
@@ -371,6 +378,10 @@ extract_service_stop(ExtractService *x, void (*done)(void *userdata), void *user
     x->stop_asked = true;
     x->stop_done = done;
     x->stop_userdata = userdata;
+    /* The sessions have stopped: a launch nobody waits for would only hold the stop up for
+     * as long as it takes (tens of seconds under TCG). */
+    if (x->state == SVC_STARTING && !x->waiting)
+        atomic_store(&x->launch_cancel, true);
     service_check_stopped(x);
 }
 

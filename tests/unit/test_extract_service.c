@@ -5,9 +5,11 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -28,7 +30,7 @@ static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ExtractAppliance fakes[8];
 static bool fake_dead[8];
 static int launches, frees, cold, warm, last_warm_id;
-static bool fail_launch, kill_in_salvage, last_force_tcg, hold_salvage;
+static bool fail_launch, kill_in_salvage, last_force_tcg, hold_salvage, hold_launch;
 static char last_cold_path[64];
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
 
@@ -55,6 +57,14 @@ __wrap_extract_appliance_start(const char *const *disk_paths, size_t n, const Ex
     assert_int_equal(n, 3);
     if (fail)
         return error_set(errp, E_UNAVAILABLE, 0, "fake launch failure");
+    /* A launch that takes as long as it takes (as one under TCG): it ends when cancelled, or
+     * at the test's guard, polling its cancel flag as the real watchdog does. */
+    uint64_t give_up = now_usec() + GUARD_USEC;
+    while (hold_launch && now_usec() < give_up) {
+        if (cfg->cancel && atomic_load(cfg->cancel))
+            return error_set(errp, E_UNAVAILABLE, 0, "fake launch cancelled");
+        usleep(1000);
+    }
     fakes[k].id = k;
     *ret = &fakes[k];
     return 0;
@@ -156,7 +166,7 @@ setup(void **state)
     pthread_mutex_lock(&fake_lock);
     launches = frees = cold = warm = 0;
     last_warm_id = -1;
-    fail_launch = kill_in_salvage = hold_salvage = stop_from_done = false;
+    fail_launch = kill_in_salvage = hold_salvage = stop_from_done = hold_launch = false;
     memset(fake_dead, 0, sizeof(fake_dead));
     pthread_mutex_unlock(&fake_lock);
     host_state = (ExtractHostState){.disks_ready = true};
@@ -398,6 +408,35 @@ test_stop_idle(void **state)
     assert_int_equal(fx.stopped, 1);
 }
 
+static bool
+is_starting(void)
+{
+    ExtractServiceStatus st;
+    extract_service_status(fx.x, &st);
+    return strcmp(st.state, "starting") == 0;
+}
+
+/* A stop while a launch nobody waits for is still going cancels it rather than waiting it
+ * out (tens of seconds under TCG): done within a few cancel polls, no appliance, no failure
+ * counted. Without the cancel the launch would end only at the test's 10 s guard. */
+static void
+test_stop_cancels_launch(void **state)
+{
+    (void) state;
+    hold_launch = true;
+    extract_service_start(fx.x);
+    assert_true(run_until(is_starting));
+    uint64_t t0 = now_usec();
+    extract_service_stop(fx.x, on_stopped, NULL);
+    assert_true(run_until(stopped));
+    assert_true(now_usec() - t0 < GUARD_USEC / 2);
+    assert_int_equal(frees, 0);
+    ExtractServiceStatus st;
+    extract_service_status(fx.x, &st);
+    assert_int_equal(st.launches, 0);
+    assert_int_equal(st.launch_failures, 0);
+}
+
 /* A stop that finds a salvage running (the sessions gave up waiting for it) is done at once;
  * the salvage still reports, and the appliance is left to extract_service_free(). */
 static void
@@ -467,6 +506,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_dead_appliance_is_relaunched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tcg_appliance_retired_for_kvm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_idle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_cancels_launch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_with_salvage_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_from_last_salvage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wind_down_sends_waiting_cold, setup, teardown),
