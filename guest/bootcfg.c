@@ -3,17 +3,7 @@
 
 #include <string.h>
 
-static bool
-bootcfg_charset_ok(const char *s, const char *extra)
-{
-    for (; *s; s++) {
-        char c = *s;
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && !strchr(extra, c))
-            return false;
-    }
-    return true;
-}
+#include "ascii.h"
 
 /* Copies one whitespace-separated token, dropping double quotes (the kernel's own rule). */
 static size_t
@@ -40,7 +30,7 @@ bootcfg_token(const char *p, char *out, size_t cap, bool *ret_truncated)
 static bool
 bootcfg_set(char *dst, const char *value, bool truncated, const char *extra)
 {
-    if (truncated || value[0] == '\0' || !bootcfg_charset_ok(value, extra))
+    if (truncated || value[0] == '\0' || !ascii_charset_ok(value, extra))
         return false;
     memcpy(dst, value, strlen(value) + 1);
     return true;

@@ -10,9 +10,6 @@
 #include "proxy_int.h"
 #include "reply.h"
 
-typedef Stockade__Runner__TunnelOpenResult__Code OpenCode;
-#define OPEN_CODE(x) STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__CODE__##x
-
 static int
 tunnel_push(Proxy *p, GuestMsg *g, Error **errp)
 {

@@ -4,10 +4,9 @@
 
 #include <string.h>
 
-typedef struct Span {
-    const uint8_t *p;
-    size_t n;
-} Span;
+#include "http1.h"
+
+typedef Http1Span Span;
 
 typedef struct Out {
     uint8_t *p;
@@ -31,34 +30,11 @@ proxyreq_bad(ProxyRequest *r, int status, const char *why)
 }
 
 static bool
-is_tchar(uint8_t c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static bool
 span_all(Span s, bool (*ok)(uint8_t))
 {
     for (size_t i = 0; i < s.n; i++)
         if (!ok(s.p[i]))
             return false;
-    return true;
-}
-
-static bool
-span_ieq(Span s, const char *lit)
-{
-    size_t n = strlen(lit);
-    if (s.n != n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = s.p[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (uint8_t) (c - 'A' + 'a');
-        if (c != (uint8_t) lit[i])
-            return false;
-    }
     return true;
 }
 
@@ -83,34 +59,6 @@ static void
 out_str(Out *o, const char *s)
 {
     out_put(o, s, strlen(s));
-}
-
-/* The end of the head (just past CRLFCRLF) in *ret_end: 1 found, 0 need more, -1 malformed. */
-static int
-proxyreq_find_end(const uint8_t *buf, size_t len, size_t *ret_end)
-{
-    size_t lim = len < PROXY_HEAD_MAX_BYTES ? len : PROXY_HEAD_MAX_BYTES;
-
-    for (size_t i = 0; i < lim; i++) {
-        if (buf[i] == '\0' || (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')))
-            return -1;
-        if (i >= 3 && memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
-            *ret_end = i + 1;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The next CRLF-terminated line of the head starting at *pos (the head is known complete). */
-static Span
-proxyreq_line(const uint8_t *buf, size_t end, size_t *pos)
-{
-    size_t start = *pos, i = start;
-    while (i + 1 < end && !(buf[i] == '\r' && buf[i + 1] == '\n'))
-        i++;
-    *pos = i + 2;
-    return (Span){buf + start, i - start};
 }
 
 static bool
@@ -194,36 +142,14 @@ proxyreq_request_line(Span line, Span *method, Span *target, Span *version)
         return "malformed request line";
     *target = (Span){rest.p, (size_t) (sp2 - rest.p)};
     *version = (Span){sp2 + 1, rest.n - target->n - 1};
-    if (method->n == 0 || method->n > PROXY_METHOD_MAX_BYTES || !span_all(*method, is_tchar))
+    if (method->n == 0 || method->n > PROXY_METHOD_MAX_BYTES || !span_all(*method, http1_is_tchar))
         return "bad method";
     for (size_t i = 0; i < target->n; i++)
         if (target->p[i] <= 0x20 || target->p[i] >= 0x7f)
             return "bad request target";
-    if (target->n == 0 || !(span_ieq(*version, "http/1.1") || span_ieq(*version, "http/1.0")))
+    if (target->n == 0 ||
+        !(http1_span_ieq(*version, "http/1.1") || http1_span_ieq(*version, "http/1.0")))
         return "only HTTP/1.0 and HTTP/1.1";
-    return NULL;
-}
-
-/* One header line into name and value (value without surrounding whitespace). */
-static const char *
-proxyreq_header(Span line, Span *name, Span *value)
-{
-    const uint8_t *colon = memchr(line.p, ':', line.n);
-    if (line.n > 0 && (line.p[0] == ' ' || line.p[0] == '\t'))
-        return "folded header lines are refused";
-    if (!colon)
-        return "header without ':'";
-    *name = (Span){line.p, (size_t) (colon - line.p)};
-    *value = (Span){colon + 1, line.n - name->n - 1};
-    if (name->n == 0 || !span_all(*name, is_tchar))
-        return "bad header name";
-    while (value->n && (value->p[0] == ' ' || value->p[0] == '\t'))
-        value->p++, value->n--;
-    while (value->n && (value->p[value->n - 1] == ' ' || value->p[value->n - 1] == '\t'))
-        value->n--;
-    for (size_t i = 0; i < value->n; i++)
-        if ((value->p[i] < 0x20 && value->p[i] != '\t') || value->p[i] == 0x7f)
-            return "control character in a header value";
     return NULL;
 }
 
@@ -231,7 +157,7 @@ static bool
 header_is_dropped(Span name)
 {
     for (size_t i = 0; i < sizeof(dropped_headers) / sizeof(dropped_headers[0]); i++)
-        if (span_ieq(name, dropped_headers[i]))
+        if (http1_span_ieq(name, dropped_headers[i]))
             return true;
     return false;
 }
@@ -243,12 +169,12 @@ proxyreq_headers(const uint8_t *buf, size_t end, size_t pos, Out *o, ProxyReques
     unsigned count = 0;
 
     for (;;) {
-        Span line = proxyreq_line(buf, end, &pos), name, value;
+        Span line = http1_line(buf, end, &pos), name, value;
         if (line.n == 0)
             return PROXYREQ_OK;
         if (++count > PROXY_HEADERS_MAX)
             return proxyreq_bad(r, 431, "too many header lines");
-        const char *why = proxyreq_header(line, &name, &value);
+        const char *why = http1_header(line, &name, &value);
         if (why)
             return proxyreq_bad(r, 400, why);
         if (o && !header_is_dropped(name)) {
@@ -265,7 +191,7 @@ static const char *
 proxyreq_absolute(Span target, Span *authority, Span *path)
 {
     size_t skip = strlen(HTTP_SCHEME);
-    if (target.n < skip || !span_ieq((Span){target.p, skip}, HTTP_SCHEME))
+    if (target.n < skip || !http1_span_ieq((Span){target.p, skip}, HTTP_SCHEME))
         return "only absolute http:// URLs (use CONNECT for anything else)";
     Span rest = {target.p + skip, target.n - skip};
     size_t a = 0;
@@ -315,18 +241,17 @@ proxyreq_parse(const uint8_t *buf, size_t len, uint8_t *out, size_t outcap, Prox
     Span method, target, version;
 
     *r = (ProxyRequest){0};
-    int found = proxyreq_find_end(buf, len, &end);
+    int found = http1_head_end(buf, len, PROXY_HEAD_MAX_BYTES, false, &end);
     if (found < 0)
         return proxyreq_bad(r, 400, "lines must end with CRLF; no NUL bytes");
     if (found == 0)
         return len >= PROXY_HEAD_MAX_BYTES ? proxyreq_bad(r, 431, "request head too large")
                                            : PROXYREQ_NEED_MORE;
     r->head_len = end;
-    const char *why =
-        proxyreq_request_line(proxyreq_line(buf, end, &pos), &method, &target, &version);
+    const char *why = proxyreq_request_line(http1_line(buf, end, &pos), &method, &target, &version);
     if (why)
         return proxyreq_bad(r, 400, why);
-    if (!span_ieq(method, "connect"))
+    if (!http1_span_ieq(method, "connect"))
         return proxyreq_plain(buf, end, pos, method, target, version, out, outcap, r);
     r->is_connect = true;
     if ((why = proxyreq_authority(target, true, r)))

@@ -21,10 +21,11 @@ typedef enum {
     SEC_QUOTA,
     SEC_EGRESS,
     SEC_POOL,
+    SEC_CLUSTER,
 } Section;
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
-typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MIB, K_HOSTS, K_CIDRS } KeyType;
+typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MEMORY, K_MIB, K_HOSTS, K_CIDRS } KeyType;
 
 typedef struct {
     Section section;
@@ -42,6 +43,7 @@ typedef struct {
 #define SC(field) offsetof(DaemonConfig, sessions.field)
 #define QC(field) offsetof(DaemonConfig, sessions.default_quota.field)
 #define EC(field) offsetof(DaemonConfig, sessions.egress.field)
+#define CC(field) offsetof(DaemonConfig, cluster.field)
 
 static const Key keys[] = {
     {SEC_DAEMON, "state_dir", K_STR, DC(state_dir), CONFIG_PATH_MAX_BYTES, 0, 0},
@@ -52,6 +54,8 @@ static const Key keys[] = {
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
     {SEC_DAEMON, "kvm_probe_append", K_STR, DC(kvm_probe_append), POOL_PROBE_APPEND_MAX_BYTES + 1,
      0, 0},
+    {SEC_DAEMON, "guest_memory", K_MEMORY, PC(guest_memory), 0, 0, 0},
+    {SEC_DAEMON, "template_dir", K_STR, DC(template_dir), POOL_TEMPLATE_DIR_MAX_BYTES + 1, 0, 0},
     {SEC_DAEMON, "workspace_mib", K_UINT, PC(workspace_mib), 0, 16, 1024 * 1024},
     {SEC_DAEMON, "refill_concurrency", K_UINT, PC(refill_concurrency), 0, 1, 64},
     {SEC_DAEMON, "refill_holdoff_ms", K_UINT, PC(refill_holdoff_ms), 0, 0, 10000},
@@ -113,6 +117,11 @@ static const Key keys[] = {
     {SEC_EGRESS, "max_bytes_out_mib", K_MIB, EC(limits.max_bytes_out), 0, 1, 1024 * 1024},
     {SEC_EGRESS, "connect_timeout_s", K_USEC, EC(limits.connect_timeout_usec), 0, 1, 300},
     {SEC_EGRESS, "max_denied_events", K_UINT, EC(limits.max_denied_events), 0, 0, 10000000},
+    /* [cluster]: one PostgreSQL shared by many hosts (hostd/cluster/cluster.h) */
+    {SEC_CLUSTER, "database", K_STR, CC(database), CLUSTER_CONNINFO_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "host_id", K_STR, CC(host_id), CLUSTER_HOST_ID_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -136,6 +145,18 @@ config_parse_accel(const char *s, AccelMode *ret)
         *ret = ACCEL_MODE_KVM;
     else if (strcmp(s, "tcg") == 0)
         *ret = ACCEL_MODE_TCG;
+    else
+        return -1;
+    return 0;
+}
+
+int
+config_parse_guest_memory(const char *s, PoolGuestMemory *ret)
+{
+    if (strcmp(s, "template") == 0)
+        *ret = POOL_MEMORY_TEMPLATE;
+    else if (strcmp(s, "copy") == 0)
+        *ret = POOL_MEMORY_COPY;
     else
         return -1;
     return 0;
@@ -232,6 +253,11 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
             return error_set(errp, E_INVALID, 0, "line %u: accel must be auto, kvm or tcg",
                              line);
         return 0;
+    case K_MEMORY:
+        if (config_parse_guest_memory(v, (PoolGuestMemory *) field) < 0)
+            return error_set(errp, E_INVALID, 0, "line %u: guest_memory must be template or copy",
+                             line);
+        return 0;
     case K_HOSTS:
     case K_CIDRS:
         if (egress_policy_add_list((EgressPolicy *) field, v, k->type == K_CIDRS, errp) < 0)
@@ -321,7 +347,7 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
         Section sec;
     } plain[] = {{"daemon", SEC_DAEMON}, {"limits", SEC_LIMITS},     {"timeouts", SEC_TIMEOUTS},
                  {"api", SEC_API},       {"sessions", SEC_SESSIONS}, {"quota", SEC_QUOTA},
-                 {"egress", SEC_EGRESS}};
+                 {"egress", SEC_EGRESS}, {"cluster", SEC_CLUSTER}};
     for (size_t i = 0; i < ELEMENTSOF(plain); i++)
         if (strcmp(s, plain[i].name) == 0) {
             *ret = plain[i].sec;
@@ -412,6 +438,9 @@ config_finish(DaemonConfig *c, Error **errp)
     c->pool.libvirt_uri = c->libvirt_uri;
     c->pool.domain_prefix = c->domain_prefix;
     c->pool.kvm_probe_append = c->kvm_probe_append;
+    c->pool.template_dir = c->template_dir; /* "": chosen at start */
+    if (c->template_dir[0] && (c->template_dir[0] != '/' || strchr(c->template_dir, ',')))
+        return error_set(errp, E_INVALID, 0, "template_dir must be an absolute path without ','");
     c->pool.shapes = c->shapes;
     if (!c->unix_socket[0] &&
         snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock", c->state_dir) >=
@@ -441,6 +470,8 @@ config_finish(DaemonConfig *c, Error **errp)
         sc->mirror_max_file_bytes = sc->mirror_budget_bytes; /* a file cannot exceed the total */
     if (sc->default_timeout_usec > sc->max_timeout_usec)
         return error_set(errp, E_INVALID, 0, "default_timeout_s is over max_timeout_s");
+    if (cluster_config_check(&c->cluster, errp) < 0)
+        return -1;
     for (size_t i = 0; i < c->pool.n_shapes; i++) {
         snprintf(c->shape_image_dirs[i], sizeof(c->shape_image_dirs[i]), "%s/%s", c->image_dir,
                  c->shape_images[i]);

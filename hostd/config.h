@@ -5,7 +5,8 @@
  * never silently keeps a default), every number range-checked. Errors name the line.
  *
  *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel,
- *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency, refill_holdoff_ms, workers
+ *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency, refill_holdoff_ms, workers,
+ *                       guest_memory (template | copy), template_dir
  *   [limits]            tb_cache_mib, memory_overhead_mib, cpu_quota_percent,
  *                       disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
@@ -28,6 +29,9 @@
  *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,
  *                       lifetime_s, create_wait_s (E2B SDK compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
+ *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file:
+ *                       many hosts sharing one PostgreSQL (hostd/cluster/cluster.h); absent,
+ *                       the host is alone and keeps everything in its SQLite
  *
  * Parsing is pure (text in, struct out) so it can be fuzzed. */
 #pragma once
@@ -35,12 +39,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "e2b.h"
+#include "cluster_config.h"
+#include "e2b_config.h"
 #include "error.h"
-#include "http.h"
+#include "http_config.h"
 #include "policy.h"
-#include "pool.h"
-#include "sessions.h"
+#include "pool_config.h"
+#include "sessions_config.h"
 
 #define CONFIG_MAX_BYTES (256u * 1024u)
 #define CONFIG_LINE_MAX_BYTES 1024
@@ -52,6 +57,7 @@ typedef struct DaemonConfig {
     char libvirt_uri[256];
     char domain_prefix[POOL_PREFIX_MAX_BYTES + 1];
     char kvm_probe_append[POOL_PROBE_APPEND_MAX_BYTES + 1]; /* accel=auto probe only */
+    char template_dir[POOL_TEMPLATE_DIR_MAX_BYTES + 1];     /* "": the pool chooses */
     char log_level[8];
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */
@@ -61,6 +67,7 @@ typedef struct DaemonConfig {
     unsigned body_budget_mib;                /* request bodies in memory, all listeners */
     SessionsConfig sessions;
     E2bConfig e2b;
+    ClusterConfig cluster;                   /* database "" = a single host (SQLite) */
     unsigned output_limit_mib, mirror_budget_mib, mirror_max_file_mib, extract_max_mib;
     unsigned finalize_ms_per_mib;
     unsigned artifact_max_age_h, artifact_max_total_gib;
@@ -86,3 +93,4 @@ int config_finish(DaemonConfig *c, Error **errp);
 #define CONFIG_DATA_POOL "data"
 void config_add_data_pool(DaemonConfig *c);
 int config_parse_accel(const char *s, AccelMode *ret);
+int config_parse_guest_memory(const char *s, PoolGuestMemory *ret);

@@ -1,5 +1,6 @@
 /* See daemon.h. Also writes <state_dir>/status.json every STATUS_INTERVAL_USEC: accel and
- * why, and per pool its warm/idle/busy counts (the API serves the same later). */
+ * why, and per pool its warm/idle/busy counts (the API serves the same later), and how many
+ * E2B connection threads are inside a handler (e2b_handlers_running()). */
 #include "daemon.h"
 
 #include <fcntl.h>
@@ -13,27 +14,35 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "cluster.h"
 #include "e2b.h"
 #include "eventhub.h"
+#include "extract_service.h"
 #include "fdutil.h"
 #include "log.h"
 #include "loop.h"
 #include "pool.h"
 #include "sessions.h"
 #include "store.h"
+#include "store_sync.h"
 #include "timeutil.h"
 #include "workq.h"
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
 #define STORE_READERS 8
 #define SESSION_WORKERS 3 /* salvages and the appliance launch: kept off the pool's workers */
+/* Cluster mode: pulls of the cluster's tenants and tokens (each at most
+ * CLUSTER_TENANCY_PULL_MAX_ROWS rows) per status tick; a backlog beyond waits for the next. */
+#define TENANCY_PULLS_PER_TICK 8
 
 struct Daemon {
     DaemonConfig *cfg;
     Loop *loop;
     WorkQueue *q, *session_q;
     Pool *pool;
+    ExtractService *extract; /* the warm appliance that salvages the pool's disks */
     Store *store;
+    Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -46,6 +55,9 @@ struct Daemon {
     LoopSource *signal_src;
     TimerId status_timer;
     int stop_requests;
+    bool heartbeat_failing;  /* logged once per outage */
+    int64_t tenancy_seq;     /* the cluster's last tenant or token change copied to the store */
+    bool tenancy_failing;    /* logged once per outage */
 };
 
 static int
@@ -92,15 +104,112 @@ daemon_write_status(Daemon *d)
     }
     fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
                "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
-               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu}\n",
+               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
+               "\"e2b_handlers_running\":%u}\n",
             (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
             (unsigned long long) st.boots, (unsigned long long) st.destroys,
             (unsigned long long) st.wedged, (unsigned long long) st.broken,
             (unsigned long long) st.prepare_failures,
-            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures);
+            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures,
+            e2b_handlers_running(d->e2b));
     if (fflush(f) == 0 && rename(tmp, path) == 0)
         return;
     (void) unlink(tmp);
+}
+
+/* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy"}...]. Pool
+ * names are [a-z0-9-] (config.c), so they need no escaping. */
+static char *
+pools_json(const PoolStatus *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fputc('[', f);
+    for (size_t i = 0; i < st->n_shapes; i++) {
+        const PoolShapeStatus *s = &st->shapes[i];
+        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u}",
+                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy);
+    }
+    fputc(']', f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Cluster mode: this host's heartbeat and pool counts in the hosts table. A failure is
+ * logged when it starts and when it ends, not every beat. */
+static void
+daemon_heartbeat(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    PoolStatus st;
+    if (!d->cluster)
+        return;
+    pool_status(d->pool, &st);
+    _cleanup_free_ char *pools = pools_json(&st);
+    if (!pools || cluster_heartbeat(d->cluster, accel_to_string(st.accel), pools, &err) < 0) {
+        if (!d->heartbeat_failing)
+            log_error("cluster: heartbeat: %s", err ? err->message : "out of memory");
+        d->heartbeat_failing = true;
+        return;
+    }
+    if (d->heartbeat_failing)
+        log_info("cluster: heartbeat written again");
+    d->heartbeat_failing = false;
+}
+
+/* One pull of the cluster's changed tenants and tokens into this host's store. Rows the
+ * store's rules refuse are skipped and said once (the cursor moves past them). */
+static int
+daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
+{
+    ClusterTenancy t;
+    StoreSyncCounts n;
+    if (cluster_tenancy_pull(d->cluster, d->tenancy_seq, &t, errp) < 0)
+        return -1;
+    int r = store_sync_apply(d->store, t.tenants, t.n_tenants, t.tokens, t.n_tokens, &n, errp);
+    if (r == 0) {
+        if (n.invalid + n.conflicts + t.n_invalid > 0)
+            log_warn("cluster: %zu tenant or token row(s) not copied (invalid %zu, conflicting "
+                     "with this host's %zu)",
+                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid,
+                     n.conflicts);
+        if (t.rewound)
+            log_warn("cluster: the database's tenant and token changes went back (restored?); "
+                     "pulling them all again");
+        d->tenancy_seq = t.last_seq;
+        *ret_more = t.more || t.rewound;
+    }
+    cluster_tenancy_clear(&t);
+    return r;
+}
+
+/* Cluster mode: this host's copy of the cluster's tenants and tokens, brought in step at
+ * start and on every status tick (the bound on how long a revoked token still works here).
+ * While the database is away the last copy keeps authenticating; said once per outage. */
+static void
+daemon_tenancy_sync(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    bool more = true;
+    if (!d->cluster)
+        return;
+    for (int i = 0; more && i < TENANCY_PULLS_PER_TICK; i++)
+        if (daemon_tenancy_pull(d, &more, &err) < 0) {
+            if (!d->tenancy_failing)
+                log_error("cluster: tenants and tokens not brought in step (this host "
+                          "authenticates with its last copy): %s", err->message);
+            d->tenancy_failing = true;
+            return;
+        }
+    if (d->tenancy_failing)
+        log_info("cluster: tenants and tokens in step again");
+    d->tenancy_failing = false;
 }
 
 static void
@@ -108,8 +217,38 @@ daemon_on_status_timer(Loop *l, void *userdata)
 {
     Daemon *d = userdata;
     daemon_write_status(d);
+    daemon_heartbeat(d);
+    daemon_tenancy_sync(d);
     d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
                                      daemon_on_status_timer, d);
+}
+
+/* What the extraction service knows of the pool: its disks and its accel decision. */
+static void
+daemon_extract_host_state(void *userdata, ExtractHostState *ret)
+{
+    PoolStatus st;
+    pool_status(userdata, &st);
+    *ret = (ExtractHostState){.disks_ready = st.disks_ready,
+                              .accel_decided = st.accel_decided,
+                              .kvm = st.accel == ACCEL_KVM};
+}
+
+static size_t
+daemon_extract_host_disks(void *userdata, const char *const **ret)
+{
+    return pool_workspace_disks(userdata, ret);
+}
+
+/* On the sessions' workers: a salvage never waits behind the pool's restores. */
+static int
+daemon_open_extract(Daemon *d, Error **errp)
+{
+    ExtractHost host = {.state = daemon_extract_host_state,
+                        .disks = daemon_extract_host_disks,
+                        .userdata = d->pool};
+    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
+                               errp);
 }
 
 static void
@@ -122,11 +261,18 @@ daemon_on_pool_stopped(void *userdata)
 }
 
 static void
-daemon_on_sessions_stopped(void *userdata)
+daemon_on_extract_stopped(void *userdata)
 {
     Daemon *d = userdata;
     log_info("sessions ended; destroying idle guests");
     pool_stop(d->pool, daemon_on_pool_stopped, d);
+}
+
+static void
+daemon_on_sessions_stopped(void *userdata)
+{
+    Daemon *d = userdata;
+    extract_service_stop(d->extract, daemon_on_extract_stopped, d); /* waits for a launch */
 }
 
 static void
@@ -139,6 +285,7 @@ daemon_begin_stop(void *userdata)
         return;
     }
     log_info("stopping: ending live sessions (host_shutdown), then destroying guests");
+    extract_service_wind_down(d->extract); /* no new launch; the sessions' salvages go on */
     sessions_stop(d->sessions, daemon_on_sessions_stopped, d);
 }
 
@@ -195,17 +342,44 @@ daemon_open_store(Daemon *d, Error **errp)
     return 0;
 }
 
+/* Cluster mode: connect, migrate, register this host. A database that cannot be reached at
+ * start is an error (the operator asked for a cluster; running alone would split the
+ * ledger); once running, an outage only refuses what needs the database. */
+static int
+daemon_open_cluster(Daemon *d, Error **errp)
+{
+    const ClusterConfig *c = &d->cfg->cluster;
+    if (!cluster_config_enabled(c))
+        return 0;
+    if (cluster_open(c, &d->cluster, errp) < 0)
+        return error_prefix(errp, "[cluster]");
+    sessions_set_cluster(d->sessions, d->cluster);
+    log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
+             cluster_schema_latest());
+    daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
+    return 0;
+}
+
+/* The API and E2B read the pool's counts through this, never the Pool itself. */
+static void
+daemon_pool_status(void *userdata, PoolStatus *ret)
+{
+    pool_status(userdata, ret);
+}
+
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
-    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .store = d->store,
+    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .store = d->store,
+                    .cluster = d->cluster,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
     if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
         return error_set(errp, E_INTERNAL, ENOMEM, "body budget");
     hc.body_budget = d->body_budget;
+    hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
     log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
@@ -218,12 +392,13 @@ static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
     const E2bConfig *c = &d->cfg->e2b;
-    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool = d->pool,
-                    .readers = d->readers, .hub = d->hub,
+    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,
-                    .body_budget = d->body_budget};
+                    .body_budget = d->body_budget,
+                    .spool_dir = d->cfg->state_dir};
     if (!c->enabled)
         return 0;
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
@@ -248,8 +423,10 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
         workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
         pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
         daemon_open_store(d, errp) < 0 ||
-        sessions_new(d->loop, d->session_q, d->pool, d->store, d->hub, &cfg->sessions,
-                     &d->sessions, errp) < 0) {
+        daemon_open_extract(d, errp) < 0 ||
+        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub,
+                     &cfg->sessions, &d->sessions, errp) < 0 ||
+        daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
     }
@@ -267,6 +444,7 @@ daemon_run(Daemon *d)
     _cleanup_error_ Error *err = NULL;
     sessions_start(d->sessions); /* first: it holds disks an earlier run left unsalvaged */
     pool_start(d->pool);
+    extract_service_start(d->extract); /* launches once the pool's disks exist */
     if (daemon_start_api(d, &err) < 0 || daemon_start_e2b(d, &err) < 0) {
         log_error("%s", err->message);
         return 1;
@@ -288,6 +466,8 @@ daemon_free(Daemon *d)
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
+    extract_service_free(d->extract); /* what a stop left running: after the work queues */
+    cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

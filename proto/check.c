@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ascii.h"
+
 int
 check_fail(char *err, size_t errcap, const char *fmt, ...)
 {
@@ -33,13 +35,7 @@ check_len(const char *s, size_t max, bool allow_empty)
 bool
 check_charset(const char *s, const char *extra)
 {
-    for (; *s; s++) {
-        char c = *s;
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && !strchr(extra, c))
-            return false;
-    }
-    return true;
+    return ascii_charset_ok(s, extra);
 }
 
 bool

@@ -16,6 +16,10 @@
 typedef Stockade__Runner__HostMsg HostMsg;
 typedef Stockade__Runner__GuestMsg GuestMsg;
 
+/* A TunnelOpenResult code, and one by its short name: OPEN_CODE(DENIED). */
+typedef Stockade__Runner__TunnelOpenResult__Code OpenCode;
+#define OPEN_CODE(x) STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__CODE__##x
+
 HostMsg *msg_decode_host(const uint8_t *payload, size_t len, char *err, size_t errcap);
 GuestMsg *msg_decode_guest(const uint8_t *payload, size_t len, char *err, size_t errcap);
 void msg_free_host(HostMsg *m);

@@ -119,6 +119,7 @@ int cmd_pool(Cli *cli, int argc, char **argv);
 int cmd_doctor(Cli *cli, int argc, char **argv);
 int cmd_version(Cli *cli, int argc, char **argv);
 int cmd_tenants(Cli *cli, int argc, char **argv);
+int cmd_hosts(Cli *cli, int argc, char **argv);
 int cmd_quota(Cli *cli, int argc, char **argv);
 int cmd_usage(Cli *cli, int argc, char **argv);
 int cmd_image(Cli *cli, int argc, char **argv);

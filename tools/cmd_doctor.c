@@ -15,7 +15,8 @@ static const char doctor_help[] =
     "Checks this machine and the daemon, each line OK, WARN or FAIL with what to do:\n"
     "/dev/kvm, the accelerator the daemon chose and why, libvirtd and virtlogd, the daemon's\n"
     "API, the images and their manifests, the snapshots, free disk space of the state\n"
-    "directory (WARN under 5 GiB, FAIL under 1 GiB) and the QEMU binary.\n\n"
+    "directory (WARN under 5 GiB, FAIL under 1 GiB), the QEMU binary and, in a cluster, its\n"
+    "database and the hosts' heartbeats.\n\n"
     "  --state-dir DIR        the daemon's state directory (default: the --socket's folder\n"
     "                         when it ends in /api.sock, else " CLI_DEFAULT_STATE_DIR ")\n"
     "  --image-dir DIR        images to check (default " STOCKADE_CLI_INSTALL_IMAGE_DIR "\n"
@@ -109,6 +110,7 @@ cmd_doctor(Cli *cli, int argc, char **argv)
         doctor_check_kvm,    doctor_check_libvirtd,  doctor_check_virtlogd,
         doctor_check_qemu,   doctor_check_daemon,    doctor_check_accel,
         doctor_check_images, doctor_check_snapshots, doctor_check_disk,
+        doctor_check_cluster,
     };
     _cleanup_error_ Error *err = NULL;
     _cleanup_free_ char *state = NULL;

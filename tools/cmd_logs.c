@@ -108,11 +108,13 @@ render_artifacts(json_t *ev)
 {
     char size[16], ms[24];
     format_bytes((uint64_t) MAX(event_int(ev, "bytes", 0), 0), size, sizeof(size));
-    format_duration_ms(event_int(ev, "salvage_ms", -1), ms, sizeof(ms));
+    /* A clean end hands the files over the channel (finalize_ms); the rest are salvaged. */
+    bool channel = strcmp(event_str(ev, "via", "salvage"), "channel") == 0;
+    format_duration_ms(event_int(ev, channel ? "finalize_ms" : "salvage_ms", -1), ms, sizeof(ms));
     printf("%lld files, %s, %lld skipped, stop=", (long long) event_int(ev, "files", 0), size,
            (long long) event_int(ev, "skipped", 0));
     print_field_str(ev, "stop");
-    printf(", salvage %s%s", ms,
+    printf(", %s %s%s", channel ? "via channel in" : "salvage", ms,
            json_is_true(json_object_get(ev, "truncated")) ? ", TRUNCATED" : "");
     if (json_is_string(json_object_get(ev, "error"))) {
         printf(", error: ");

@@ -195,6 +195,66 @@ doctor_check_daemon(DoctorEnv *env, DoctorResult *r)
     say(r, DOCTOR_OK, NULL, "stockaded %s answers at %s", v, client_where(env->client));
 }
 
+/* Hosts whose heartbeat is older than the lease, as "id (N s)" in names. */
+static size_t
+hosts_silent(json_t *hosts, char *names, size_t cap)
+{
+    size_t n = 0, used = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < json_array_size(hosts); i++) {
+        json_t *h = json_array_get(hosts, i);
+        long long age = event_int(h, "heartbeat_age_ms", 0);
+        if (age <= DOCTOR_CLUSTER_LEASE_MS)
+            continue;
+        char id[64];
+        const char *raw = event_str(h, "id", "?");
+        log_escape(id, sizeof(id), raw, strlen(raw));
+        if (used < cap) {
+            int w =
+                snprintf(names + used, cap - used, "%s%s (%lld s)", n ? ", " : "", id, age / 1000);
+            used += w > 0 ? (size_t) w : 0;
+        }
+        n++;
+    }
+    return n;
+}
+
+/* Cluster mode (issue 16): the shared database answers through the daemon, and every host
+ * beat within the lease. A daemon without [cluster] has nothing to check. */
+void
+doctor_check_cluster(DoctorEnv *env, DoctorResult *r)
+{
+    _cleanup_error_ Error *err = NULL;
+    _cleanup_json_ json_t *ans = NULL;
+    char names[200];
+
+    r->check = "cluster";
+    if (!env->health) {
+        say(r, DOCTOR_WARN, "start the daemon", "unknown: the daemon did not answer");
+        return;
+    }
+    if (client_json(env->client, "GET", "/v1/admin/hosts", NULL, &ans, &err) < 0) {
+        if (err->category == E_NOT_FOUND)
+            say(r, DOCTOR_OK, NULL, "a single host (no [cluster]): nothing to check");
+        else if (err->category == E_UNAUTHORIZED || err->category == E_FORBIDDEN)
+            say(r, DOCTOR_WARN, "run doctor on the daemon's host (its unix socket)",
+                "needs an operator to see the cluster: %s", err->message);
+        else
+            say(r, DOCTOR_FAIL, "start PostgreSQL, or fix [cluster] database in stockaded.conf",
+                "the cluster's database does not answer: %s", err->message);
+        return;
+    }
+    json_t *hosts = json_object_get(ans, "hosts");
+    size_t n = json_array_size(hosts), silent = hosts_silent(hosts, names, sizeof(names));
+    if (silent)
+        say(r, DOCTOR_WARN, "start stockaded there, or remove the host from the cluster",
+            "%zu of %zu hosts silent for over %d s: %s", silent, n, DOCTOR_CLUSTER_LEASE_MS / 1000,
+            names);
+    else
+        say(r, DOCTOR_OK, NULL, "the database answers; %zu host%s, every heartbeat fresh", n,
+            n == 1 ? "" : "s");
+}
+
 void
 doctor_check_accel(DoctorEnv *env, DoctorResult *r)
 {

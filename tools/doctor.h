@@ -15,6 +15,7 @@
 #define DOCTOR_DISK_FAIL_BYTES (1ull << 30)
 #define DOCTOR_DEFAULT_LIBVIRT_SOCKET "/run/libvirt/libvirt-sock"
 #define DOCTOR_DEFAULT_QEMU "/usr/bin/qemu-system-x86_64"
+#define DOCTOR_CLUSTER_LEASE_MS 10000 /* a host silent longer than this is lost (issue 16) */
 
 typedef enum DoctorLevel { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL } DoctorLevel;
 
@@ -44,5 +45,6 @@ void doctor_check_accel(DoctorEnv *env, DoctorResult *r);
 void doctor_check_images(DoctorEnv *env, DoctorResult *r);
 void doctor_check_snapshots(DoctorEnv *env, DoctorResult *r);
 void doctor_check_disk(DoctorEnv *env, DoctorResult *r);
+void doctor_check_cluster(DoctorEnv *env, DoctorResult *r);
 
 const char *doctor_level_name(DoctorLevel l);

@@ -24,6 +24,7 @@ static const char main_help[] =
     "  image ls|build                the guest images (build: local, root, then restart)\n"
     "  doctor                        check this machine and the daemon: OK / WARN / FAIL + fix\n"
     "  tenants ls|create, quota, usage   tenants, their quotas and usage (admin API)\n"
+    "  hosts                         the hosts of the daemon's cluster, their heartbeats\n"
     "  version                       this CLI's version and the daemon's\n\n"
     "Global options (before or after the verb):\n"
     "  --socket PATH   the daemon's unix socket (default " CLI_DEFAULT_SOCKET ";\n"
@@ -64,6 +65,7 @@ static const Verb verbs[] = {
     {"doctor", cmd_doctor},
     {"version", cmd_version},
     {"tenants", cmd_tenants},
+    {"hosts", cmd_hosts},
     {"quota", cmd_quota},
     {"usage", cmd_usage},
     {"image", cmd_image},

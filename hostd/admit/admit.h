@@ -120,6 +120,8 @@ uint64_t admit_wallet_used(const AdmitUsage *u);
 #define ADMIT_TOKEN_TEXT_BYTES (ADMIT_TOKEN_TEXT_LEN + 1)
 #define ADMIT_ID_RANDOM_CHARS 26 /* ids: prefix + 26 base32 characters (130 bits) */
 #define ADMIT_ID_BYTES 40        /* room for any prefix up to 13 bytes */
+#define ADMIT_TENANT_ID_PREFIX "ten_"
+#define ADMIT_TOKEN_ID_PREFIX "tok_"
 
 /* The text form of 32 random bytes. */
 void admit_token_format(const uint8_t random[ADMIT_TOKEN_RANDOM_BYTES],

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "http_json.h"
 #include "http_url.h"
 #include "log.h"
 
@@ -60,6 +61,7 @@ static const Route routes[] = {
     {"POST", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_token_create, AUTH_ADMIN},
     {"POST", {"v1", "admin", "tokens"}, route_admin_admin_token_create, AUTH_ADMIN},
     {"DELETE", {"v1", "admin", "tokens", "*"}, route_admin_token_revoke, AUTH_ADMIN},
+    {"GET", {"v1", "admin", "hosts"}, route_admin_hosts, AUTH_ADMIN},
 };
 
 /* 0 = no match, 1 = path matches, 2 = path and method match. */
@@ -88,6 +90,29 @@ api_ctx_done(ApiCtx *c)
     http_strv_free(c->seg);
     json_decref(c->body);
     free(c);
+}
+
+int
+api_parse_body(ApiCtx *c, Error **errp)
+{
+    size_t len;
+    const uint8_t *body = http_body(c->req, &len);
+    json_error_t jerr;
+
+    if (len == 0) {
+        c->body = json_object();
+        return 0;
+    }
+    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
+        return error_set(errp, E_INVALID, 0, "request body nests deeper than %d levels",
+                         HTTP_JSON_MAX_DEPTH);
+    c->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!c->body)
+        return error_set(errp, E_INVALID, 0, "request body is not JSON: %s (at byte %d)", jerr.text,
+                         jerr.position);
+    if (!json_is_object(c->body))
+        return error_set(errp, E_INVALID, 0, "request body must be a JSON object");
+    return 0;
 }
 
 void
@@ -129,28 +154,40 @@ typedef struct {
     ApiRouteFn fn;
 } LoopCall;
 
+/* No timeout and no stop answer: the loop alone answers, so it claims the request at once
+ * and the route answers through its context as it always did. */
 static void
-api_loop_trampoline(void *userdata)
+api_loop_trampoline(HttpLoopCall *call, void *userdata)
 {
     LoopCall *lc = userdata;
-    ApiCtx *c = lc->c;
-    ApiRouteFn fn = lc->fn;
-    free(lc);
-    fn(c);
+    (void) http_loop_claim(call);
+    lc->fn(lc->c);
+    http_loop_release(call);
+}
+
+static void
+api_loop_failed(HttpRequest *req, const Error *err, void *userdata)
+{
+    LoopCall *lc = userdata;
+    (void) req;
+    (void) err;
+    api_reply_errorf(lc->c, E_UNAVAILABLE, "the daemon is overloaded");
 }
 
 void
 api_on_loop(ApiCtx *c, ApiRouteFn fn)
 {
     LoopCall *lc = malloc(sizeof(*lc));
-    if (lc) {
-        lc->c = c; /* before the post: the loop thread may run it at once */
-        lc->fn = fn;
-    }
-    if (!lc || loop_post(c->api->d.loop, api_loop_trampoline, lc) < 0) {
-        free(lc);
+    if (!lc) {
         api_reply_errorf(c, E_UNAVAILABLE, "the daemon is overloaded");
+        return;
     }
+    *lc = (LoopCall){.c = c, .fn = fn};
+    http_loop_post(c->req, &(HttpLoopSpec){.loop = c->api->d.loop,
+                                           .fn = api_loop_trampoline,
+                                           .fail = api_loop_failed,
+                                           .ctx = lc,
+                                           .free_ctx = free});
 }
 
 const char *

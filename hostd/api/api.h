@@ -11,7 +11,7 @@
 #include "eventhub.h"
 #include "http.h"
 #include "loop.h"
-#include "pool.h"
+#include "pool_status.h"
 #include "sessions.h"
 #include "store.h"
 #include "store_tenants.h"
@@ -24,9 +24,11 @@ typedef struct Api Api;
 typedef struct ApiDeps {
     Loop *loop;
     Sessions *sessions;
-    Pool *pool;
+    PoolStatusFn pool_status;        /* the pool's counts, for /v1/pool, /v1/health, /metrics */
+    void *pool_userdata;
     StoreReaders *readers;
     Store *store;                    /* the loop thread's writer: admin changes only */
+    Cluster *cluster;                /* [cluster]: the loop thread's connection; else NULL */
     const AdmitQuota *default_quota; /* of tenants without their own */
     EventHub *hub;
     const char *state_dir;
@@ -40,3 +42,7 @@ void api_stop(Api *a);
  * ret (may be NULL) the stored record. Loop thread (or a process of its own). */
 int api_token_issue(Store *store, const char *tenant_id, bool admin,
                     char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp);
+/* The same without writing it anywhere: the caller stores *ret (the cluster first, in
+ * cluster mode) and wipes ret_token once answered. */
+int api_token_mint(const char *tenant_id, bool admin, char ret_token[ADMIT_TOKEN_TEXT_BYTES],
+                   TokenRecord *ret, Error **errp);

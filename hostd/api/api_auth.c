@@ -27,13 +27,10 @@ auth_token(ApiCtx *c, Error **errp)
         return error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE);
     admit_token_hash(token, hash);
     _cleanup_error_ Error *err = NULL;
-    Store *s = store_reader_acquire(c->api->d.readers);
-    int r = store_token_by_hash(s, hash, &t, &err);
-    store_reader_release(c->api->d.readers, s);
-    if (r < 0 && err->category != E_NOT_FOUND) /* the store failed: not the caller's fault */
-        return error_set(errp, err->category, 0, "%s", err->message);
-    if (r < 0 || t.revoked_usec != 0)
-        return error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE);
+    if (store_readers_live_token(c->api->d.readers, hash, &t, &err) < 0)
+        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+                   ? error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE)
+                   : error_set(errp, err->category, 0, "%s", err->message);
     snprintf(c->tenant, sizeof(c->tenant), "%s", t.tenant_id);
     c->admin = t.admin;
     return 0;
@@ -89,22 +86,35 @@ api_refusal_json(const AdmitRefusal *r)
 }
 
 int
-api_token_issue(Store *store, const char *tenant_id, bool admin,
-                char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp)
+api_token_mint(const char *tenant_id, bool admin, char ret_token[ADMIT_TOKEN_TEXT_BYTES],
+               TokenRecord *ret, Error **errp)
 {
     uint8_t secret[ADMIT_TOKEN_RANDOM_BYTES], idr[ADMIT_ID_RANDOM_CHARS];
-    char token[ADMIT_TOKEN_TEXT_BYTES], id[ADMIT_ID_BYTES];
+    char id[ADMIT_ID_BYTES];
     TokenRecord t = {.admin = admin, .created_usec = (int64_t) wall_usec()};
 
     if (getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret) ||
         getrandom(idr, sizeof(idr), 0) != (ssize_t) sizeof(idr))
         return error_set(errp, E_INTERNAL, errno, "getrandom");
-    admit_token_format(secret, token);
+    admit_token_format(secret, ret_token);
     explicit_bzero(secret, sizeof(secret));
     admit_id_format(API_TOKEN_ID_PREFIX, idr, id);
     snprintf(t.id, sizeof(t.id), "%s", id);
     snprintf(t.tenant_id, sizeof(t.tenant_id), "%s", tenant_id);
-    admit_token_hash(token, t.hash);
+    admit_token_hash(ret_token, t.hash);
+    *ret = t;
+    return 0;
+}
+
+int
+api_token_issue(Store *store, const char *tenant_id, bool admin,
+                char ret_token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *ret, Error **errp)
+{
+    char token[ADMIT_TOKEN_TEXT_BYTES];
+    TokenRecord t;
+
+    if (api_token_mint(tenant_id, admin, token, &t, errp) < 0)
+        return -1;
     if (store_begin(store, errp) < 0 || store_token_insert(store, &t, errp) < 0 ||
         store_commit(store, errp) < 0) {
         (void) store_commit(store, NULL); /* end the transaction: it holds the write lock */

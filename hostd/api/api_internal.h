@@ -4,11 +4,12 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "api_json.h"
 
 #define API_LIST_MAX 500 /* sessions per list page */
 #define API_FILE_GET_MAX_BYTES (64u << 20)
-#define API_TENANT_ID_PREFIX "ten_"
-#define API_TOKEN_ID_PREFIX "tok_"
+#define API_TENANT_ID_PREFIX ADMIT_TENANT_ID_PREFIX
+#define API_TOKEN_ID_PREFIX ADMIT_TOKEN_ID_PREFIX
 #define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
 
 struct Api {
@@ -51,15 +52,9 @@ int api_authenticate(ApiCtx *c, Error **errp);
 /* The {"code","quota","limit","used","requested","retry_after"} extra of a 429. */
 json_t *api_refusal_json(const AdmitRefusal *r);
 
-/* Body parsing (api_json.c): E_INVALID with the field's name on any mistake. */
+/* The request body as a JSON object (strict: no duplicate keys, bounded nesting) in c->body;
+ * an empty body is {}. E_INVALID otherwise. */
 int api_parse_body(ApiCtx *c, Error **errp);
-int api_json_argv(json_t *v, char ***ret_argv, size_t *ret_argc, Error **errp);
-int api_json_env(json_t *v, EnvPair **ret_env, size_t *ret_n, Error **errp);
-int api_json_timeout(json_t *obj, const char *key, uint64_t *ret_usec, Error **errp);
-int api_json_files(json_t *v, TaskFile **ret, size_t *ret_n, Error **errp);
-void api_free_argv(char **argv, size_t argc);
-void api_free_env(EnvPair *env, size_t n);
-void api_free_files(TaskFile *f, size_t n);
 
 /* Routes. */
 void route_session_create(ApiCtx *c);
@@ -87,6 +82,7 @@ void route_health(ApiCtx *c);
 void route_pool(ApiCtx *c);
 /* routes_admin.c: operators only (the route table checks) */
 void route_admin_tenants_list(ApiCtx *c);
+void route_admin_hosts(ApiCtx *c); /* routes_hosts.c */
 void route_admin_tenant_create(ApiCtx *c);
 void route_admin_quota_get(ApiCtx *c);
 void route_admin_quota_put(ApiCtx *c);

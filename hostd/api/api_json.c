@@ -3,35 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_internal.h"
+#include "api_json.h"
 #include "base64.h"
-#include "http_json.h"
 #include "runner_limits.h"
 
 #define API_TIMEOUT_MAX_S (24u * 3600)
-
-int
-api_parse_body(ApiCtx *c, Error **errp)
-{
-    size_t len;
-    const uint8_t *body = http_body(c->req, &len);
-    json_error_t jerr;
-
-    if (len == 0) {
-        c->body = json_object();
-        return 0;
-    }
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
-        return error_set(errp, E_INVALID, 0, "request body nests deeper than %d levels",
-                         HTTP_JSON_MAX_DEPTH);
-    c->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!c->body)
-        return error_set(errp, E_INVALID, 0, "request body is not JSON: %s (at byte %d)", jerr.text,
-                         jerr.position);
-    if (!json_is_object(c->body))
-        return error_set(errp, E_INVALID, 0, "request body must be a JSON object");
-    return 0;
-}
 
 void
 api_free_argv(char **argv, size_t argc)

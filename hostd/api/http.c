@@ -27,26 +27,6 @@
 #define HTTP_START_LOG_BYTES 256
 static _Thread_local char start_log[HTTP_START_LOG_BYTES];
 
-void
-http_config_defaults(HttpConfig *c)
-{
-    *c = (HttpConfig){
-        .tcp_address = HTTP_DEFAULT_TCP_ADDRESS,
-        .tcp_port = HTTP_DEFAULT_TCP_PORT,
-        .unix_path = NULL,
-        .unix_mode = HTTP_DEFAULT_UNIX_MODE,
-        .max_body_bytes = HTTP_DEFAULT_MAX_BODY_BYTES,
-        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
-        .idle_timeout_s = HTTP_DEFAULT_IDLE_TIMEOUT_S,
-        .request_timeout_s = HTTP_DEFAULT_REQUEST_TIMEOUT_S,
-        .max_connections = HTTP_DEFAULT_MAX_CONNECTIONS,
-        .max_per_ip = HTTP_DEFAULT_MAX_PER_IP,
-        .head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT_S,
-        .max_pending = HTTP_DEFAULT_MAX_PENDING,
-        .body_budget_bytes = HTTP_DEFAULT_BODY_BUDGET_BYTES,
-    };
-}
-
 /* Each connection MHD serves holds two descriptors (MHD's socket and the watchdog's dup),
  * each one waiting for its head one. Running out would refuse connections under load, far
  * from the cause: refuse the config up front. The daemon raises its soft RLIMIT_NOFILE to
@@ -162,26 +142,53 @@ waiting_link(HttpServer *s, HttpRequest *r, bool on)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Sleeps until the handler answered; once the server stops, for HTTP_STOP_GRACE_USEC more
- * at most. Returns whether it answered (if not, the reply stays the handler's). */
+/* A loop call (http_loop_post()) whose timeout passed, or that answers a stop itself: its
+ * front door answers now, unless the loop claimed the request first (then its answer is
+ * near). Called with r->lock held, released meanwhile. True if it was time. */
+static bool
+request_expire(HttpRequest *r, bool *expired)
+{
+    HttpLoopCall *c = r->loop_call; /* ours until http_loop_detach() */
+    if (!c || *expired)
+        return false;
+    bool stop = atomic_load(&r->srv->stopping) && http_loop_answers_stop(c);
+    uint64_t deadline = http_loop_deadline(c);
+    if (!stop && (deadline == 0 || now_usec() < deadline))
+        return false;
+    *expired = true;
+    pthread_mutex_unlock(&r->lock);
+    http_loop_expire(c, stop);
+    pthread_mutex_lock(&r->lock);
+    return true;
+}
+
+/* Sleeps until the handler answered (or its loop call's timeout made its front door answer);
+ * once the server stops, for HTTP_STOP_GRACE_USEC more at most. Returns whether it answered
+ * (if not, the reply stays the handler's). */
 static bool
 request_wait(HttpRequest *r)
 {
     uint64_t grace_end = 0;
-    bool answered;
+    bool answered, expired = false;
 
     pthread_mutex_lock(&r->lock);
     while (!r->answered) {
-        if (!atomic_load(&r->srv->stopping)) {
+        if (request_expire(r, &expired))
+            continue;
+        uint64_t until = !expired && r->loop_call ? http_loop_deadline(r->loop_call) : 0;
+        if (atomic_load(&r->srv->stopping)) {
+            if (grace_end == 0)
+                grace_end = now_usec() + HTTP_STOP_GRACE_USEC;
+            if (now_usec() >= grace_end)
+                break;
+            until = until ? MIN(until, grace_end) : grace_end;
+        }
+        if (until == 0) {
             pthread_cond_wait(&r->cond, &r->lock);
             continue;
         }
-        if (grace_end == 0)
-            grace_end = now_usec() + HTTP_STOP_GRACE_USEC;
-        if (now_usec() >= grace_end)
-            break;
-        struct timespec ts = {.tv_sec = (time_t) (grace_end / USEC_PER_SEC),
-                              .tv_nsec = (long) (grace_end % USEC_PER_SEC * NSEC_PER_USEC)};
+        struct timespec ts = {.tv_sec = (time_t) (until / USEC_PER_SEC),
+                              .tv_nsec = (long) (until % USEC_PER_SEC * NSEC_PER_USEC)};
         (void) pthread_cond_timedwait(&r->cond, &r->lock, &ts);
     }
     answered = r->answered;
@@ -207,8 +214,11 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     pthread_mutex_unlock(&r->lock);
     r->active = true;
     waiting_link(s, r, true);
+    atomic_fetch_add(&s->in_handler, 1);
     s->handler(r, s->userdata);
+    atomic_fetch_sub(&s->in_handler, 1);
     bool answered = request_wait(r);
+    http_loop_detach(r);
     waiting_link(s, r, false);
     (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
     r->phase = PHASE_DONE;
@@ -255,10 +265,15 @@ request_guard(HttpRequest *r)
 }
 
 /* Queues r->reply while no body byte has been read: MHD then skips the body and closes the
- * connection after the answer. */
+ * connection after the answer. Closes it also when there is no body: a connection whose
+ * request never reached a route (refused by the guard, a bad head, no budget) is not kept
+ * alive, or unauthenticated clients could each hold a connection thread idle for
+ * idle_timeout_s with one bodiless request (the front door holds only waiting heads). MHD
+ * 0.9.75 closes here by itself; the header makes it hold whatever MHD's version decides. */
 static enum MHD_Result
 request_answer_early(HttpRequest *r, struct MHD_Connection *mc)
 {
+    r->reply.close = true;
     http_conn_set_deadline(r->conn, false);
     r->phase = PHASE_DONE;
     return http_reply_queue(r->srv, &r->reply, mc);
@@ -303,7 +318,7 @@ on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *met
         return request_head(r, mc, method);
     case PHASE_BODY:
         if (*upload_data_size == 0)
-            return request_dispatch(r, mc);
+            return http_request_map_body(r) < 0 ? MHD_NO : request_dispatch(r, mc);
         /* Over the cap mid-body: MHD cannot queue an answer now (only before the body or
          * after all of it), so the connection is closed instead of reading on. */
         if (http_request_append_body(r, upload_data, *upload_data_size) < 0)
@@ -443,6 +458,12 @@ unsigned
 http_server_pending_heads(const HttpServer *s)
 {
     return http_acceptor_pending(s->acceptor);
+}
+
+unsigned
+http_server_handlers_running(const HttpServer *s)
+{
+    return atomic_load(&s->in_handler);
 }
 
 /* Stop begins: producers see the eventfd, handler waits see the flag. */

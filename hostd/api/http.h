@@ -30,83 +30,20 @@
 
 #include "error.h"
 
-#define HTTP_DEFAULT_TCP_ADDRESS "127.0.0.1"
-#define HTTP_DEFAULT_TCP_PORT 8787
-#define HTTP_DEFAULT_UNIX_MODE 0660
-#define HTTP_DEFAULT_MAX_BODY_BYTES ((size_t) 64 << 20)
-#define HTTP_DEFAULT_MAX_HEADER_BYTES ((size_t) 32 << 10)
-#define HTTP_DEFAULT_IDLE_TIMEOUT_S 30
-#define HTTP_DEFAULT_REQUEST_TIMEOUT_S 60
-#define HTTP_DEFAULT_MAX_CONNECTIONS 512
-#define HTTP_DEFAULT_MAX_PER_IP 64
-#define HTTP_DEFAULT_HEAD_TIMEOUT_S 10
-#define HTTP_DEFAULT_MAX_PENDING 16384
-#define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
-
-/* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
-#define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
-#define HTTP_MAX_HEADER_BYTES_FLOOR ((size_t) 1 << 10)
-#define HTTP_MAX_HEADER_BYTES_CEILING ((size_t) 1 << 20)
-#define HTTP_MAX_CONNECTIONS_CEILING 4096u
-#define HTTP_MAX_PENDING_CEILING 262144u
-#define HTTP_BODY_BUDGET_BYTES_CEILING ((size_t) 16 << 30)
-#define HTTP_TIMEOUT_S_CEILING 86400u
+#include "http_config.h"
 
 /* Caps on untrusted input that are not configurable. */
 #define HTTP_MAX_REQUEST_HEADERS 64  /* header lines in one request: more is 431 */
 #define HTTP_MAX_RESPONSE_HEADERS 16 /* http_response_header() calls per response */
 
 typedef struct HttpServer HttpServer;
-/* One request. Valid from the handler call until the handler's http_respond_*() call;
- * neither the handler nor anyone it hands req to may touch it after that. Its accessors
- * may be called from any thread, one at a time. */
-typedef struct HttpRequest HttpRequest;
 
-/* Called on the connection's thread once the request head is in and passed the layer's
- * checks, before a single body byte is read (http_body() is empty here). Returns true to go
- * on: the body is read and the handler called. Or it answers with exactly one
- * http_respond_*() call before returning (not a stream) and returns false: the answer goes
- * out at once, the body is never read and the connection is closed. This is where
- * authentication belongs, so a caller without credentials cannot make the server read,
- * let alone buffer, a body. It may leave state for the handler (http_request_set_context()). */
-typedef bool (*HttpGuard)(HttpRequest *req, void *userdata);
-
-/* Bytes of request bodies held in memory at once, shared by every server given it (the
- * daemon's API and E2B listeners): a body is admitted only if its Content-Length (a chunked
- * body: each growth of its buffer) fits, else 503 (a chunked body: the connection closes).
- * Thread-safe. */
-typedef struct HttpBudget HttpBudget;
 /* NULL on OOM. */
 HttpBudget *http_budget_new(size_t limit_bytes);
 /* After every server using it stopped. NULL is fine. */
 void http_budget_free(HttpBudget *b);
 size_t http_budget_limit(const HttpBudget *b);
 size_t http_budget_used(const HttpBudget *b);
-
-typedef struct HttpConfig {
-    const char *tcp_address;    /* numeric IPv4/IPv6 address; NULL = no TCP listener */
-    uint16_t tcp_port;          /* 0 = any (tests; see http_server_tcp_port()) */
-    const char *unix_path;      /* NULL = none; a stale socket there is replaced */
-    mode_t unix_mode;           /* of the socket file */
-    size_t max_body_bytes;      /* over it: 413 (or close, for chunked bodies) */
-    size_t max_header_bytes;    /* request line + header lines */
-    unsigned idle_timeout_s;    /* no byte in either direction for this long: close */
-    unsigned request_timeout_s; /* absolute, from accept (or the previous response) until
-                                 * the request head and body are in */
-    unsigned max_connections;   /* both listeners together */
-    unsigned max_per_ip;        /* TCP only: connections of one address waiting for their
-                                 * head, and (separately) connections MHD serves */
-    unsigned head_timeout_s;    /* TCP: from accept until the request head is complete (no
-                                 * longer than the two timeouts above) */
-    unsigned max_pending;       /* TCP connections waiting for their head; when full, the
-                                 * oldest is closed for a new one */
-    size_t body_budget_bytes;   /* the server's own budget when body_budget is NULL */
-    HttpBudget *body_budget;    /* shared; not owned; NULL: a budget of body_budget_bytes */
-    HttpGuard guard;            /* NULL: every head passes */
-} HttpConfig;
-
-/* The defaults above; unix_path NULL. */
-void http_config_defaults(HttpConfig *c);
 
 /* Called on the connection's thread once the whole request (head + body, within the caps)
  * is in. It must answer with exactly one http_respond_*() call, now or later, from any
@@ -129,6 +66,9 @@ void http_server_stop(HttpServer *s);
 uint16_t http_server_tcp_port(const HttpServer *s);
 /* TCP connections accepted whose request head is not complete yet. */
 unsigned http_server_pending_heads(const HttpServer *s);
+/* Connection threads inside the handler right now: a handler that hands its work on and
+ * returns is not counted while the work goes on; one that waits for it is. */
+unsigned http_server_handlers_running(const HttpServer *s);
 
 /* State a guard leaves for the handler: the request owns ctx until the handler takes it
  * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */
@@ -173,6 +113,8 @@ void http_respond_json(HttpRequest *r, unsigned status, json_t *body);
  * extra (stolen, may be NULL) must be an object; "code" and "message" in it are ignored.
  * An integer "retry_after" in extra also becomes a Retry-After header. */
 void http_respond_error(HttpRequest *r, const Error *e, json_t *extra);
+/* That status of a category (the one table; other faces map errors through it too). */
+unsigned http_status_for_category(ErrorCategory c);
 /* data[0..len) is copied. content_type NULL: no Content-Type (here and below). */
 void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_type, const void *data,
                         size_t len);
@@ -199,3 +141,38 @@ void http_respond_stream(HttpRequest *r, unsigned status, const char *content_ty
 int http_stream_wait(HttpStream *st, int fd, uint64_t deadline_usec);
 /* True once the client hung up or the server is stopping. */
 bool http_stream_closed(HttpStream *st);
+
+/* Run on the loop, then reply (http_loop.c): a handler hands a request's work to the daemon's
+ * loop thread and returns; the loop answers, at once or from a later completion on it. At
+ * most one call per request. Exactly one party answers: the loop (it claims the request with
+ * http_loop_claim()), or, when the loop has not claimed it first, fail() with E_TIMEOUT
+ * (timeout_message) once timeout_usec has passed since the post, with E_UNAVAILABLE "the
+ * daemon is stopping" at once when the server stops (stop_answers; otherwise the layer's 503
+ * after HTTP_STOP_GRACE_USEC), or with E_UNAVAILABLE HTTP_LOOP_POST_FAILED when the post
+ * fails. fail() runs on the connection thread (or the poster's), possibly while fn runs. A
+ * call answered before the loop began it never runs. */
+#define HTTP_LOOP_POST_FAILED "the daemon is stopping or overloaded"
+typedef struct Loop Loop;
+typedef struct HttpLoopCall HttpLoopCall;
+/* On the loop thread, with the loop side's reference: it ends with http_loop_release(), now
+ * or from a later callback, having answered the request if http_loop_claim() gave it. */
+typedef void (*HttpLoopFn)(HttpLoopCall *call, void *ctx);
+/* Answers req with err in the front door's own shape: exactly one http_respond_*(). */
+typedef void (*HttpLoopFailFn)(HttpRequest *req, const Error *err, void *ctx);
+typedef struct HttpLoopSpec {
+    Loop *loop;
+    HttpLoopFn fn;
+    HttpLoopFailFn fail;         /* NULL: http_respond_error() */
+    void *ctx;                   /* fn's and fail's */
+    void (*free_ctx)(void *ctx); /* once nobody uses the call (also when the post fails) */
+    uint64_t timeout_usec;       /* 0: none */
+    const char *timeout_message; /* a static string */
+    bool stop_answers;
+} HttpLoopSpec;
+/* From the handler, before it returns; never fails towards the caller (see above). */
+void http_loop_post(HttpRequest *req, const HttpLoopSpec *spec);
+/* The request to answer now, or NULL when it was answered already (timeout, stop): then
+ * answer nothing. The request stays readable until http_loop_release() either way. Loop. */
+HttpRequest *http_loop_claim(HttpLoopCall *call);
+/* The loop side is done with the call (and with the request). */
+void http_loop_release(HttpLoopCall *call);

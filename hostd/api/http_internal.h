@@ -63,6 +63,7 @@ struct HttpServer {
     HttpBudget *own_budget;
     int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
+    atomic_uint in_handler; /* connection threads inside handler() */
 
     pthread_mutex_t lock;
     pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC; under lock */
@@ -107,6 +108,7 @@ typedef struct HttpReply {
     char *hdr_names[HTTP_MAX_RESPONSE_HEADERS];
     char *hdr_values[HTTP_MAX_RESPONSE_HEADERS];
     size_t n_headers;
+    bool close; /* Connection: close (the layer's; handlers cannot set Connection) */
 } HttpReply;
 
 typedef enum { PHASE_HEAD, PHASE_BODY, PHASE_HANDLING, PHASE_DONE } HttpRequestPhase;
@@ -126,6 +128,9 @@ struct HttpRequest {
     size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
     size_t body_alloc; /* bytes allocated at body */
     size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
+    int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
+    bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
+    HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
     void *ctx;         /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
@@ -164,6 +169,9 @@ int http_request_reserve_body(HttpRequest *r, Error **errp);
 /* Appends a body chunk; -1 when it would exceed the cap or the budget (the connection is
  * then closed). */
 int http_request_append_body(HttpRequest *r, const char *data, size_t len);
+/* The whole body is in: a spooled one is mapped read-only for http_body(). -1: it cannot be
+ * (the connection is then closed). */
+int http_request_map_body(HttpRequest *r);
 
 /* http_reply.c: answers and their MHD responses. */
 void http_reply_clear(HttpReply *rp);
@@ -172,7 +180,6 @@ void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
 /* Builds rp into an MHD response (moving its body out) and queues it on mc, falling back
  * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
 enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
-unsigned http_status_for_category(ErrorCategory c);
 
 /* http_accept.c: the TCP front door. Takes listen_fd (closed by stop, also on failure);
  * *ret is set even on failure, for http_acceptor_stop(). The thread leaves once
@@ -181,6 +188,14 @@ int http_acceptor_start(HttpServer *s, int listen_fd, struct MHD_Daemon *mhd, Ht
                         Error **errp);
 void http_acceptor_stop(HttpAcceptor *a);
 unsigned http_acceptor_pending(const HttpAcceptor *a);
+
+/* http_loop.c: what the connection thread's wait needs of a request's loop call. */
+uint64_t http_loop_deadline(const HttpLoopCall *c); /* monotonic; 0: none */
+bool http_loop_answers_stop(const HttpLoopCall *c);
+/* Has the front door answer now (timeout, or stop), unless the loop claimed the request. */
+void http_loop_expire(HttpLoopCall *c, bool stopping);
+/* The wait is over: drops the connection thread's reference on r's call. */
+void http_loop_detach(HttpRequest *r);
 
 /* http_budget.c: reserve/release against a budget; reserve is all or nothing. */
 bool http_budget_reserve(HttpBudget *b, size_t n);

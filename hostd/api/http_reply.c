@@ -334,7 +334,9 @@ reply_build(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff") !=
             MHD_YES ||
         (rp->content_type && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                                     rp->content_type) != MHD_YES)) {
+                                                     rp->content_type) != MHD_YES) ||
+        (rp->close && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") !=
+                          MHD_YES)) {
         MHD_destroy_response(resp);
         return NULL;
     }

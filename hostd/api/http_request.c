@@ -4,14 +4,21 @@
  * once the head is in (method, target, header count and size, Content-Length) and fed
  * its body in chunks, never beyond max_body_bytes: the buffer grows geometrically up to
  * the declared Content-Length (or the cap for a chunked body), so a client that declares
- * a large body but sends little costs little. Headers are copied out of MHD so the request
+ * a large body but sends little costs little; a body of spool_min_bytes or more is written
+ * to an unlinked file in spool_dir instead and mapped read-only once complete (page cache,
+ * not heap: uploads of many MiB do not sit in the daemon's memory). Headers are copied out
+ * of MHD so the request
  * stays valid for a handler that answers after MHD has let go of the connection (server
  * stop). Two references: the connection's (dropped when MHD completes the request) and the
  * handler's (dropped by its http_respond_*() call). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "fdutil.h"
 #include "http_internal.h"
 
 static const char *const allowed_methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE"};
@@ -40,6 +47,7 @@ http_request_new(HttpServer *s, HttpConn *c, const char *raw_target)
     r->has_uid = c->has_uid;
     r->uid = c->uid;
     r->reply.fd = -1;
+    r->spool_fd = -1;
     return r;
 }
 
@@ -54,7 +62,12 @@ request_free(HttpRequest *r)
     }
     free(r->hdr_names);
     free(r->hdr_values);
-    free(r->body);
+    if (r->body_mapped)
+        (void) munmap(r->body, r->body_len);
+    else
+        free(r->body);
+    if (r->spool_fd >= 0)
+        (void) close(r->spool_fd);
     if (r->budget_held)
         http_budget_release(r->srv->budget, r->budget_held);
     if (r->free_ctx)
@@ -226,18 +239,50 @@ http_request_reserve_body(HttpRequest *r, Error **errp)
                      http_budget_limit(r->srv->budget));
 }
 
+/* Whether this body goes to an unlinked file in cfg.spool_dir: one of cfg.spool_min_bytes or
+ * more, decided at its first chunk (a filesystem without O_TMPFILE keeps it in memory). */
+static bool
+request_spools(HttpRequest *r)
+{
+    const HttpConfig *c = &r->srv->cfg;
+
+    if (r->spool_fd >= 0)
+        return true;
+    if (!c->spool_dir || r->body_cap < c->spool_min_bytes || r->body_len > 0)
+        return false;
+    r->spool_fd = open(c->spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    return r->spool_fd >= 0;
+}
+
+/* The request holds n bytes of the server's budget (reserving the difference): false when
+ * the budget is spent. */
+static bool
+request_hold_budget(HttpRequest *r, size_t n)
+{
+    if (n <= r->budget_held)
+        return true;
+    if (!http_budget_reserve(r->srv->budget, n - r->budget_held))
+        return false;
+    r->budget_held = n;
+    return true;
+}
+
 int
 http_request_append_body(HttpRequest *r, const char *data, size_t len)
 {
     if (len > r->body_cap - r->body_len)
         return -1;
+    if (request_spools(r)) {
+        /* the budget counts it as if held (reserve_body() took a Content-Length's whole) */
+        if (!request_hold_budget(r, r->body_len + len) || write_all(r->spool_fd, data, len) < 0)
+            return -1;
+        r->body_len += len;
+        return 0;
+    }
     if (r->body_len + len > r->body_alloc) {
         size_t want = MAX(r->body_len + len, MIN(r->body_cap, MAX(r->body_alloc * 2, 4096)));
-        if (want > r->budget_held) {
-            if (!http_budget_reserve(r->srv->budget, want - r->budget_held))
-                return -1;
-            r->budget_held = want;
-        }
+        if (!request_hold_budget(r, want))
+            return -1;
         uint8_t *b = realloc(r->body, want);
         if (!b)
             return -1;
@@ -246,6 +291,19 @@ http_request_append_body(HttpRequest *r, const char *data, size_t len)
     }
     memcpy(r->body + r->body_len, data, len);
     r->body_len += len;
+    return 0;
+}
+
+int
+http_request_map_body(HttpRequest *r)
+{
+    if (r->spool_fd < 0 || r->body_len == 0)
+        return 0;
+    void *m = mmap(NULL, r->body_len, PROT_READ, MAP_PRIVATE, r->spool_fd, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    r->body = m;
+    r->body_mapped = true;
     return 0;
 }
 

@@ -4,11 +4,27 @@
 add_library(stockade_tarwriter STATIC ${CMAKE_CURRENT_LIST_DIR}/tarwriter.c)
 target_include_directories(stockade_tarwriter PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_tarwriter PUBLIC stockade_base)
-add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c ${CMAKE_CURRENT_LIST_DIR}/api_json.c
-            ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c ${CMAKE_CURRENT_LIST_DIR}/routes_code.c
+# The API's JSON renderings of stored records (pure: store's types, jansson, base), apart so
+# unit tests link only this.
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson>=2.13)
+add_library(stockade_render STATIC ${CMAKE_CURRENT_LIST_DIR}/render.c)
+target_include_directories(stockade_render PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(stockade_render PUBLIC stockade_store stockade_base PkgConfig::JANSSON)
+# The body field parsers (pure: jansson, base, sessions' plain types), apart for their fuzzer.
+add_library(stockade_api_json STATIC ${CMAKE_CURRENT_LIST_DIR}/api_json.c)
+target_include_directories(stockade_api_json PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade_base PkgConfig::JANSSON
+                      PRIVATE stockade_proto_limits)
+add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
+            ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
+            ${CMAKE_CURRENT_LIST_DIR}/routes_code.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
-            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c)
+            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(stockade_api PUBLIC stockade_http stockade_tarwriter stockade_sessions stockade_store
-                      stockade_admit stockade_pool stockade_proto stockade_base)
+# PUBLIC: what api.h names; the pool only through pool_status.h (its config and domxml's
+# types), never the Pool.
+target_link_libraries(stockade_api PUBLIC stockade_http stockade_sessions stockade_store
+                      stockade_pool_config stockade_domxml stockade_loop stockade_base
+                      PRIVATE stockade_api_json stockade_tarwriter stockade_render stockade_cluster
+                      stockade_admit stockade_http_url stockade_proto)

@@ -1,7 +1,12 @@
 /* Operator routes under /v1/admin: tenants, quotas, usage and tokens (issue 5). The route
  * table lets only operators here (the unix socket or an operator token). Changes run on the
  * loop thread against the writer and commit before the answer; reads use store readers.
- * A new token's text is in exactly one response and nowhere else. */
+ * A new token's text is in exactly one response and nowhere else.
+ *
+ * Cluster mode (issue 16): tenants and tokens are the cluster's. A create, an issue or a
+ * revoke is written to PostgreSQL first (one transaction) and then to this host's copy;
+ * when the database is away it answers 503 and writes nothing. The other hosts' copies
+ * follow within one sync period (the daemon's pull, hostd/cluster/README.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,26 @@ admin_fail(ApiCtx *c, Error *err)
 {
     (void) store_commit(c->api->d.store, NULL);
     api_reply_error(c, err);
+}
+
+/* Answers a change the cluster's database refused or could not take (E_UNAVAILABLE: 503),
+ * saying that nothing was written. */
+static void
+admin_cluster_fail(ApiCtx *c, Error *err, const char *what)
+{
+    if (err->category == E_UNAVAILABLE)
+        error_prefix(&err, "%s: nothing changed on any host", what);
+    admin_fail(c, err);
+}
+
+/* A new token into this host's store, in one commit with what the writer's transaction
+ * holds (a new tenant's rows). */
+static int
+token_store(Store *st, const TokenRecord *t, Error **errp)
+{
+    if (store_begin(st, errp) < 0 || store_token_insert(st, t, errp) < 0)
+        return -1;
+    return store_commit(st, errp);
 }
 
 /* A tenant id from path segment 3, checked; answers 404 itself and returns NULL if bad. */
@@ -90,15 +115,18 @@ route_admin_tenants_list(ApiCtx *c)
     api_reply_json(c, 200, json_pack("{s:o}", "tenants", arr));
 }
 
-static bool
-tenant_name_ok(const char *name, size_t len)
+/* The tenant's id and first token, made here and stored nowhere yet. */
+static int
+tenant_mint(ApiCtx *c, TenantRecord *t, char token[ADMIT_TOKEN_TEXT_BYTES], TokenRecord *tok,
+            Error **errp)
 {
-    if (len == 0 || len > STORE_TENANT_NAME_MAX_BYTES || strlen(name) != len)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char) name[i] < 0x20 || name[i] == 0x7f)
-            return false;
-    return true;
+    uint8_t idr[ADMIT_ID_RANDOM_CHARS];
+    *t = (TenantRecord){.created_usec = (int64_t) wall_usec()};
+    snprintf(t->name, sizeof(t->name), "%s", json_string_value(json_object_get(c->body, "name")));
+    if (getrandom(idr, sizeof(idr), 0) != (ssize_t) sizeof(idr))
+        return error_set(errp, E_INTERNAL, errno, "getrandom failed");
+    admit_id_format(API_TENANT_ID_PREFIX, idr, t->id);
+    return api_token_mint(t->id, false, token, tok, errp);
 }
 
 static void
@@ -106,22 +134,28 @@ tenant_create_on_loop(ApiCtx *c)
 {
     _cleanup_error_ Error *err = NULL;
     char token[ADMIT_TOKEN_TEXT_BYTES];
-    uint8_t idr[ADMIT_ID_RANDOM_CHARS];
-    TenantRecord t = {.created_usec = (int64_t) wall_usec()};
+    TenantRecord t;
     TokenRecord tok;
     Store *st = c->api->d.store;
+    Cluster *cl = c->api->d.cluster;
 
-    snprintf(t.name, sizeof(t.name), "%s", json_string_value(json_object_get(c->body, "name")));
-    if (getrandom(idr, sizeof(idr), 0) != (ssize_t) sizeof(idr)) {
-        api_reply_errorf(c, E_INTERNAL, "getrandom failed");
+    if (tenant_mint(c, &t, token, &tok, &err) < 0) {
+        api_reply_error(c, err);
         return;
     }
-    admit_id_format(API_TENANT_ID_PREFIX, idr, t.id);
+    if (cl && cluster_tenant_create(cl, &t, c->api->d.default_quota, &tok, &err) < 0) {
+        explicit_bzero(token, sizeof(token));
+        if (err->category == E_CONFLICT)
+            snprintf(err->message, sizeof(err->message), "a tenant with that name exists");
+        admin_cluster_fail(c, err, "tenant not created");
+        return;
+    }
     /* The quota row freezes today's defaults for this tenant. One commit (the token's) makes
      * the tenant, its quota and its first token durable together. */
     if (store_begin(st, &err) < 0 ||
         store_tenant_insert(st, &t, c->api->d.default_quota, &err) < 0 ||
-        api_token_issue(st, t.id, false, token, &tok, &err) < 0) {
+        token_store(st, &tok, &err) < 0) {
+        explicit_bzero(token, sizeof(token));
         if (err->category == E_CONFLICT)
             snprintf(err->message, sizeof(err->message), "a tenant with that name exists");
         admin_fail(c, err);
@@ -146,7 +180,7 @@ route_admin_tenant_create(ApiCtx *c)
     }
     name = json_object_get(c->body, "name");
     if (!json_is_string(name) ||
-        !tenant_name_ok(json_string_value(name), json_string_length(name))) {
+        !store_tenant_name_is_valid(json_string_value(name), json_string_length(name))) {
         api_reply_errorf(c, E_INVALID, "name must be 1..%d bytes of text",
                          STORE_TENANT_NAME_MAX_BYTES);
         return;
@@ -179,6 +213,20 @@ quota_apply(json_t *body, AdmitQuota *q, Error **errp)
     return 0;
 }
 
+/* Cluster mode: the cluster's quota row is the tenant's quota on every host, so a change
+ * starts from it (when there is one) and is written there first; this host's store keeps a
+ * copy, its fallback for a tenant the cluster has no row for. */
+static int
+quota_cluster_base(ApiCtx *c, const char *id, AdmitQuota *q, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!c->api->d.cluster || cluster_quota_get(c->api->d.cluster, id, q, &err) == 0)
+        return 0;
+    if (err->category == E_NOT_FOUND)
+        return 0;
+    return error_set(errp, err->category, 0, "%s", err->message);
+}
+
 static void
 quota_put_on_loop(ApiCtx *c)
 {
@@ -188,8 +236,11 @@ quota_put_on_loop(ApiCtx *c)
     AdmitQuota q;
 
     if (store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
-        quota_apply(c->body, &q, &err) < 0 || store_begin(st, &err) < 0 ||
-        store_quota_put(st, id, &q, &err) < 0 || store_commit(st, &err) < 0) {
+        quota_cluster_base(c, id, &q, &err) < 0 || quota_apply(c->body, &q, &err) < 0 ||
+        (c->api->d.cluster &&
+         cluster_quota_put(c->api->d.cluster, id, &q, (int64_t) wall_usec(), &err) < 0) ||
+        store_begin(st, &err) < 0 || store_quota_put(st, id, &q, &err) < 0 ||
+        store_commit(st, &err) < 0) {
         admin_fail(c, err);
         return;
     }
@@ -332,9 +383,20 @@ token_create_on_loop(ApiCtx *c)
     TenantRecord tenant;
     bool admin = c->extra != NULL;
     const char *id = admin ? API_TENANT_DEFAULT : c->seg[3];
+    Cluster *cl = c->api->d.cluster;
 
     if (store_tenant_get(c->api->d.store, id, &tenant, &err) < 0 ||
-        api_token_issue(c->api->d.store, id, admin, token, &t, &err) < 0) {
+        api_token_mint(id, admin, token, &t, &err) < 0) {
+        admin_fail(c, err);
+        return;
+    }
+    if (cl && cluster_token_insert(cl, &tenant, &t, &err) < 0) {
+        explicit_bzero(token, sizeof(token));
+        admin_cluster_fail(c, err, "token not issued");
+        return;
+    }
+    if (token_store(c->api->d.store, &t, &err) < 0) { /* the pull copies it here later */
+        explicit_bzero(token, sizeof(token));
         admin_fail(c, err);
         return;
     }
@@ -357,18 +419,47 @@ route_admin_admin_token_create(ApiCtx *c)
     api_on_loop(c, token_create_on_loop);
 }
 
+/* Cluster mode: the revocation in the cluster first. *ret_found false: the cluster has no
+ * such token (this host made it before it joined a cluster; it exists here only). */
+static int
+token_revoke_cluster(ApiCtx *c, int64_t now_usec, TokenRecord *ret, bool *ret_found, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    *ret_found = false;
+    if (!c->api->d.cluster)
+        return 0;
+    if (cluster_token_revoke(c->api->d.cluster, c->seg[3], now_usec, ret, &err) == 0) {
+        *ret_found = true;
+        return 0;
+    }
+    if (err->category == E_NOT_FOUND)
+        return 0;
+    return error_set(errp, err->category, 0, "%s", err->message);
+}
+
 static void
 token_revoke_on_loop(ApiCtx *c)
 {
     _cleanup_error_ Error *err = NULL;
     Store *st = c->api->d.store;
     TokenRecord t;
+    bool in_cluster;
+    int64_t when = (int64_t) wall_usec();
 
-    if (store_begin(st, &err) < 0 ||
-        store_token_revoke(st, c->seg[3], (int64_t) wall_usec(), &err) < 0 ||
-        store_commit(st, &err) < 0 || store_token_get(st, c->seg[3], &t, &err) < 0) {
-        admin_fail(c, err);
+    if (token_revoke_cluster(c, when, &t, &in_cluster, &err) < 0) {
+        admin_cluster_fail(c, err, "token not revoked");
         return;
+    }
+    if (in_cluster)
+        when = t.revoked_usec; /* the first revocation's time, on every host */
+    if (store_begin(st, &err) < 0 || store_token_revoke(st, c->seg[3], when, &err) < 0 ||
+        store_commit(st, &err) < 0 || store_token_get(st, c->seg[3], &t, &err) < 0) {
+        /* Revoked in the cluster but not yet copied here: the pull brings it revoked. */
+        if (!(in_cluster && err->category == E_NOT_FOUND)) {
+            admin_fail(c, err);
+            return;
+        }
+        (void) store_commit(st, NULL);
     }
     api_reply_json(c, 200, token_json(&t, NULL));
 }

@@ -99,7 +99,7 @@ metrics_on_loop(ApiCtx *c)
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
 
-    pool_status(c->api->d.pool, &ps);
+    c->api->d.pool_status(c->api->d.pool_userdata, &ps);
     sessions_stats(c->api->d.sessions, &ss);
     if (f) {
         pool_text(f, &ps);
@@ -187,9 +187,11 @@ pool_json(const PoolStatus *st)
         (json_int_t) st->prepare_failures, "boots", (json_int_t) st->boots, "destroys",
         (json_int_t) st->destroys, "wedged", (json_int_t) st->wedged, "broken",
         (json_int_t) st->broken);
-    return json_pack("{s:s,s:b,s:s,s:o,s:o,s:o}", "accel", accel_to_string(st->accel),
+    return json_pack("{s:s,s:b,s:s,s:s,s:s,s:o,s:o,s:o}", "accel", accel_to_string(st->accel),
                      "accel_decided", st->accel_decided, "accel_reason", st->accel_reason,
-                     "accel_probe", probe, "guests", guests, "pools", pools);
+                     "guest_memory", pool_guest_memory_to_string(st->guest_memory),
+                     "guest_memory_reason", st->guest_memory_reason, "accel_probe", probe,
+                     "guests", guests, "pools", pools);
 }
 
 /* The extraction appliance that salvages workspaces (its launch starts with the daemon). */
@@ -208,7 +210,7 @@ pool_on_loop(ApiCtx *c)
 {
     PoolStatus st;
     SessionsStats ss;
-    pool_status(c->api->d.pool, &st);
+    c->api->d.pool_status(c->api->d.pool_userdata, &st);
     sessions_stats(c->api->d.sessions, &ss);
     json_t *o = pool_json(&st);
     json_object_set_new(o, "extraction", extraction_json(&ss));

@@ -134,3 +134,11 @@ openat2_beneath_long(int dirfd, const char *path, int flags)
     }
     return openat2_beneath(cur >= 0 ? cur : dirfd, path, flags);
 }
+
+int
+mkdir_open_dir(const char *path, mode_t mode)
+{
+    if (mkdir(path, mode) < 0 && errno != EEXIST)
+        return -1;
+    return open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}

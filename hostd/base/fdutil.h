@@ -18,6 +18,9 @@ int openat2_beneath(int dirfd, const char *path, int flags);
  * one call, whose limit is PATH_MAX with the NUL): resolved in pieces shorter than PATH_MAX,
  * each beneath the directory the previous piece opened. */
 int openat2_beneath_long(int dirfd, const char *path, int flags);
+/* Makes the directory path (mode; an existing one is kept) and opens it O_DIRECTORY |
+ * O_NOFOLLOW: a symlink in its place is refused (ELOOP/ENOTDIR), never followed. */
+int mkdir_open_dir(const char *path, mode_t mode);
 
 /* Deepest directory nesting rm_rf_at() walks (ELOOP beyond); the mirror allows 64 levels. */
 #define RM_RF_MAX_DEPTH 4096

@@ -1,16 +1,14 @@
-/* The module: listeners, loop calls (a handler waits, bounded, for work it posted to the
- * loop thread), and the loop thread's tables of sandboxes and their processes. */
+/* The module: listeners, loop calls (posted: the loop answers; or waited for, bounded, where
+ * the caller needs the result), and the loop thread's tables of sandboxes and processes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "e2b_internal.h"
 #include "loop.h"
-#include "pool.h"
 #include "sha256.h"
 #include "timeutil.h"
 
@@ -48,7 +46,7 @@ call_trampoline(void *userdata)
     e2b_call_unref(c);
 }
 
-bool
+static bool
 e2b_is_stopping(E2b *e)
 {
     pthread_mutex_lock(&e->lock);
@@ -90,10 +88,64 @@ e2b_call(E2b *e, E2bCall *c, E2bCallFn fn, uint64_t timeout_usec, Error **errp)
     return 0;
 }
 
+static void
+post_trampoline(HttpLoopCall *hl, void *ctx)
+{
+    E2bCall *c = ctx;
+    c->hl = hl;
+    c->fn(c);
+}
+
+static void
+post_failed(HttpRequest *req, const Error *err, void *ctx)
+{
+    E2bCall *c = ctx;
+    c->reply(c, req, err);
+}
+
+static void
+post_free(void *ctx)
+{
+    e2b_call_unref(ctx);
+}
+
+void
+e2b_post(E2b *e, HttpRequest *req, E2bCall *c, E2bCallFn fn, E2bReplyFn reply,
+         uint64_t timeout_usec)
+{
+    c->e = e;
+    c->fn = fn;
+    c->reply = reply;
+    c->refs = 1; /* the loop call's (post_free) */
+    http_loop_post(req, &(HttpLoopSpec){.loop = e->d.loop,
+                                        .fn = post_trampoline,
+                                        .fail = post_failed,
+                                        .ctx = c,
+                                        .free_ctx = post_free,
+                                        .timeout_usec = timeout_usec,
+                                        .timeout_message = "the sandbox did not answer in time",
+                                        .stop_answers = true});
+}
+
+/* A posted call's end: the loop answers unless the layer did already. */
+static void
+post_done(E2bCall *c, const Error *err)
+{
+    HttpLoopCall *hl = TAKE_PTR(c->hl);
+    HttpRequest *req = http_loop_claim(hl);
+    if (req)
+        c->reply(c, req, err);
+    http_loop_release(hl); /* may free c */
+}
+
 void
 e2b_call_done(E2bCall *c, const Error *err)
 {
     E2b *e = c->e;
+    if (c->reply) {
+        post_done(c, err);
+        return;
+    }
     pthread_mutex_lock(&e->lock);
     if (!c->done) {
         c->done = true;
@@ -315,6 +367,7 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
     hc.max_body_bytes = max_body;
     hc.max_per_ip = max_per_ip;
     hc.body_budget = e->d.body_budget;
+    hc.spool_dir = e->d.spool_dir;
     hc.guard = guard;
     if (http_server_start(&hc, handler, e, ret, errp) < 0)
         return error_prefix(errp, "e2b listener on %s port %u", e->cfg.address, port);
@@ -335,11 +388,6 @@ e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&e->cond, &attr);
     pthread_condattr_destroy(&attr);
-    if ((e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        error_set(errp, E_INTERNAL, errno, "eventfd");
-        e2b_stop(e);
-        return -1;
-    }
     if (listen_on(e, cfg->api_port, E2B_API_MAX_BODY_BYTES, HTTP_DEFAULT_MAX_PER_IP, e2b_api_handle,
                   e2b_api_guard, &e->api, errp) < 0 ||
         listen_on(e, cfg->envd_port, E2B_ENVD_MAX_BODY_BYTES, E2B_ENVD_MAX_PER_IP, e2b_envd_handle,
@@ -363,6 +411,12 @@ e2b_envd_port(const E2b *e)
     return http_server_tcp_port(e->envd);
 }
 
+unsigned
+e2b_handlers_running(const E2b *e)
+{
+    return e ? http_server_handlers_running(e->api) + http_server_handlers_running(e->envd) : 0;
+}
+
 void
 e2b_stop(E2b *e)
 {
@@ -372,8 +426,6 @@ e2b_stop(E2b *e)
     e->stopping = true;
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    if (e->stop_fd >= 0)
-        (void) eventfd_write(e->stop_fd, 1);
     http_server_stop(e->api);
     http_server_stop(e->envd);
     while (e->sandboxes) {
@@ -381,7 +433,6 @@ e2b_stop(E2b *e)
         e->sandboxes = sb->next;
         sandbox_free(sb);
     }
-    safe_close(e->stop_fd);
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     free(e);

@@ -11,60 +11,22 @@
  *                  file round trips with the runner
  *
  * Threading: both listeners are stockade_http servers (a thread per connection). Handlers
- * run on their connection thread and hand every change to the loop thread (e2b_call(),
- * bounded waits); the sandbox table is the loop thread's. Streams follow committed session
+ * run on their connection thread, post their work to the loop thread and return; the loop
+ * answers (http_loop_post(); only the envd guard waits, bounded); the sandbox table is the
+ * loop thread's. Streams follow committed session
  * events through the EventHub like the native events route. Nothing here logs. */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "e2b_config.h"
 #include "error.h"
-
-#define E2B_DEFAULT_ADDRESS "127.0.0.1"
-#define E2B_DEFAULT_API_PORT 3000
-#define E2B_DEFAULT_ENVD_PORT 49983 /* the SDK's envd port: part of <port>-<id>.<domain> hosts */
-#define E2B_DEFAULT_DOMAIN "stockade.local"
-#define E2B_DEFAULT_TEMPLATE_MAP "base=python" /* "base" is the SDK's default template */
-#define E2B_DEFAULT_LIFETIME_S 3600
-#define E2B_DEFAULT_CREATE_WAIT_S 50 /* under the SDK's 60 s request timeout */
-
-#define E2B_ADDRESS_MAX_BYTES 63
-#define E2B_DOMAIN_MAX_BYTES 200
-#define E2B_TEMPLATES_MAX 32
-#define E2B_TEMPLATE_NAME_MAX_BYTES 64
-#define E2B_POOL_NAME_MAX_BYTES 32 /* POOL_SHAPE_NAME_MAX_BYTES */
-#define E2B_LIFETIME_MAX_S 86400
-#define E2B_CREATE_WAIT_MAX_S 600
-
-typedef struct E2bTemplate {
-    char name[E2B_TEMPLATE_NAME_MAX_BYTES + 1]; /* as the SDK sends templateID */
-    char pool[E2B_POOL_NAME_MAX_BYTES + 1];     /* a configured pool */
-} E2bTemplate;
-
-/* [e2b] in stockaded.conf. */
-typedef struct E2bConfig {
-    bool enabled;                            /* default false: no listener */
-    char address[E2B_ADDRESS_MAX_BYTES + 1]; /* numeric IPv4/IPv6 of both listeners */
-    unsigned api_port, envd_port;
-    char domain[E2B_DOMAIN_MAX_BYTES + 1];    /* returned as the sandboxes' domain */
-    E2bTemplate templates[E2B_TEMPLATES_MAX]; /* template_map; a pool name also works as is */
-    size_t n_templates;
-    uint64_t lifetime_usec;    /* admitted per sandbox (quota, wallet): its TTL may grow to it */
-    uint64_t create_wait_usec; /* create answers once the guest runs, or gives up after this */
-} E2bConfig;
-
-void e2b_config_defaults(E2bConfig *c);
-/* Sets one [e2b] key from its text (pure: the config parser and its fuzzer call it).
- * E_INVALID naming the key on an unknown key or a bad value; c is unchanged then. */
-int e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp);
-/* The pool a template name maps to, or NULL when the map does not name it. */
-const char *e2b_config_template_pool(const E2bConfig *c, const char *template_name);
+#include "pool_status.h"
 
 typedef struct E2b E2b;
 typedef struct Loop Loop;
 typedef struct Sessions Sessions;
-typedef struct Pool Pool;
 typedef struct StoreReaders StoreReaders;
 typedef struct EventHub EventHub;
 typedef struct AdmitQuota AdmitQuota;
@@ -72,7 +34,8 @@ typedef struct AdmitQuota AdmitQuota;
 typedef struct E2bDeps {
     Loop *loop;
     Sessions *sessions;
-    Pool *pool;
+    PoolStatusFn pool_status; /* the pools' shapes, which a template maps to */
+    void *pool_userdata;
     StoreReaders *readers; /* API keys, session states, events */
     EventHub *hub;
     const AdmitQuota *default_quota; /* of tenants without their own */
@@ -80,6 +43,7 @@ typedef struct E2bDeps {
     unsigned workspace_mib;          /* reported as diskSizeMB */
     struct HttpBudget *body_budget;  /* request bodies in memory, shared with the API; NULL: the
                                       * listeners' own */
+    const char *spool_dir;           /* large bodies go to unlinked files here (HttpConfig) */
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects
@@ -91,3 +55,6 @@ void e2b_stop(E2b *e);
 /* The bound ports (useful with port 0 in tests). */
 unsigned e2b_api_port(const E2b *e);
 unsigned e2b_envd_port(const E2b *e);
+/* Connection threads of both listeners inside a handler (http_server_handlers_running()); any
+ * thread. NULL: 0. */
+unsigned e2b_handlers_running(const E2b *e);

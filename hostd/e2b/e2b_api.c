@@ -3,23 +3,15 @@
  * {"code": <status>, "message"}: the SDK branches on body.code (kill's 404 is "false", a 429
  * is a RateLimitError retried on an integer Retry-After, other codes a SandboxError).
  *
- * Create answers only once the guest runs: the handler waits on its own connection thread
- * (EventHub subscription + the session's record, bounded by [e2b] create_wait_s), never on
- * the loop. The sandbox's E2B timeout is the session's timer (sessions_set_timeout()), inside
- * the lifetime admitted and reserved for it at create ([e2b] lifetime_s): Stockade's own
- * quota and ledger decide, and extensions never outlive what the tenant was charged for. */
-#include <poll.h>
+ * Every route that needs the loop posts to it (e2b_post()) and returns: the loop answers.
+ * Create answers only once the guest runs (e2b_create.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "admit.h"
 #include "e2b_internal.h"
-#include "eventhub.h"
 #include "http_url.h"
-#include "pool.h"
-#include "store_tenants.h"
 #include "timeutil.h"
 
 typedef struct ApiReq {
@@ -35,33 +27,16 @@ typedef void (*ApiFn)(ApiReq *a);
 
 /* ------------------------------------------------------------------ answers */
 
-static unsigned
-status_for(ErrorCategory c)
+static void
+reply_status(HttpRequest *req, unsigned status, const char *message)
 {
-    static const unsigned status[_E_CATEGORY_MAX] = {
-        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
-        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
-        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
-    };
-    return (unsigned) c < _E_CATEGORY_MAX ? status[c] : 500;
+    http_respond_json(req, status, e2b_render_api_error(status, message));
 }
 
 static void
-reply_status(ApiReq *a, unsigned status, const char *message)
+reply_error(HttpRequest *req, const Error *err)
 {
-    http_respond_json(a->req, status, e2b_render_api_error(status, message));
-}
-
-static void
-reply_error(ApiReq *a, const Error *err)
-{
-    reply_status(a, status_for(err->category), err->message);
-}
-
-static void
-reply_no_content(ApiReq *a)
-{
-    http_respond_bytes(a->req, 204, NULL, NULL, 0);
+    reply_status(req, http_status_for_category(err->category), err->message);
 }
 
 /* ------------------------------------------------------------------ API keys */
@@ -92,308 +67,12 @@ e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES]
     admit_token_hash(token, hash);
     explicit_bzero(token, sizeof(token));
     _cleanup_error_ Error *err = NULL;
-    Store *s = store_reader_acquire(e->d.readers);
-    int r = store_token_by_hash(s, hash, &t, &err);
-    store_reader_release(e->d.readers, s);
-    if (r < 0 && err->category != E_NOT_FOUND) /* the store failed: not the caller's fault */
-        return error_set(errp, err->category, 0, "%s", err->message);
-    if (r < 0 || t.revoked_usec != 0)
-        return error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED);
+    if (store_readers_live_token(e->d.readers, hash, &t, &err) < 0)
+        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+                   ? error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED)
+                   : error_set(errp, err->category, 0, "%s", err->message);
     memcpy(ret_tenant, t.tenant_id, STORE_ID_MAX_BYTES);
     return 0;
-}
-
-/* ------------------------------------------------------------------ create */
-
-typedef struct CreateCall {
-    E2bCall c;
-    /* in */
-    char tenant[STORE_ID_MAX_BYTES];
-    char template_id[E2B_TEMPLATE_NAME_MAX_BYTES + 1];
-    char pool[E2B_POOL_NAME_MAX_BYTES + 1];
-    uint64_t lifetime_usec, timeout_usec;
-    EnvPair *env;
-    size_t n_env;
-    json_t *metadata;
-    /* out */
-    char session_id[E2B_SESSION_ID_BYTES];
-    AdmitRefusal refusal;
-    json_t *answer;
-} CreateCall;
-
-static void
-create_call_free(E2bCall *c)
-{
-    CreateCall *cc = (CreateCall *) c;
-    for (size_t i = 0; i < cc->n_env; i++)
-        free(cc->env[i].name), free(cc->env[i].value);
-    free(cc->env);
-    json_decref(cc->metadata);
-    json_decref(cc->answer);
-}
-
-static int
-pool_shape(E2b *e, const char *pool, unsigned *ret_vcpus, unsigned *ret_mib)
-{
-    PoolStatus st;
-    pool_status(e->d.pool, &st);
-    for (size_t i = 0; i < st.n_shapes; i++)
-        if (strcmp(st.shapes[i].name, pool) == 0) {
-            *ret_vcpus = st.shapes[i].vcpus;
-            *ret_mib = st.shapes[i].memory_mib;
-            return 0;
-        }
-    return -1;
-}
-
-static void
-create_on_loop(E2bCall *c)
-{
-    CreateCall *cc = (CreateCall *) c;
-    _cleanup_error_ Error *err = NULL;
-    SessionSpec spec = {.tenant_id = cc->tenant,
-                        .pool = cc->pool,
-                        .mirror = true,
-                        .timeout_usec = cc->lifetime_usec,
-                        .env = cc->env,
-                        .n_env = cc->n_env};
-    char id[SESSION_ID_BYTES];
-    unsigned vcpus, mib;
-    E2bSandbox *sb;
-
-    if (pool_shape(c->e, cc->pool, &vcpus, &mib) < 0) {
-        error_set(&err, E_INVALID, 0,
-                  "template '%s' is not known here: name a pool, or map it "
-                  "with [e2b] template_map",
-                  cc->template_id);
-    } else if (sessions_create(c->e->d.sessions, &spec, id, &cc->refusal, &err) == 0 &&
-               e2b_sandbox_add(c->e, id, cc->tenant, cc->template_id, cc->metadata, &sb, &err) <
-                   0) {
-        (void) sessions_cancel(c->e->d.sessions, NULL, id, NULL);
-    } else if (!err) {
-        sb->vcpus = vcpus;
-        sb->memory_mib = mib;
-        snprintf(cc->session_id, sizeof(cc->session_id), "%s", id);
-    }
-    e2b_call_done(c, err);
-}
-
-/* Waits until the session runs: 0; or -1 (it ended, did not start in time, the daemon
- * stops). Connection thread: the EventHub wakes it, the record says the state. */
-static int
-wait_running(E2b *e, const char *session_id, uint64_t deadline, Error **errp)
-{
-    int fd = eventhub_subscribe(e->d.hub, session_id, errp);
-    if (fd < 0)
-        return -1;
-    for (;;) {
-        SessionRecord r;
-        Store *s = store_reader_acquire(e->d.readers);
-        int rc = store_session_get(s, session_id, &r, errp);
-        store_reader_release(e->d.readers, s);
-        if (rc < 0)
-            break;
-        bool running = strcmp(r.state, "running") == 0;
-        bool ended =
-            !running && strcmp(r.state, "pending") != 0 && strcmp(r.state, "starting") != 0;
-        char reason[STORE_REASON_MAX_BYTES];
-        snprintf(reason, sizeof(reason), "%s", r.end_reason);
-        session_record_clear(&r);
-        if (running) {
-            eventhub_unsubscribe(e->d.hub, fd);
-            return 0;
-        }
-        if (ended) {
-            error_set(errp, strcmp(reason, "no_capacity") == 0 ? E_UNAVAILABLE : E_GUEST, 0,
-                      "the sandbox's guest did not start (%s)", reason[0] ? reason : "stopped");
-            break;
-        }
-        uint64_t now = now_usec();
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = e->stop_fd, .events = POLLIN}};
-        if (now >= deadline || poll(p, 2, (int) ((deadline - now + 999) / 1000)) < 0 ||
-            (p[1].revents & POLLIN)) {
-            error_set(errp, E_UNAVAILABLE, 0,
-                      "no guest was ready within the create wait "
-                      "(the pool may be refilling): retry");
-            break;
-        }
-        uint64_t drained;
-        (void) !read(fd, &drained, sizeof(drained));
-    }
-    eventhub_unsubscribe(e->d.hub, fd);
-    return -1;
-}
-
-static void
-activate_on_loop(E2bCall *c)
-{
-    CreateCall *cc = (CreateCall *) c;
-    _cleanup_error_ Error *err = NULL;
-    char id[E2B_SANDBOX_ID_BYTES];
-    uint64_t left = 0;
-    E2bSandbox *sb =
-        e2b_sandbox_id_from_session(cc->session_id, id) == 0 ? e2b_sandbox_find(c->e, id) : NULL;
-    uint64_t t = cc->timeout_usec;
-
-    if (!sb || sessions_timeout_left(c->e->d.sessions, NULL, cc->session_id, &left, &err) < 0 ||
-        sessions_set_timeout(c->e->d.sessions, NULL, cc->session_id, MIN(t, left), &err) < 0) {
-        if (!err)
-            error_set(&err, E_GUEST, 0, "the sandbox ended while it started");
-        e2b_call_done(c, err);
-        return;
-    }
-    sb->active = true;
-    sb->started_usec = (int64_t) wall_usec();
-    sb->end_usec = sb->started_usec + (int64_t) MIN(t, left);
-    E2bSandboxView v;
-    e2b_sandbox_view(c->e, sb, &v);
-    cc->answer = e2b_render_sandbox(&v);
-    e2b_call_done(c, NULL);
-}
-
-static void
-abort_on_loop(E2bCall *c)
-{
-    CreateCall *cc = (CreateCall *) c;
-    char id[E2B_SANDBOX_ID_BYTES];
-    (void) sessions_cancel(c->e->d.sessions, NULL, cc->session_id, NULL);
-    E2bSandbox *sb =
-        e2b_sandbox_id_from_session(cc->session_id, id) == 0 ? e2b_sandbox_find(c->e, id) : NULL;
-    if (sb)
-        e2b_sandbox_remove(c->e, sb);
-    e2b_call_done(c, NULL);
-}
-
-/* The lifetime to admit: what the tenant's quota and the server allow, up to [e2b]
- * lifetime_s, and never less than the timeout asked (admission refuses that if too long). */
-static uint64_t
-create_lifetime(ApiReq *a, uint64_t timeout_s)
-{
-    AdmitQuota q;
-    uint64_t life_s = a->e->cfg.lifetime_usec / USEC_PER_SEC;
-    Store *s = store_reader_acquire(a->e->d.readers);
-    if (store_quota_get(s, a->tenant, a->e->d.default_quota, &q, NULL) == 0)
-        life_s = MIN(life_s, q.max_timeout_s);
-    store_reader_release(a->e->d.readers, s);
-    life_s = MIN(life_s, a->e->d.max_timeout_usec / USEC_PER_SEC);
-    return MAX(life_s, timeout_s) * USEC_PER_SEC;
-}
-
-static int
-create_fill(ApiReq *a, const E2bNewSandbox *n, CreateCall *cc, Error **errp)
-{
-    const char *pool = e2b_config_template_pool(&a->e->cfg, n->template_id);
-    const char *k;
-    json_t *v;
-
-    snprintf(cc->tenant, sizeof(cc->tenant), "%s", a->tenant);
-    snprintf(cc->template_id, sizeof(cc->template_id), "%s", n->template_id);
-    if (strlen(pool ? pool : n->template_id) > E2B_POOL_NAME_MAX_BYTES)
-        return error_set(errp, E_INVALID, 0,
-                         "template '%s' is not known here: name a pool, or "
-                         "map it with [e2b] template_map",
-                         n->template_id);
-    snprintf(cc->pool, sizeof(cc->pool), "%s", pool ? pool : n->template_id);
-    uint64_t t = n->timeout_s ? n->timeout_s : E2B_DEFAULT_TIMEOUT_S;
-    cc->timeout_usec = t * USEC_PER_SEC;
-    cc->lifetime_usec = create_lifetime(a, t);
-    cc->metadata = n->metadata ? json_deep_copy(n->metadata) : NULL;
-    cc->env = calloc(json_object_size(n->env) + 1, sizeof(EnvPair));
-    if (!cc->env)
-        return error_set(errp, E_INTERNAL, ENOMEM, "env");
-    json_object_foreach(n->env, k, v)
-    {
-        EnvPair *p = &cc->env[cc->n_env++];
-        p->name = strdup(k);
-        p->value = strdup(json_string_value(v));
-        if (!p->name || !p->value)
-            return error_set(errp, E_INTERNAL, ENOMEM, "env");
-    }
-    return 0;
-}
-
-/* A quota refusal is a 429 (the SDK's RateLimitError) that says which limit and whether
- * waiting helps; an integer Retry-After makes the SDK retry by itself. */
-static void
-reply_create_error(ApiReq *a, const CreateCall *cc, const Error *err)
-{
-    char retry[24], msg[ERROR_MESSAGE_MAX + 128];
-    if (err->category != E_QUOTA) {
-        reply_error(a, err);
-        return;
-    }
-    if (cc->refusal.retry_after_s >= 0) {
-        snprintf(retry, sizeof(retry), "%lld", (long long) cc->refusal.retry_after_s);
-        http_response_header(a->req, "Retry-After", retry);
-        snprintf(msg, sizeof(msg), "%s: this tenant's Stockade quota; it may pass in %lld s",
-                 err->message, (long long) cc->refusal.retry_after_s);
-    } else {
-        snprintf(msg, sizeof(msg),
-                 "%s: this tenant's Stockade quota; only an operator can "
-                 "raise it",
-                 err->message);
-    }
-    reply_status(a, 429, msg);
-}
-
-/* A loop call of fn on a fresh CreateCall for session_id; *ret (on success) holds its answer. */
-static int
-session_call(E2b *e, const char *session_id, uint64_t timeout_usec, E2bCallFn fn, CreateCall **ret,
-             Error **errp)
-{
-    CreateCall *cc = e2b_call_new(sizeof(*cc), create_call_free);
-    if (!cc)
-        return error_set(errp, E_INTERNAL, ENOMEM, "create");
-    cc->timeout_usec = timeout_usec;
-    snprintf(cc->session_id, sizeof(cc->session_id), "%s", session_id);
-    if (e2b_call(e, &cc->c, fn, E2B_CALL_TIMEOUT_USEC, errp) < 0) {
-        e2b_call_unref(&cc->c);
-        return -1;
-    }
-    *ret = cc;
-    return 0;
-}
-
-/* The session exists: wait for its guest, then start its E2B timeout and answer 201; or
- * cancel it and answer why it did not start. */
-static void
-create_finish(ApiReq *a, const char *session_id, uint64_t timeout_usec, uint64_t deadline)
-{
-    _cleanup_error_ Error *err = NULL;
-    CreateCall *done = NULL, *gone = NULL;
-
-    if (wait_running(a->e, session_id, deadline, &err) == 0 &&
-        session_call(a->e, session_id, timeout_usec, activate_on_loop, &done, &err) == 0) {
-        http_respond_json(a->req, 201, TAKE_PTR(done->answer));
-        e2b_call_unref(&done->c);
-        return;
-    }
-    if (session_call(a->e, session_id, 0, abort_on_loop, &gone, NULL) == 0)
-        e2b_call_unref(&gone->c);
-    reply_error(a, err);
-}
-
-static void
-route_create(ApiReq *a, bool v2)
-{
-    _cleanup_error_ Error *err = NULL;
-    E2bNewSandbox n;
-    CreateCall *cc = e2b_call_new(sizeof(*cc), create_call_free);
-    uint64_t deadline = now_usec() + a->e->cfg.create_wait_usec;
-
-    if (!cc || e2b_parse_new_sandbox(a->body, v2, &n, &err) < 0 ||
-        create_fill(a, &n, cc, &err) < 0 ||
-        e2b_call(a->e, &cc->c, create_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0) {
-        if (!err)
-            error_set(&err, E_INTERNAL, ENOMEM, "create");
-        if (cc)
-            reply_create_error(a, cc, err);
-        else
-            reply_error(a, err);
-    } else {
-        create_finish(a, cc->session_id, cc->timeout_usec, deadline);
-    }
-    e2b_call_unref(cc ? &cc->c : NULL);
 }
 
 /* ------------------------------------------------------------------ one sandbox */
@@ -472,6 +151,18 @@ sandbox_on_loop(E2bCall *c)
 }
 
 static void
+sandbox_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    SandboxCall *sc = (SandboxCall *) c;
+    if (err)
+        reply_error(req, err);
+    else if (sc->answer)
+        http_respond_json(req, 200, TAKE_PTR(sc->answer));
+    else
+        http_respond_bytes(req, 204, NULL, NULL, 0);
+}
+
+static void
 route_sandbox(ApiReq *a, SandboxOp op)
 {
     _cleanup_error_ Error *err = NULL;
@@ -479,7 +170,7 @@ route_sandbox(ApiReq *a, SandboxOp op)
     uint64_t t_s = E2B_DEFAULT_TIMEOUT_S;
 
     if (!sc) {
-        reply_status(a, 500, "out of memory");
+        reply_status(a->req, 500, "out of memory");
         return;
     }
     sc->op = op;
@@ -495,18 +186,12 @@ route_sandbox(ApiReq *a, SandboxOp op)
     }
     if ((op == OP_TIMEOUT || op == OP_CONNECT) &&
         e2b_parse_timeout(a->body, op == OP_TIMEOUT, &t_s, &err) < 0) {
-        reply_error(a, err);
+        reply_error(a->req, err);
         e2b_call_unref(&sc->c);
         return;
     }
     sc->timeout_usec = t_s * USEC_PER_SEC;
-    if (e2b_call(a->e, &sc->c, sandbox_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0)
-        reply_error(a, err);
-    else if (sc->answer)
-        http_respond_json(a->req, 200, TAKE_PTR(sc->answer));
-    else
-        reply_no_content(a);
-    e2b_call_unref(&sc->c);
+    e2b_post(a->e, a->req, &sc->c, sandbox_on_loop, sandbox_reply, E2B_CALL_TIMEOUT_USEC);
 }
 
 static void
@@ -542,13 +227,13 @@ route_refresh(ApiReq *a)
 static void
 route_create_v1(ApiReq *a)
 {
-    route_create(a, false);
+    e2b_create(a->e, a->req, a->tenant, a->body, false);
 }
 
 static void
 route_create_v2(ApiReq *a)
 {
-    route_create(a, true);
+    e2b_create(a->e, a->req, a->tenant, a->body, true);
 }
 
 /* ------------------------------------------------------------------ list */
@@ -652,22 +337,32 @@ list_filters(ApiReq *a, ListCall *lc, Error **errp)
 }
 
 static void
+list_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    ListCall *lc = (ListCall *) c;
+    if (err) {
+        reply_error(req, err);
+        return;
+    }
+    if (lc->next[0])
+        http_response_header(req, "X-Next-Token", lc->next);
+    http_respond_json(req, 200, TAKE_PTR(lc->answer));
+}
+
+static void
 route_list(ApiReq *a)
 {
     _cleanup_error_ Error *err = NULL;
     ListCall *lc = e2b_call_new(sizeof(*lc), list_call_free);
 
-    if (!lc || list_filters(a, lc, &err) < 0 ||
-        e2b_call(a->e, &lc->c, list_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0) {
+    if (!lc || list_filters(a, lc, &err) < 0) {
         if (!err)
             error_set(&err, E_INTERNAL, ENOMEM, "list");
-        reply_error(a, err);
-    } else {
-        if (lc->next[0])
-            http_response_header(a->req, "X-Next-Token", lc->next);
-        http_respond_json(a->req, 200, TAKE_PTR(lc->answer));
+        reply_error(a->req, err);
+        e2b_call_unref(lc ? &lc->c : NULL);
+        return;
     }
-    e2b_call_unref(lc ? &lc->c : NULL);
+    e2b_post(a->e, a->req, &lc->c, list_on_loop, list_reply, E2B_CALL_TIMEOUT_USEC);
 }
 
 /* ------------------------------------------------------------------ the rest */
@@ -681,7 +376,7 @@ route_health(ApiReq *a)
 static void
 route_unsupported(ApiReq *a)
 {
-    reply_status(a, 501,
+    reply_status(a->req, 501,
                  "not supported by Stockade: a sandbox's guest is used once and "
                  "destroyed (no pause, resume, snapshots or forks), and it has no metrics, logs "
                  "or network settings here (hostd/e2b/README.md)");
@@ -778,7 +473,7 @@ e2b_api_guard(HttpRequest *req, void *userdata)
     http_strv_free(a.seg);
     if (!err)
         return true;
-    reply_error(&a, err);
+    reply_error(a.req, err);
     return false;
 }
 
@@ -792,9 +487,9 @@ e2b_api_handle(HttpRequest *req, void *userdata)
     if (!err && r)
         (void) parse_body(&a, &err);
     if (err)
-        reply_error(&a, err);
+        reply_error(a.req, err);
     else if (!r)
-        reply_status(&a, 404, "no such endpoint in Stockade's E2B API");
+        reply_status(a.req, 404, "no such endpoint in Stockade's E2B API");
     else
         r->fn(&a);
     http_strv_free(a.seg);

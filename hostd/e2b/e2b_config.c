@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "e2b.h"
+#include "e2b_config.h"
 #include "timeutil.h"
 
 #define TEMPLATE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:"

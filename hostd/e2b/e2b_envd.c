@@ -42,12 +42,7 @@ e2b_rpc_error(HttpRequest *req, const Error *err)
 void
 e2b_files_error(HttpRequest *req, const Error *err)
 {
-    static const unsigned status[_E_CATEGORY_MAX] = {
-        [E_INTERNAL] = 500,    [E_INVALID] = 400,  [E_UNAUTHORIZED] = 401, [E_FORBIDDEN] = 403,
-        [E_NOT_FOUND] = 404,   [E_CONFLICT] = 409, [E_TOO_LARGE] = 413,    [E_QUOTA] = 429,
-        [E_UNAVAILABLE] = 503, [E_TIMEOUT] = 504,  [E_GUEST] = 502,        [E_IO] = 500,
-    };
-    unsigned st = (unsigned) err->category < _E_CATEGORY_MAX ? status[err->category] : 500;
+    unsigned st = http_status_for_category(err->category);
     http_respond_json(req, st, e2b_render_api_error(st, err->message));
 }
 
@@ -253,6 +248,15 @@ proc_parse(ProcCall *pc, json_t *msg, Error **errp)
 }
 
 static void
+proc_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    if (err)
+        e2b_rpc_error(req, err);
+    else
+        e2b_rpc_reply(req, TAKE_PTR(((ProcCall *) c)->answer));
+}
+
+static void
 proc_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg, ProcOp op)
 {
     _cleanup_error_ Error *err = NULL;
@@ -265,12 +269,12 @@ proc_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg, ProcOp op)
     pc->op = op;
     pc->auth = *auth;
     *auth = (E2bEnvdAuth){0}; /* the call owns the strings now */
-    if (proc_parse(pc, msg, &err) < 0 ||
-        e2b_call(e, &pc->c, proc_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0)
+    if (proc_parse(pc, msg, &err) < 0) {
         e2b_rpc_error(req, err);
-    else
-        e2b_rpc_reply(req, TAKE_PTR(pc->answer));
-    e2b_call_unref(&pc->c);
+        e2b_call_unref(&pc->c);
+        return;
+    }
+    e2b_post(e, req, &pc->c, proc_on_loop, proc_reply, E2B_CALL_TIMEOUT_USEC);
 }
 
 static void
@@ -324,9 +328,18 @@ health_on_loop(E2bCall *c)
 }
 
 static void
+health_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    (void) c;
+    if (err)
+        e2b_files_error(req, err);
+    else
+        http_respond_bytes(req, 204, NULL, NULL, 0);
+}
+
+static void
 envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
 {
-    _cleanup_error_ Error *err = NULL;
     HealthCall *hc = e2b_call_new(sizeof(*hc), health_call_free);
     if (!hc) {
         http_respond_bytes(req, 500, NULL, NULL, 0);
@@ -334,11 +347,7 @@ envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
     }
     hc->auth = *auth;
     *auth = (E2bEnvdAuth){0};
-    if (e2b_call(e, &hc->c, health_on_loop, E2B_CALL_TIMEOUT_USEC, &err) < 0)
-        e2b_files_error(req, err);
-    else
-        http_respond_bytes(req, 204, NULL, NULL, 0);
-    e2b_call_unref(&hc->c);
+    e2b_post(e, req, &hc->c, health_on_loop, health_reply, E2B_CALL_TIMEOUT_USEC);
 }
 
 /* ------------------------------------------------------------------ heads with a body */

@@ -3,7 +3,12 @@
  * /home/user, "~" and relative paths name it too (e2b_wire.h). Uploads are multipart (one
  * part per file, its filename the destination, a "path" query winning for a single file) or,
  * for clients that send it, a raw application/octet-stream body with a "path" query;
- * compressed bodies are refused. */
+ * compressed bodies are refused.
+ *
+ * The handler checks what it can without the guest and posts one job to the loop, which runs
+ * its round trips one after another (each checks the sandbox again, as the guest may be gone)
+ * and answers: MakeDir is stat, mkdir, stat; Move is move, stat; an upload is one put per
+ * part; ListDir lists depth first. Nothing waits in a handler. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,227 +18,78 @@
 
 #define LIST_DEPTH_MAX 16 /* ListDir depth; entries are capped at LIST_MAX_ENTRIES in total */
 
-/* ------------------------------------------------------------------ one round trip */
+typedef enum { JOB_GET, JOB_PUT, JOB_STAT, JOB_MKDIR, JOB_MOVE, JOB_REMOVE, JOB_LIST } JobKind;
 
-typedef enum { FILE_GET, FILE_PUT, FILE_FS } FileOp;
-
-typedef struct FileCall {
-    E2bCall c;
-    E2bEnvdAuth auth; /* borrowed from the handler: used by fn's synchronous part only */
-    FileOp op;
-    SessionsFsKind fs_kind;
-    const char *path, *path2;
-    const uint8_t *data; /* FILE_PUT: borrowed, sessions_file_put() copies */
+/* One part of an upload: where it goes and its bytes (the request's body: the job holds the
+ * request until it is released, and sessions_file_put() copies). */
+typedef struct PutStep {
+    char *rel, *name, *shown;
+    const uint8_t *data;
     size_t len;
-    /* out */
-    uint8_t *got;
-    size_t got_len;
+} PutStep;
+
+/* A directory ListDir is listing: its entries, and the next one to look at. */
+typedef struct ListFrame {
+    E2bPath dir;
+    unsigned depth;
     SessionsFsEntry *entries;
+    size_t n, next;
+} ListFrame;
+
+typedef struct FilesJob {
+    E2bCall c;
+    E2bEnvdAuth auth;
+    JobKind kind;
+    int stage;
+    E2bPath p, to; /* the path; MOVE: from p to to */
+    /* JOB_PUT */
+    PutStep *puts;
+    size_t n_puts, next_put;
+    Error *after_puts; /* what the upload met after its last good part, answered then */
+    json_t *infos;
+    /* JOB_LIST */
+    unsigned depth;
+    ListFrame frames[LIST_DEPTH_MAX];
+    size_t n_frames;
+    /* out */
+    uint8_t *got; /* JOB_GET */
+    size_t got_len;
+    SessionsFsEntry *entries; /* the last FsOp's */
     size_t n_entries;
-    bool truncated;
-} FileCall;
+    bool exists; /* JOB_MKDIR: the path was there already */
+    json_t *out; /* the RPC's answer */
+} FilesJob;
 
 static void
-file_call_free(E2bCall *c)
+job_free(E2bCall *c)
 {
-    FileCall *fc = (FileCall *) c;
-    free(fc->got);
-    sessions_fs_entries_free(fc->entries, fc->n_entries);
+    FilesJob *j = (FilesJob *) c;
+    e2b_envd_auth_clear(&j->auth);
+    for (size_t i = 0; i < j->n_puts; i++)
+        free(j->puts[i].rel), free(j->puts[i].name), free(j->puts[i].shown);
+    free(j->puts);
+    error_free(j->after_puts);
+    json_decref(j->infos);
+    for (size_t i = 0; i < j->n_frames; i++)
+        sessions_fs_entries_free(j->frames[i].entries, j->frames[i].n);
+    free(j->got);
+    sessions_fs_entries_free(j->entries, j->n_entries);
+    json_decref(j->out);
 }
 
-static void
-put_done(void *userdata, const Error *err)
+static FilesJob *
+job_new(JobKind kind, E2bEnvdAuth *auth)
 {
-    e2b_call_done(userdata, err);
+    FilesJob *j = e2b_call_new(sizeof(*j), job_free);
+    if (!j)
+        return NULL;
+    j->kind = kind;
+    j->auth = *auth;
+    *auth = (E2bEnvdAuth){0}; /* the job owns the strings now */
+    return j;
 }
 
-static void
-get_done(void *userdata, const Error *err, uint8_t *data, size_t len)
-{
-    FileCall *fc = userdata;
-    fc->got = data;
-    fc->got_len = len;
-    e2b_call_done(&fc->c, err);
-}
-
-static void
-fs_done(void *userdata, const Error *err, SessionsFsEntry *entries, size_t n, bool truncated)
-{
-    FileCall *fc = userdata;
-    fc->entries = entries;
-    fc->n_entries = n;
-    fc->truncated = truncated;
-    e2b_call_done(&fc->c, err);
-}
-
-static void
-file_on_loop(E2bCall *c)
-{
-    FileCall *fc = (FileCall *) c;
-    _cleanup_error_ Error *err = NULL;
-    E2bSandbox *sb = e2b_envd_sandbox(c->e, &fc->auth, &err);
-    Sessions *s = c->e->d.sessions;
-    int r = -1;
-
-    if (sb && fc->op == FILE_GET)
-        r = sessions_file_get(s, NULL, sb->session_id, fc->path, E2B_FILE_GET_MAX_BYTES, get_done,
-                              fc, &err);
-    else if (sb && fc->op == FILE_PUT)
-        r = sessions_file_put(s, NULL, sb->session_id, fc->path, fc->data, fc->len, 0644, put_done,
-                              fc, &err);
-    else if (sb)
-        r = sessions_fs_op(s, NULL, sb->session_id, fc->fs_kind, fc->path, fc->path2, fs_done, fc,
-                           &err);
-    if (r < 0)
-        e2b_call_done(c, err); /* else the round trip's callback does */
-}
-
-/* One round trip; on success the caller reads and then unrefs *ret. The auth's strings stay
- * the handler's: fn reads them only in its synchronous part (see e2b_call()). */
-static int
-file_call(E2b *e, const E2bEnvdAuth *auth, const FileCall *proto, FileCall **ret, Error **errp)
-{
-    FileCall *fc = e2b_call_new(sizeof(*fc), file_call_free);
-    if (!fc)
-        return error_set(errp, E_INTERNAL, ENOMEM, "file call");
-    E2bCall head = fc->c;
-    *fc = *proto;
-    fc->c = head;
-    fc->auth = *auth;
-    int r = e2b_call(e, &fc->c, file_on_loop, E2B_CALL_TIMEOUT_USEC, errp);
-    explicit_bzero(fc->auth.token, sizeof(fc->auth.token));
-    fc->auth.sig_prefix = fc->auth.sig_suffix = NULL; /* borrowed: not freed with the call */
-    if (r < 0) {
-        e2b_call_unref(&fc->c);
-        return -1;
-    }
-    *ret = fc;
-    return 0;
-}
-
-static int
-fs_call(E2b *e, const E2bEnvdAuth *auth, SessionsFsKind kind, const char *path, const char *path2,
-        FileCall **ret, Error **errp)
-{
-    FileCall proto = {.op = FILE_FS, .fs_kind = kind, .path = path, .path2 = path2};
-    return file_call(e, auth, &proto, ret, errp);
-}
-
-/* ------------------------------------------------------------------ /files */
-
-void
-e2b_files_get(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
-{
-    _cleanup_error_ Error *err = NULL;
-    const char *path = http_query(req, "path"), *why = NULL;
-    E2bPath p;
-    FileCall *fc = NULL;
-
-    if (!path || e2b_path_map(path, false, &p, &why) < 0) {
-        error_set(&err, E_INVALID, 0, "path: %s", why ? why : "required");
-        e2b_files_error(req, err);
-        return;
-    }
-    FileCall proto = {.op = FILE_GET, .path = p.rel};
-    if (file_call(e, auth, &proto, &fc, &err) < 0) {
-        e2b_files_error(req, err);
-        return;
-    }
-    http_respond_bytes(req, 200, "application/octet-stream", fc->got, fc->got_len);
-    e2b_call_unref(&fc->c);
-}
-
-/* Writes one file; appends its WriteInfo to infos. */
-static int
-put_one(E2b *e, E2bEnvdAuth *auth, const char *dest, const uint8_t *data, size_t len, json_t *infos,
-        Error **errp)
-{
-    const char *why = NULL;
-    char shown[PATH_MAX_BYTES + 64];
-    E2bPath p;
-    FileCall *fc = NULL;
-
-    if (e2b_path_map(dest, false, &p, &why) < 0 ||
-        e2b_path_show(&p, NULL, shown, sizeof(shown)) < 0)
-        return error_set(errp, E_INVALID, 0, "%.200s: %s", dest, why ? why : "too long");
-    FileCall proto = {.op = FILE_PUT, .path = p.rel, .data = data, .len = len};
-    if (file_call(e, auth, &proto, &fc, errp) < 0)
-        return -1;
-    e2b_call_unref(&fc->c);
-    const char *base = strrchr(p.rel, '/');
-    json_array_append_new(infos, e2b_render_write_info(base ? base + 1 : p.rel, shown));
-    return 0;
-}
-
-static int
-post_multipart(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, const char *boundary, json_t *infos,
-               Error **errp)
-{
-    const char *query_path = http_query(req, "path");
-    size_t len;
-    const uint8_t *body = http_body(req, &len);
-    MultipartReader r;
-    MultipartPart part;
-    int k;
-    unsigned files = 0;
-
-    multipart_reader_init(&r, body, len, boundary);
-    while ((k = multipart_next(&r, &part)) > 0) {
-        if (strcmp(part.name, "file") != 0)
-            continue;
-        const char *dest = query_path && query_path[0] ? query_path : part.filename;
-        if (!dest[0])
-            return error_set(errp, E_INVALID, 0,
-                             "a file part needs a filename (its path) or a "
-                             "path query");
-        if (++files > 1 && query_path && query_path[0])
-            return error_set(errp, E_INVALID, 0,
-                             "a path query names one file; this upload "
-                             "has several");
-        if (put_one(e, auth, dest, part.data, part.len, infos, errp) < 0)
-            return -1;
-    }
-    if (k < 0)
-        return error_set(errp, E_INVALID, 0, "multipart body: %s", r.why);
-    if (files == 0)
-        return error_set(errp, E_INVALID, 0, "the upload has no part named \"file\"");
-    return 0;
-}
-
-void
-e2b_files_post(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
-{
-    _cleanup_error_ Error *err = NULL;
-    const char *ctype = http_header(req, "Content-Type"),
-               *enc = http_header(req, "Content-Encoding");
-    const char *path = http_query(req, "path");
-    char boundary[MULTIPART_BOUNDARY_MAX_BYTES + 1];
-    json_t *infos = json_array();
-    size_t len;
-    const uint8_t *body = http_body(req, &len);
-
-    if (enc && strcmp(enc, "identity") != 0)
-        error_set(&err, E_INVALID, 0,
-                  "Content-Encoding %.32s is not supported: send the file "
-                  "uncompressed",
-                  enc);
-    else if (ctype && multipart_boundary(ctype, boundary) == 0)
-        (void) post_multipart(e, req, auth, boundary, infos, &err);
-    else if (ctype && strncmp(ctype, "application/octet-stream", 24) == 0 && path)
-        (void) put_one(e, auth, path, body, len, infos, &err);
-    else
-        error_set(&err, E_INVALID, 0,
-                  "the body must be multipart/form-data (field \"file\"), "
-                  "or application/octet-stream with a path query");
-    if (err) {
-        json_decref(infos);
-        e2b_files_error(req, err);
-        return;
-    }
-    http_respond_json(req, 200, infos);
-}
-
-/* ------------------------------------------------------------------ filesystem calls */
+/* ------------------------------------------------------------------ filesystem entries */
 
 static E2bFileType
 file_type(SessionsFsType t)
@@ -258,6 +114,432 @@ entry_json(const SessionsFsEntry *en, const char *shown)
     return e2b_render_entry(&x, shown);
 }
 
+/* ------------------------------------------------------------------ round trips (loop) */
+
+/* What a step did: started a round trip (its callback steps on), finished the job (with or
+ * without an error), or could not start one (its error is then the step's input, as if the
+ * round trip had failed). */
+enum { JOB_DONE, JOB_STARTED, JOB_RETRY };
+#define TRIP(r) ((r) < 0 ? JOB_RETRY : JOB_STARTED)
+
+static void job_step(FilesJob *j, const Error *prev);
+
+static void
+put_done(void *userdata, const Error *err)
+{
+    job_step(userdata, err);
+}
+
+static void
+get_done(void *userdata, const Error *err, uint8_t *data, size_t len)
+{
+    FilesJob *j = userdata;
+    j->got = data;
+    j->got_len = len;
+    job_step(j, err);
+}
+
+static void
+fs_done(void *userdata, const Error *err, SessionsFsEntry *entries, size_t n, bool truncated)
+{
+    FilesJob *j = userdata;
+    (void) truncated;
+    sessions_fs_entries_free(j->entries, j->n_entries);
+    j->entries = entries;
+    j->n_entries = n;
+    job_step(j, err);
+}
+
+/* The running sandbox's session (checked before every round trip). */
+static const char *
+job_session(FilesJob *j, Error **errp)
+{
+    E2bSandbox *sb = e2b_envd_sandbox(j->c.e, &j->auth, errp);
+    return sb ? sb->session_id : NULL;
+}
+
+/* Starts one round trip: its callback steps the job on. -1: it could not start (*errp). */
+static int
+job_fs(FilesJob *j, SessionsFsKind kind, const char *path, const char *path2, Error **errp)
+{
+    const char *id = job_session(j, errp);
+    return id ? sessions_fs_op(j->c.e->d.sessions, NULL, id, kind, path, path2, fs_done, j, errp)
+              : -1;
+}
+
+static int
+job_put(FilesJob *j, const PutStep *ps, Error **errp)
+{
+    const char *id = job_session(j, errp);
+    return id ? sessions_file_put(j->c.e->d.sessions, NULL, id, ps->rel, ps->data, ps->len, 0644,
+                                  put_done, j, errp)
+              : -1;
+}
+
+static int
+job_get(FilesJob *j, Error **errp)
+{
+    const char *id = job_session(j, errp);
+    return id ? sessions_file_get(j->c.e->d.sessions, NULL, id, j->p.rel, E2B_FILE_GET_MAX_BYTES,
+                                  get_done, j, errp)
+              : -1;
+}
+
+/* The STAT just done of p, as {"entry": EntryInfo}. */
+static int
+stat_out(FilesJob *j, const E2bPath *p, Error **errp)
+{
+    char shown[PATH_MAX_BYTES + 64];
+    if (e2b_path_show(p, NULL, shown, sizeof(shown)) < 0)
+        return error_set(errp, E_INVALID, 0, "the path is too long");
+    if (j->n_entries != 1)
+        return error_set(errp, E_GUEST, 0, "the guest's stat was empty");
+    j->out = json_pack("{s:o}", "entry", entry_json(&j->entries[0], shown));
+    return 0;
+}
+
+/* A STAT of p unless its shown form does not fit (checked first, as it is answered). */
+static int
+job_stat(FilesJob *j, const E2bPath *p, Error **errp)
+{
+    char shown[PATH_MAX_BYTES + 64];
+    if (e2b_path_show(p, NULL, shown, sizeof(shown)) < 0)
+        return error_set(errp, E_INVALID, 0, "the path is too long");
+    return job_fs(j, SESSIONS_FS_STAT, p->rel, NULL, errp);
+}
+
+/* ------------------------------------------------------------------ the steps (loop) */
+
+static int
+list_push(FilesJob *j, const E2bPath *dir, unsigned depth, Error **errp)
+{
+    ListFrame *f = &j->frames[j->n_frames++];
+    *f = (ListFrame){.dir = *dir, .depth = depth};
+    return TRIP(job_fs(j, SESSIONS_FS_LIST, dir->rel, NULL, errp));
+}
+
+/* The top frame's entries from its next one on, appended to the answer; a subdirectory (while
+ * depth allows) is listed before its later siblings, as a recursive walk would. */
+static int
+list_walk(FilesJob *j, Error **errp)
+{
+    json_t *out = json_object_get(j->out, "entries");
+    while (j->n_frames > 0) {
+        ListFrame *f = &j->frames[j->n_frames - 1];
+        while (f->next < f->n) {
+            const SessionsFsEntry *en = &f->entries[f->next++];
+            char shown[PATH_MAX_BYTES + 64];
+            E2bPath child = {.base = f->dir.base};
+            int n = snprintf(child.rel, sizeof(child.rel), "%s%s%s", f->dir.rel,
+                             f->dir.rel[0] ? "/" : "", en->name);
+            if (n < 0 || (size_t) n >= sizeof(child.rel) || strchr(en->name, '/') ||
+                e2b_path_show(&child, NULL, shown, sizeof(shown)) < 0)
+                continue; /* a name the guest should not have sent, or too deep to show */
+            if (json_array_size(out) >= LIST_MAX_ENTRIES)
+                break;
+            json_array_append_new(out, entry_json(en, shown));
+            if (en->type == SESSIONS_FS_DIR && f->depth > 1)
+                return list_push(j, &child, f->depth - 1, errp);
+        }
+        sessions_fs_entries_free(f->entries, f->n);
+        j->n_frames--;
+    }
+    return JOB_DONE;
+}
+
+static int
+step_list(FilesJob *j, Error **errp)
+{
+    if (j->stage++ == 0) {
+        if ((j->out = json_pack("{s:[]}", "entries")))
+            return list_push(j, &j->p, j->depth, errp);
+        error_set(errp, E_INTERNAL, ENOMEM, "list");
+        return JOB_DONE;
+    }
+    ListFrame *f = &j->frames[j->n_frames - 1]; /* the listing that came back is its */
+    f->entries = TAKE_PTR(j->entries);
+    f->n = j->n_entries;
+    j->n_entries = 0;
+    return list_walk(j, errp);
+}
+
+static int
+step_put(FilesJob *j, Error **errp)
+{
+    if (j->stage++ > 0) { /* the part before went in */
+        const PutStep *ps = &j->puts[j->next_put - 1];
+        json_array_append_new(j->infos, e2b_render_write_info(ps->name, ps->shown));
+    }
+    if (j->next_put < j->n_puts)
+        return TRIP(job_put(j, &j->puts[j->next_put++], errp));
+    if (j->after_puts)
+        error_set(errp, j->after_puts->category, 0, "%s", j->after_puts->message);
+    return JOB_DONE;
+}
+
+/* stat; if it is there: already exists; if not: mkdir, then stat for the answer. */
+static int
+step_mkdir(FilesJob *j, const Error *prev, Error **errp)
+{
+    if (prev && j->stage != 1) { /* only the first stat may fail and go on */
+        error_set(errp, prev->category, 0, "%s", prev->message);
+        return JOB_DONE;
+    }
+    switch (j->stage++) {
+    case 0:
+        return TRIP(job_stat(j, &j->p, errp));
+    case 1:
+        if (!prev) {
+            j->exists = stat_out(j, &j->p, errp) == 0;
+            return JOB_DONE;
+        }
+        if (prev->category != E_NOT_FOUND) {
+            error_set(errp, prev->category, 0, "%s", prev->message);
+            return JOB_DONE;
+        }
+        return TRIP(job_fs(j, SESSIONS_FS_MKDIR, j->p.rel, NULL, errp));
+    case 2:
+        return TRIP(job_stat(j, &j->p, errp));
+    default:
+        (void) stat_out(j, &j->p, errp);
+        return JOB_DONE;
+    }
+}
+
+static int
+step_other(FilesJob *j, Error **errp)
+{
+    int stage = j->stage++;
+    switch (j->kind) {
+    case JOB_GET:
+        return stage == 0 ? TRIP(job_get(j, errp)) : JOB_DONE;
+    case JOB_STAT:
+        if (stage == 0)
+            return TRIP(job_stat(j, &j->p, errp));
+        (void) stat_out(j, &j->p, errp);
+        return JOB_DONE;
+    case JOB_MOVE:
+        if (stage == 0)
+            return TRIP(job_fs(j, SESSIONS_FS_MOVE, j->p.rel, j->to.rel, errp));
+        if (stage == 1)
+            return TRIP(job_stat(j, &j->to, errp));
+        (void) stat_out(j, &j->to, errp);
+        return JOB_DONE;
+    case JOB_REMOVE:
+        return stage == 0 ? TRIP(job_fs(j, SESSIONS_FS_REMOVE, j->p.rel, NULL, errp)) : JOB_DONE;
+    default:
+        error_set(errp, E_INTERNAL, 0, "files job");
+        return JOB_DONE;
+    }
+}
+
+/* The next step, given what the round trip before it said (prev). Only MakeDir's first stat
+ * may fail and go on. */
+static int
+job_next(FilesJob *j, const Error *prev, Error **errp)
+{
+    if (j->kind == JOB_MKDIR)
+        return step_mkdir(j, prev, errp);
+    if (prev) {
+        error_set(errp, prev->category, 0, "%s", prev->message);
+        return JOB_DONE;
+    }
+    if (j->kind == JOB_PUT)
+        return step_put(j, errp);
+    if (j->kind == JOB_LIST)
+        return step_list(j, errp);
+    return step_other(j, errp);
+}
+
+static void
+job_step(FilesJob *j, const Error *prev)
+{
+    Error *held = NULL; /* a round trip that could not start: the next step's input */
+    for (;;) {
+        Error *err = NULL;
+        int r = job_next(j, prev, &err);
+        error_free(held);
+        if (r == JOB_RETRY) {
+            prev = held = err;
+            continue;
+        }
+        if (r == JOB_DONE)
+            e2b_call_done(&j->c, err); /* may free j */
+        error_free(err);
+        return;
+    }
+}
+
+static void
+job_on_loop(E2bCall *c)
+{
+    job_step((FilesJob *) c, NULL);
+}
+
+static void
+job_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    FilesJob *j = (FilesJob *) c;
+    if (j->kind == JOB_GET || j->kind == JOB_PUT) {
+        if (err)
+            e2b_files_error(req, err);
+        else if (j->kind == JOB_GET)
+            http_respond_bytes(req, 200, "application/octet-stream", j->got, j->got_len);
+        else
+            http_respond_json(req, 200, TAKE_PTR(j->infos));
+    } else if (err) {
+        e2b_rpc_error(req, err);
+    } else if (j->exists) {
+        e2b_rpc_errorf(req, CONNECT_ALREADY_EXISTS, "the path already exists");
+    } else {
+        e2b_rpc_reply(req, TAKE_PTR(j->out));
+    }
+}
+
+/* Posts j; each round trip is bounded on its own (sessions), trips bounds the whole. */
+static void
+job_post(E2b *e, HttpRequest *req, FilesJob *j, size_t trips)
+{
+    e2b_post(e, req, &j->c, job_on_loop, job_reply, E2B_CALL_TIMEOUT_USEC * MAX(trips, 1));
+}
+
+/* Answers err for a job that never went to the loop. Takes j. */
+static void
+job_refuse(HttpRequest *req, FilesJob *j, bool rpc, const Error *err)
+{
+    Error oom = {.category = E_INTERNAL};
+    snprintf(oom.message, sizeof(oom.message), "out of memory");
+    if (!err)
+        err = &oom;
+    if (rpc)
+        e2b_rpc_error(req, err);
+    else
+        e2b_files_error(req, err);
+    e2b_call_unref(j ? &j->c : NULL);
+}
+
+/* ------------------------------------------------------------------ /files */
+
+void
+e2b_files_get(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
+{
+    _cleanup_error_ Error *err = NULL;
+    const char *path = http_query(req, "path"), *why = NULL;
+    FilesJob *j = job_new(JOB_GET, auth);
+
+    if (!j) {
+        job_refuse(req, NULL, false, NULL);
+        return;
+    }
+    if (!path || e2b_path_map(path, false, &j->p, &why) < 0) {
+        error_set(&err, E_INVALID, 0, "path: %s", why ? why : "required");
+        job_refuse(req, j, false, err);
+        return;
+    }
+    job_post(e, req, j, 1);
+}
+
+/* One file of the upload, checked; its put comes later, on the loop. */
+static int
+put_add(FilesJob *j, const char *dest, const uint8_t *data, size_t len, Error **errp)
+{
+    const char *why = NULL, *base;
+    char shown[PATH_MAX_BYTES + 64];
+    E2bPath p;
+    PutStep *ps;
+
+    if (e2b_path_map(dest, false, &p, &why) < 0 ||
+        e2b_path_show(&p, NULL, shown, sizeof(shown)) < 0)
+        return error_set(errp, E_INVALID, 0, "%.200s: %s", dest, why ? why : "too long");
+    if (!(ps = realloc(j->puts, (j->n_puts + 1) * sizeof(*ps))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "upload");
+    j->puts = ps;
+    ps = &j->puts[j->n_puts];
+    base = strrchr(p.rel, '/');
+    *ps = (PutStep){.rel = strdup(p.rel),
+                    .name = strdup(base ? base + 1 : p.rel),
+                    .shown = strdup(shown),
+                    .data = data,
+                    .len = len};
+    j->n_puts++;
+    if (!ps->rel || !ps->name || !ps->shown)
+        return error_set(errp, E_INTERNAL, ENOMEM, "upload");
+    return 0;
+}
+
+/* The parts to put, in order, until the first one that cannot be (its error is answered
+ * after the parts before it went in, as when they were put one by one). */
+static int
+post_multipart(FilesJob *j, HttpRequest *req, const char *boundary, Error **errp)
+{
+    const char *query_path = http_query(req, "path");
+    size_t len;
+    const uint8_t *body = http_body(req, &len);
+    MultipartReader r;
+    MultipartPart part;
+    int k;
+    unsigned files = 0;
+
+    multipart_reader_init(&r, body, len, boundary);
+    while ((k = multipart_next(&r, &part)) > 0) {
+        if (strcmp(part.name, "file") != 0)
+            continue;
+        const char *dest = query_path && query_path[0] ? query_path : part.filename;
+        if (!dest[0])
+            return error_set(errp, E_INVALID, 0,
+                             "a file part needs a filename (its path) or a "
+                             "path query");
+        if (++files > 1 && query_path && query_path[0])
+            return error_set(errp, E_INVALID, 0,
+                             "a path query names one file; this upload "
+                             "has several");
+        if (put_add(j, dest, part.data, part.len, errp) < 0)
+            return -1;
+    }
+    if (k < 0)
+        return error_set(errp, E_INVALID, 0, "multipart body: %s", r.why);
+    if (files == 0)
+        return error_set(errp, E_INVALID, 0, "the upload has no part named \"file\"");
+    return 0;
+}
+
+void
+e2b_files_post(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
+{
+    const char *ctype = http_header(req, "Content-Type"),
+               *enc = http_header(req, "Content-Encoding");
+    const char *path = http_query(req, "path");
+    char boundary[MULTIPART_BOUNDARY_MAX_BYTES + 1];
+    size_t len;
+    const uint8_t *body = http_body(req, &len);
+    FilesJob *j = job_new(JOB_PUT, auth);
+
+    if (!j || !(j->infos = json_array())) {
+        job_refuse(req, j, false, NULL);
+        return;
+    }
+    if (enc && strcmp(enc, "identity") != 0)
+        error_set(&j->after_puts, E_INVALID, 0,
+                  "Content-Encoding %.32s is not supported: send the file "
+                  "uncompressed",
+                  enc);
+    else if (ctype && multipart_boundary(ctype, boundary) == 0)
+        (void) post_multipart(j, req, boundary, &j->after_puts);
+    else if (ctype && strncmp(ctype, "application/octet-stream", 24) == 0 && path)
+        (void) put_add(j, path, body, len, &j->after_puts);
+    else
+        error_set(&j->after_puts, E_INVALID, 0,
+                  "the body must be multipart/form-data (field \"file\"), "
+                  "or application/octet-stream with a path query");
+    if (j->after_puts && j->n_puts == 0) {
+        job_refuse(req, j, false, j->after_puts);
+        return;
+    }
+    job_post(e, req, j, j->n_puts);
+}
+
+/* ------------------------------------------------------------------ filesystem calls */
+
 /* The mapped path of the request's field (E_INVALID naming it). */
 static int
 msg_path(json_t *msg, const char *field, bool allow_root, E2bPath *ret, Error **errp)
@@ -269,127 +551,49 @@ msg_path(json_t *msg, const char *field, bool allow_root, E2bPath *ret, Error **
     return 0;
 }
 
-/* STAT of p, answered as {"entry": EntryInfo}. */
-static int
-stat_entry(E2b *e, const E2bEnvdAuth *auth, const E2bPath *p, json_t **ret, Error **errp)
+/* A filesystem call on the path in msg's "path" (and MOVE's destination). */
+static void
+fs_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg, JobKind kind)
 {
-    char shown[PATH_MAX_BYTES + 64];
-    FileCall *fc = NULL;
-    if (e2b_path_show(p, NULL, shown, sizeof(shown)) < 0)
-        return error_set(errp, E_INVALID, 0, "the path is too long");
-    if (fs_call(e, auth, SESSIONS_FS_STAT, p->rel, NULL, &fc, errp) < 0)
-        return -1;
-    int r = fc->n_entries == 1 ? 0 : error_set(errp, E_GUEST, 0, "the guest's stat was empty");
-    if (r == 0)
-        *ret = json_pack("{s:o}", "entry", entry_json(&fc->entries[0], shown));
-    e2b_call_unref(&fc->c);
-    return r;
+    _cleanup_error_ Error *err = NULL;
+    FilesJob *j = job_new(kind, auth);
+    bool root = kind == JOB_STAT || kind == JOB_LIST;
+
+    if (!j) {
+        job_refuse(req, NULL, true, NULL);
+        return;
+    }
+    if (kind == JOB_MOVE ? msg_path(msg, "source", false, &j->p, &err) < 0 ||
+                               msg_path(msg, "destination", false, &j->to, &err) < 0
+                         : msg_path(msg, "path", root, &j->p, &err) < 0) {
+        job_refuse(req, j, true, err);
+        return;
+    }
+    job_post(e, req, j, kind == JOB_MKDIR ? 3 : kind == JOB_MOVE ? 2 : 1); /* round trips */
 }
 
 void
 e2b_fs_stat(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
-    _cleanup_error_ Error *err = NULL;
-    E2bPath p;
-    json_t *out = NULL;
-    if (msg_path(msg, "path", true, &p, &err) < 0 || stat_entry(e, auth, &p, &out, &err) < 0)
-        e2b_rpc_error(req, err);
-    else
-        e2b_rpc_reply(req, out);
+    fs_rpc(e, req, auth, msg, JOB_STAT);
 }
 
 void
 e2b_fs_make_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
-    _cleanup_error_ Error *err = NULL;
-    E2bPath p;
-    json_t *out = NULL;
-    FileCall *fc = NULL;
-
-    if (msg_path(msg, "path", false, &p, &err) < 0) {
-        e2b_rpc_error(req, err);
-        return;
-    }
-    if (stat_entry(e, auth, &p, &out, &err) == 0) { /* envd: an existing path is a conflict */
-        json_decref(out);
-        e2b_rpc_errorf(req, CONNECT_ALREADY_EXISTS, "the path already exists");
-        return;
-    }
-    if (err->category == E_NOT_FOUND) {
-        error_free(TAKE_PTR(err));
-        if (fs_call(e, auth, SESSIONS_FS_MKDIR, p.rel, NULL, &fc, &err) == 0) {
-            e2b_call_unref(&fc->c);
-            (void) stat_entry(e, auth, &p, &out, &err);
-        }
-    }
-    if (err)
-        e2b_rpc_error(req, err);
-    else
-        e2b_rpc_reply(req, out);
+    fs_rpc(e, req, auth, msg, JOB_MKDIR);
 }
 
 void
 e2b_fs_move(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
-    _cleanup_error_ Error *err = NULL;
-    E2bPath from, to;
-    json_t *out = NULL;
-    FileCall *fc = NULL;
-
-    if (msg_path(msg, "source", false, &from, &err) == 0 &&
-        msg_path(msg, "destination", false, &to, &err) == 0 &&
-        fs_call(e, auth, SESSIONS_FS_MOVE, from.rel, to.rel, &fc, &err) == 0) {
-        e2b_call_unref(&fc->c);
-        (void) stat_entry(e, auth, &to, &out, &err);
-    }
-    if (err)
-        e2b_rpc_error(req, err);
-    else
-        e2b_rpc_reply(req, out);
+    fs_rpc(e, req, auth, msg, JOB_MOVE);
 }
 
 void
 e2b_fs_remove(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
-    _cleanup_error_ Error *err = NULL;
-    E2bPath p;
-    FileCall *fc = NULL;
-    if (msg_path(msg, "path", false, &p, &err) < 0 ||
-        fs_call(e, auth, SESSIONS_FS_REMOVE, p.rel, NULL, &fc, &err) < 0) {
-        e2b_rpc_error(req, err);
-        return;
-    }
-    e2b_call_unref(&fc->c);
-    e2b_rpc_reply(req, NULL);
-}
-
-/* Lists dir (workspace-relative rel, shown as shown) into out, then its subdirectories while
- * depth allows and the total stays under LIST_MAX_ENTRIES. */
-static int
-list_into(E2b *e, const E2bEnvdAuth *auth, const E2bPath *dir, unsigned depth, json_t *out,
-          Error **errp)
-{
-    FileCall *fc = NULL;
-    if (fs_call(e, auth, SESSIONS_FS_LIST, dir->rel, NULL, &fc, errp) < 0)
-        return -1;
-    int r = 0;
-    for (size_t i = 0; i < fc->n_entries && r == 0; i++) {
-        const SessionsFsEntry *en = &fc->entries[i];
-        char shown[PATH_MAX_BYTES + 64];
-        E2bPath child = {.base = dir->base};
-        int n = snprintf(child.rel, sizeof(child.rel), "%s%s%s", dir->rel, dir->rel[0] ? "/" : "",
-                         en->name);
-        if (n < 0 || (size_t) n >= sizeof(child.rel) || strchr(en->name, '/') ||
-            e2b_path_show(&child, NULL, shown, sizeof(shown)) < 0)
-            continue; /* a name the guest should not have sent, or too deep to show */
-        if (json_array_size(out) >= LIST_MAX_ENTRIES)
-            break;
-        json_array_append_new(out, entry_json(en, shown));
-        if (en->type == SESSIONS_FS_DIR && depth > 1)
-            r = list_into(e, auth, &child, depth - 1, out, errp);
-    }
-    e2b_call_unref(&fc->c);
-    return r;
+    fs_rpc(e, req, auth, msg, JOB_REMOVE);
 }
 
 void
@@ -398,19 +602,22 @@ e2b_fs_list_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
     _cleanup_error_ Error *err = NULL;
     json_t *d = json_object_get(msg, "depth");
     json_int_t depth = json_is_integer(d) ? json_integer_value(d) : 1;
-    E2bPath p;
-    json_t *entries = json_array();
+    FilesJob *j = job_new(JOB_LIST, auth);
 
+    if (!j) {
+        job_refuse(req, NULL, true, NULL);
+        return;
+    }
     if (depth == 0)
         depth = 1; /* proto3: an absent uint32 is 0; the SDK sends 1 by default */
     if (depth < 1 || depth > LIST_DEPTH_MAX)
         error_set(&err, E_INVALID, 0, "depth must be 1..%d", LIST_DEPTH_MAX);
-    else if (msg_path(msg, "path", true, &p, &err) == 0)
-        (void) list_into(e, auth, &p, (unsigned) depth, entries, &err);
+    else
+        (void) msg_path(msg, "path", true, &j->p, &err);
     if (err) {
-        json_decref(entries);
-        e2b_rpc_error(req, err);
+        job_refuse(req, j, true, err);
         return;
     }
-    e2b_rpc_reply(req, json_pack("{s:o}", "entries", entries));
+    j->depth = (unsigned) depth;
+    job_post(e, req, j, (size_t) depth);
 }

@@ -1,6 +1,7 @@
 /* Internal to hostd/e2b.
  *   e2b.c         module life cycle, loop calls, the sandbox and process tables
- *   e2b_api.c     the control plane (create, connect, get, list, kill, timeout)
+ *   e2b_api.c     the control plane (connect, get, list, kill, timeout; routes)
+ *   e2b_create.c  sandbox create: admitted on the loop, answered there once the guest runs
  *   e2b_envd.c    the envd face: routing, access tokens, dispatch, unary process calls
  *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
  *   e2b_files.c   /files and the filesystem calls
@@ -63,16 +64,21 @@ struct E2b {
     pthread_mutex_t lock; /* calls' completion, stopping */
     pthread_cond_t cond;
     bool stopping;
-    int stop_fd; /* an eventfd, readable once stopping (for poll-based waits) */
     /* loop thread only */
     E2bSandbox *sandboxes;
     size_t n_sandboxes;
 };
 
-/* A request handed to the loop thread by a handler that waits for it. Operations embed it
- * first in a struct of their own (inputs and outputs) and set free_fn for their fields. */
+/* Work handed to the loop thread. Operations embed it first in a struct of their own (inputs
+ * and outputs) and set free_fn for their fields. Posted with e2b_post() (the handler returns;
+ * reply answers from the loop), or, where the caller cannot go on without the result (the
+ * envd guard: it decides before the body is read), run with e2b_call() (it waits). */
 typedef struct E2bCall E2bCall;
 typedef void (*E2bCallFn)(E2bCall *c);
+/* Answers req: err (the call's, or the layer's E_TIMEOUT / E_UNAVAILABLE), else the call's
+ * outputs. On the loop, or on the connection thread for the layer's errors (fn may then still
+ * run: read only err). Exactly one http_respond_*(). */
+typedef void (*E2bReplyFn)(E2bCall *c, HttpRequest *req, const Error *err);
 struct E2bCall {
     E2b *e;
     E2bCallFn fn;
@@ -80,6 +86,8 @@ struct E2bCall {
     unsigned refs; /* under e->lock: the waiter's, the loop's, and the trampoline's while fn runs */
     bool started, running, cancelled, done; /* under e->lock */
     Error *err;
+    E2bReplyFn reply;  /* e2b_post() */
+    HttpLoopCall *hl;  /* e2b_post(): the loop side's, from fn until e2b_call_done() */
 };
 
 /* Runs fn(c) on the loop thread and waits (this thread only, bounded by timeout_usec and
@@ -90,13 +98,17 @@ struct E2bCall {
  * uses only synchronously (e.g. a request body it passes to sessions_file_put(), which
  * copies) may be borrowed from the request. */
 int e2b_call(E2b *e, E2bCall *c, E2bCallFn fn, uint64_t timeout_usec, Error **errp);
+/* Runs fn(c) on the loop thread for req and returns at once (the handler then returns too):
+ * e2b_call_done() has c->reply answer from the loop; E_TIMEOUT "the sandbox did not answer in
+ * time" after timeout_usec, E_UNAVAILABLE when the daemon stops or the post fails (reply runs
+ * then on this or the connection thread, and a call not begun never runs). Takes c. */
+void e2b_post(E2b *e, HttpRequest *req, E2bCall *c, E2bCallFn fn, E2bReplyFn reply,
+              uint64_t timeout_usec);
 /* Loop thread, exactly once per call, now or from a later callback. err may be NULL. */
 void e2b_call_done(E2bCall *c, const Error *err);
 void e2b_call_unref(E2bCall *c);
 /* An E2bCall-headed struct of size bytes, zeroed, or NULL. */
 void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
-/* Whether e2b_stop() has begun (any thread). */
-bool e2b_is_stopping(E2b *e);
 
 /* The sandbox table (loop thread). */
 E2bSandbox *e2b_sandbox_find(E2b *e, const char *id);
@@ -122,6 +134,10 @@ void e2b_envd_handle(HttpRequest *req, void *userdata);
  * access token) before the body is read. */
 bool e2b_api_guard(HttpRequest *req, void *userdata);
 bool e2b_envd_guard(HttpRequest *req, void *userdata);
+
+/* e2b_create.c: POST /v2/sandboxes (v2) and /sandboxes: posts the create to the loop, which
+ * answers once the guest runs (or it cannot). body (borrowed) is the parsed request. */
+void e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool v2);
 
 /* e2b_api.c: the API key's tenant (connection thread, store readers): "X-API-KEY:
  * stk_<64 hex>" (or e2b_<the same 64 hex>, the form older Python SDKs insist on).

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base64.h"
-#include "e2b.h"
+#include "e2b_config.h"
 #include "macro.h"
 
 /* ------------------------------------------------------------------ helpers */

@@ -1,15 +1,16 @@
 /* Server-streaming calls: process.Process/Start and Connect, filesystem.Filesystem/WatchDir.
  *
- * The loop thread starts the exec (or checks the process, or the sandbox); the stream then
- * follows the session's committed events from the store on the connection's own thread,
- * exactly like the native events route: an EventHub eventfd wakes it, nothing polls. Each
- * message goes out as its own Connect envelope and is flushed before the next one, so the
- * SDK's onStdout sees output as the guest produced it (events are committed within
- * SESSION_COMMIT_DELAY_USEC). A quiet stream sends a keepalive message every
- * Keepalive-Ping-Interval seconds. The stream ends with an end-stream envelope: {} after the
- * process's end event, or an error: deadline_exceeded (its Connect-Timeout-Ms passed and it
- * was killed), unavailable (the sandbox stopped). A client that goes away ends only its
- * stream: the process runs on (commands.connect(pid) picks it up again). */
+ * The handler posts to the loop thread, which starts the exec (or checks the process, or the
+ * sandbox) and begins the stream (or answers the error); the stream then follows the
+ * session's committed events from the store on the connection's own thread, exactly like the
+ * native events route: an EventHub eventfd wakes it, nothing polls. Each message goes out as
+ * its own Connect envelope and is flushed before the next one, so the SDK's onStdout sees
+ * output as the guest produced it (events are committed within SESSION_COMMIT_DELAY_USEC). A
+ * quiet stream sends a keepalive message every Keepalive-Ping-Interval seconds. The stream
+ * ends with an end-stream envelope: {} after the process's end event, or an error:
+ * deadline_exceeded (its Connect-Timeout-Ms passed and it was killed), unavailable (the
+ * sandbox stopped). A client that goes away ends only its stream: the process runs on
+ * (commands.connect(pid) picks it up again). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,7 @@ typedef struct StreamCall {
     /* Connect */
     E2bSelector sel;
     char sel_tag[E2B_TAG_MAX_BYTES + 1];
+    Follower *f; /* the stream's once it begins; zeroed (FOLLOW_PROCESS), WatchDir's filled in */
     /* out */
     char session_id[E2B_SESSION_ID_BYTES];
     uint32_t pid;
@@ -320,6 +322,7 @@ stream_call_free(E2bCall *c)
     free(sc->spec.cwd);
     free(sc->tag);
     json_decref(sc->config);
+    free(sc->f); /* never began: nothing queued, no subscription */
 }
 
 static uint64_t
@@ -389,21 +392,49 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     return 0;
 }
 
-/* Start and Connect end alike: the error as the stream's only frame, or a follower of the
- * process from sc->after on, opened with its start event. Takes f; drops the call's ref. */
+/* The error as the stream's only frame, or a follower from sc->after on, opened with its start
+ * message: the process's (Start, Connect), or WatchDir's. */
 static void
-process_stream_open(E2b *e, HttpRequest *req, StreamCall *sc, Follower *f, const Error *err)
+stream_reply(E2bCall *c, HttpRequest *req, const Error *err)
 {
+    StreamCall *sc = (StreamCall *) c;
+    Follower *f = TAKE_PTR(sc->f);
     if (err) {
         free(f);
-        stream_error(req, e, err);
-    } else {
-        *f = (Follower){.kind = FOLLOW_PROCESS, .pid = sc->pid, .after = sc->after, .sub_fd = -1};
-        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-        queue(f, 0, e2b_event_start(sc->pid));
-        stream_begin(e, req, f);
+        stream_error(req, c->e, err);
+        return;
     }
-    e2b_call_unref(sc ? &sc->c : NULL);
+    f->after = sc->after;
+    f->sub_fd = -1;
+    memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
+    if (f->kind == FOLLOW_PROCESS) {
+        f->pid = sc->pid;
+        queue(f, 0, e2b_event_start(sc->pid));
+    } else {
+        queue(f, 0, json_pack("{s:{}}", "start"));
+    }
+    stream_begin(c->e, req, f);
+}
+
+/* Posts sc (with fn) unless err: then answers it here. Takes sc. */
+static void
+stream_post(E2b *e, HttpRequest *req, StreamCall *sc, E2bCallFn fn, E2bReplyFn reply,
+            const Error *err)
+{
+    if (err || !sc || !sc->f) {
+        Error oom = {.category = E_INTERNAL};
+        snprintf(oom.message, sizeof(oom.message), "out of memory");
+        if (sc) {
+            sc->c.e = e; /* reply's; and e2b_call_unref() then counts under e's lock */
+            sc->c.refs = 1;
+            reply(&sc->c, req, err ? err : &oom);
+        } else {
+            stream_error(req, e, err ? err : &oom);
+        }
+        e2b_call_unref(sc ? &sc->c : NULL);
+        return;
+    }
+    e2b_post(e, req, &sc->c, fn, reply, E2B_CALL_TIMEOUT_USEC);
 }
 
 void
@@ -411,19 +442,17 @@ e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
     _cleanup_error_ Error *err = NULL;
     StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
-    Follower *f = calloc(1, sizeof(*f));
 
-    if (!sc || !f) {
+    if (!sc || !(sc->f = calloc(1, sizeof(*sc->f)))) {
         error_set(&err, E_INTERNAL, ENOMEM, "start");
     } else if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty"))) {
         error_set(&err, E_INVALID, 0, "pty: Stockade runs commands without a terminal");
     } else {
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
-        if (start_spec(e, req, msg, sc, &err) == 0)
-            (void) e2b_call(e, &sc->c, start_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+        (void) start_spec(e, req, msg, sc, &err);
     }
-    process_stream_open(e, req, sc, f, err);
+    stream_post(e, req, sc, start_on_loop, stream_reply, err);
 }
 
 static void
@@ -453,9 +482,8 @@ e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
     _cleanup_error_ Error *err = NULL;
     StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
-    Follower *f = calloc(1, sizeof(*f));
 
-    if (!sc || !f) {
+    if (!sc || !(sc->f = calloc(1, sizeof(*sc->f)))) {
         error_set(&err, E_INTERNAL, ENOMEM, "connect");
     } else if (e2b_parse_selector(msg, &sc->sel, &err) == 0) {
         if (sc->sel.tag) {
@@ -464,9 +492,8 @@ e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         }
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
-        (void) e2b_call(e, &sc->c, connect_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
     }
-    process_stream_open(e, req, sc, f, err);
+    stream_post(e, req, sc, connect_on_loop, stream_reply, err);
 }
 
 /* ------------------------------------------------------------------ WatchDir */
@@ -492,11 +519,11 @@ e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
     _cleanup_error_ Error *err = NULL;
     StreamCall *sc = e2b_call_new(sizeof(*sc), stream_call_free);
-    Follower *f = calloc(1, sizeof(*f));
+    Follower *f = sc ? (sc->f = calloc(1, sizeof(*sc->f))) : NULL;
     json_t *path = json_object_get(msg, "path");
     const char *why = NULL;
 
-    if (!sc || !f) {
+    if (!f) {
         error_set(&err, E_INTERNAL, ENOMEM, "watch");
     } else if (!json_is_string(path) ||
                e2b_path_map(json_string_value(path), true, &f->dir, &why) < 0) {
@@ -504,21 +531,10 @@ e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
     } else {
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
-        (void) e2b_call(e, &sc->c, watch_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
-    }
-    if (err) {
-        free(f);
-        stream_error(req, e, err);
-    } else {
         f->kind = FOLLOW_WATCH;
-        f->after = sc->after;
-        f->sub_fd = -1;
         f->recursive = json_is_true(json_object_get(msg, "recursive"));
         f->include_entry = json_is_true(json_object_get(msg, "includeEntry")) ||
                            json_is_true(json_object_get(msg, "include_entry"));
-        memcpy(f->session_id, sc->session_id, sizeof(f->session_id));
-        queue(f, 0, json_pack("{s:{}}", "start"));
-        stream_begin(e, req, f);
     }
-    e2b_call_unref(sc ? &sc->c : NULL);
+    stream_post(e, req, sc, watch_on_loop, stream_reply, err);
 }

@@ -9,9 +9,6 @@
 #include "flow.h"
 #include "runner_limits.h"
 
-typedef Stockade__Runner__TunnelOpenResult__Code OpenCode;
-#define OPEN_CODE(x) STOCKADE__RUNNER__TUNNEL_OPEN_RESULT__CODE__##x
-
 typedef enum { STREAM_RESOLVING, STREAM_CONNECTING, STREAM_OPEN } StreamState;
 
 typedef struct Stream {

@@ -7,16 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http1.h"
 #include "sni.h"
 
 #define HTTP_PORT_MAX_DIGITS 5
 
-typedef struct Line {
-    const uint8_t *p;
-    size_t n;
-} Line;
+typedef Http1Span Line;
 
-static InspectStatus
+__attribute__((format(printf, 3, 4))) static InspectStatus
 inspect_refuse(InspectVerdict *v, const char *reason, const char *fmt, ...)
 {
     va_list ap;
@@ -65,27 +63,6 @@ inspect_tls(const uint8_t *buf, size_t len, bool eof, const char *name, InspectV
     return INSPECT_PASS;
 }
 
-static bool
-is_tchar(uint8_t c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static bool
-line_ieq(Line s, const char *lit)
-{
-    size_t n = strlen(lit);
-    if (s.n != n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = s.p[i];
-        if ((c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c) != (uint8_t) lit[i])
-            return false;
-    }
-    return true;
-}
-
 /* 1: a method token and a space start buf; -1: they cannot; 0: not enough bytes to tell. */
 static int
 looks_like_http(const uint8_t *buf, size_t len)
@@ -93,36 +70,10 @@ looks_like_http(const uint8_t *buf, size_t len)
     for (size_t i = 0; i < len && i <= EGRESS_HTTP_METHOD_MAX_BYTES; i++) {
         if (buf[i] == ' ')
             return i > 0 ? 1 : -1;
-        if (!is_tchar(buf[i]))
+        if (!http1_is_tchar(buf[i]))
             return -1;
     }
     return len > EGRESS_HTTP_METHOD_MAX_BYTES ? -1 : 0;
-}
-
-/* The head's end (just past CRLFCRLF): 1 found, 0 need more, -1 a NUL, bare CR or bare LF. */
-static int
-http_head_end(const uint8_t *buf, size_t len, size_t *ret_end)
-{
-    for (size_t i = 0; i < len; i++) {
-        bool cr_ok = buf[i] != '\r' || i + 1 == len || buf[i + 1] == '\n';
-        if (buf[i] == '\0' || !cr_ok || (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')))
-            return -1;
-        if (i >= 3 && memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
-            *ret_end = i + 1;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static Line
-http_line(const uint8_t *buf, size_t end, size_t *pos)
-{
-    size_t start = *pos, i = start;
-    while (i + 1 < end && buf[i] != '\r')
-        i++;
-    *pos = i + 2;
-    return (Line){buf + start, i - start};
 }
 
 /* METHOD SP origin-form SP HTTP/1.x; NULL or why not (and the reason to give). */
@@ -136,37 +87,15 @@ http_request_line(Line l, const char **ret_reason)
         return "a malformed request line";
     Line target = {sp1 + 1, (size_t) (sp2 - sp1 - 1)};
     Line version = {sp2 + 1, l.n - (size_t) (sp2 + 1 - l.p)};
-    if (!line_ieq(version, "http/1.1") && !line_ieq(version, "http/1.0"))
+    if (!http1_span_ieq(version, "http/1.1") && !http1_span_ieq(version, "http/1.0"))
         return "not HTTP/1.0 or HTTP/1.1";
-    if (target.n == 0 || (target.p[0] != '/' && !line_ieq(target, "*"))) {
+    if (target.n == 0 || (target.p[0] != '/' && !http1_span_ieq(target, "*"))) {
         *ret_reason = "host_mismatch"; /* absolute form: servers take its host, not Host's */
         return "a request target not in origin form (the proxy always sends /path)";
     }
     for (size_t i = 0; i < target.n; i++)
         if (target.p[i] <= 0x20 || target.p[i] >= 0x7f)
             return "a bad byte in the request target";
-    return NULL;
-}
-
-/* name: value, value without surrounding blanks; NULL or why not. */
-static const char *
-http_header(Line l, Line *name, Line *value)
-{
-    const uint8_t *colon = memchr(l.p, ':', l.n);
-    if (!colon || colon == l.p)
-        return "a header line without a name";
-    *name = (Line){l.p, (size_t) (colon - l.p)};
-    *value = (Line){colon + 1, l.n - name->n - 1};
-    for (size_t i = 0; i < name->n; i++)
-        if (!is_tchar(name->p[i]))
-            return "a bad header name (or a folded line)";
-    while (value->n && (value->p[0] == ' ' || value->p[0] == '\t'))
-        value->p++, value->n--;
-    while (value->n && (value->p[value->n - 1] == ' ' || value->p[value->n - 1] == '\t'))
-        value->n--;
-    for (size_t i = 0; i < value->n; i++)
-        if ((value->p[i] < 0x20 && value->p[i] != '\t') || value->p[i] == 0x7f)
-            return "a control byte in a header value";
     return NULL;
 }
 
@@ -209,18 +138,18 @@ inspect_http_head(const uint8_t *buf, size_t end, const char *name, uint16_t por
     bool close = false;
     Line host = {0}, hname, hvalue;
     const char *reason = "unknown_protocol";
-    const char *why = http_request_line(http_line(buf, end, &pos), &reason);
+    const char *why = http_request_line(http1_line(buf, end, &pos), &reason);
 
     if (why)
         return inspect_refuse(v, reason, "HTTP: %s", why);
-    for (Line l; (l = http_line(buf, end, &pos)).n > 0;) {
-        if ((why = http_header(l, &hname, &hvalue)))
+    for (Line l; (l = http1_line(buf, end, &pos)).n > 0;) {
+        if ((why = http1_header(l, &hname, &hvalue)))
             return inspect_refuse(v, "unknown_protocol", "HTTP: %s", why);
-        if (line_ieq(hname, "host")) {
+        if (http1_span_ieq(hname, "host")) {
             hosts++;
             host = hvalue;
-        } else if (line_ieq(hname, "connection")) {
-            close = line_ieq(hvalue, "close");
+        } else if (http1_span_ieq(hname, "connection")) {
+            close = http1_span_ieq(hvalue, "close");
             if (!close)
                 return inspect_refuse(v, "host_mismatch",
                                       "HTTP: Connection must be exactly 'close' (one request)");
@@ -239,7 +168,7 @@ inspect_http(const uint8_t *buf, size_t len, bool eof, const char *name, uint16_
 {
     size_t lim = len < EGRESS_FIRST_FLIGHT_MAX_BYTES ? len : EGRESS_FIRST_FLIGHT_MAX_BYTES, end;
 
-    switch (http_head_end(buf, lim, &end)) {
+    switch (http1_head_end(buf, lim, lim, true, &end)) {
     case -1:
         return inspect_refuse(v, "unknown_protocol",
                               "HTTP: a NUL, bare CR or bare LF in the request head");

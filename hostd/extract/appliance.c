@@ -28,7 +28,6 @@
 #define APPLIANCE_LABEL_DIR "/dev/disk/guestfs/"
 #define APPLIANCE_SCRIPT_BYTES 1024u /* fits APPLIANCE_MAX_DISKS device paths */
 #define APPLIANCE_TOKEN_KEY "stockade.launch="
-#define APPLIANCE_KILL_RETRY_USEC (500 * 1000) /* qemu may not be running yet at the deadline */
 #define APPLIANCE_CONSOLE_LOG_BYTES 600u       /* of the console tail, escaped, in the log */
 
 int
@@ -162,13 +161,19 @@ appliance_prepare(ExtractAppliance *a, Error **errp)
 
 /* ---------------------------------------------------------------- launch watchdog */
 
-/* Watchdog: SIGKILL our child whose argv carries this launch's token (qemu, which has the
- * token in -append); guestfs_launch then fails at once with the connection closed. */
+/* Watchdog, every EXTRACT_CANCEL_POLL_USEC: once the launch is cancelled or past its deadline,
+ * SIGKILL our child whose argv carries this launch's token (qemu, which has the token in
+ * -append); guestfs_launch then fails at once with the connection closed. */
 static void
 launch_kill(void *arg)
 {
     ExtractAppliance *a = arg;
     pid_t self = getpid();
+    bool cancelled = a->launch_cancel && atomic_load(a->launch_cancel);
+    if (!cancelled && now_usec() < a->launch_deadline_usec)
+        return;
+    a->launch_gave_up = true;
+    a->launch_cancelled |= cancelled;
     DIR *d = opendir("/proc");
     struct dirent *e;
 
@@ -181,7 +186,8 @@ launch_kill(void *arg)
         ProcStat st;
         if (pid > 1 && proc_stat_read(pid, &st) == 0 && st.ppid == self &&
             proc_cmdline_contains(pid, a->launch_token)) {
-            log_warn("extraction appliance: launch past its deadline; killing qemu %d", (int) pid);
+            log_warn("extraction appliance: launch %s; killing qemu %d",
+                     cancelled ? "cancelled" : "past its deadline", (int) pid);
             if (kill(pid, SIGKILL) == 0)
                 a->launch_kills++;
         }
@@ -266,25 +272,32 @@ extract_appliance_start(const char *const *disk_paths, size_t n_disks, const Ext
                        : cfg->force_tcg         ? EXTRACT_LAUNCH_TCG_USEC
                                                 : EXTRACT_LAUNCH_KVM_USEC;
     Watchdog w;
-    int r = watchdog_start(&w, now_usec() + timeout, APPLIANCE_KILL_RETRY_USEC, launch_kill, a);
+    a->launch_deadline_usec = now_usec() + timeout;
+    a->launch_cancel = cfg->cancel;
+    uint64_t first = cfg->cancel ? now_usec() + EXTRACT_CANCEL_POLL_USEC : a->launch_deadline_usec;
+    int r = watchdog_start(&w, first, EXTRACT_CANCEL_POLL_USEC, launch_kill, a);
     if (r < 0)
         return error_set(errp, E_INTERNAL, -r, "launch watchdog thread");
     if (guestfs_launch(a->g) < 0)
         r = appliance_error(a->g, errp, E_UNAVAILABLE, "launch appliance");
     else
         r = appliance_prepare(a, errp);
-    if (watchdog_stop(&w)) {
+    (void) watchdog_stop(&w);
+    if (a->launch_gave_up) {
         if (errp) { /* the library's "connection closed" says less than this */
             error_free(*errp);
             *errp = NULL;
         }
-        r = error_set(errp, E_TIMEOUT, 0,
-                      "appliance launch did not finish within %" PRIu64 " s; %s",
-                      timeout / USEC_PER_SEC,
-                      a->launch_kills ? "qemu killed" : "its qemu was not found");
+        const char *killed = a->launch_kills ? "qemu killed" : "its qemu was not found";
+        r = a->launch_cancelled
+                ? error_set(errp, E_UNAVAILABLE, 0, "appliance launch cancelled; %s", killed)
+                : error_set(errp, E_TIMEOUT, 0,
+                            "appliance launch did not finish within %" PRIu64 " s; %s",
+                            timeout / USEC_PER_SEC, killed);
     }
     if (r < 0) {
-        console_log_tail(a);
+        if (!a->launch_cancelled)
+            console_log_tail(a);
         return -1;
     }
     *ret = TAKE_PTR(a);

@@ -26,6 +26,10 @@ struct ExtractAppliance {
      * watchdog finds a qemu that libguestfs has not told us about yet. */
     char launch_token[APPLIANCE_TOKEN_BYTES];
     unsigned launch_kills; /* by the watchdog thread; read after it is joined */
+    /* the launch's deadline (monotonic) and its cancel flag (ExtractConfig.cancel) */
+    uint64_t launch_deadline_usec;
+    const atomic_bool *launch_cancel;
+    bool launch_gave_up, launch_cancelled; /* by the watchdog thread, as launch_kills */
     char console[APPLIANCE_CONSOLE_BYTES]; /* ring; written in the thread calling libguestfs */
     size_t console_total;
 };

@@ -18,6 +18,7 @@
  * Nothing here logs. Names quoted in error messages are escaped (log_escape). */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,7 +91,12 @@ typedef struct ExtractConfig {
     /* Launch + setup deadline; past it qemu is killed and the start fails with E_TIMEOUT.
      * 0 = EXTRACT_LAUNCH_TCG_USEC under TCG, EXTRACT_LAUNCH_KVM_USEC with KVM. */
     uint64_t launch_timeout_usec;
+    /* Set from any thread, the launch gives up within EXTRACT_CANCEL_POLL_USEC: qemu is
+     * killed and the start fails with E_UNAVAILABLE "cancelled". NULL: only the deadline. */
+    const atomic_bool *cancel;
 } ExtractConfig;
+
+#define EXTRACT_CANCEL_POLL_USEC (500ull * 1000ull)
 
 /* Measured here under TCG: 17-25 s typical, 112 s the slowest of 71 launches in test runs;
  * one hung past 300 s in CI, which is what the deadline is for. */

@@ -83,6 +83,11 @@ domxml_check(const DomainSpec *s, Error **errp)
             return error_set(errp, E_INVALID, 0, "domain paths must be absolute, one line");
     if (!s->cmdline || strlen(s->cmdline) > 2048 || strchr(s->cmdline, '\n'))
         return error_set(errp, E_INVALID, 0, "kernel command line must be one line <= 2048");
+    if (s->memory != DOMXML_MEMORY_PRIVATE &&
+        (!domxml_path_ok(s->memory_path) || strchr(s->memory_path, ',')))
+        return error_set(errp, E_INVALID, 0, "memory_path must be absolute, one line, no ','");
+    if (s->memory_readonly && s->memory != DOMXML_MEMORY_CLONE)
+        return error_set(errp, E_INVALID, 0, "only a clone maps its memory read-only");
     return 0;
 }
 
@@ -104,9 +109,14 @@ domxml_iotune(FILE *f, const DomainSpec *s)
 static void
 domxml_head(FILE *f, const DomainSpec *s)
 {
-    fprintf(f, "<domain type='%s'>\n", s->accel == ACCEL_KVM ? "kvm" : "qemu");
+    fprintf(f, "<domain type='%s'%s>\n", s->accel == ACCEL_KVM ? "kvm" : "qemu",
+            s->memory == DOMXML_MEMORY_PRIVATE
+                ? ""
+                : " xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'");
     xml_elem(f, "  <name>", s->name, "</name>\n");
     xml_elem(f, "  <uuid>", s->uuid, "</uuid>\n");
+    if (s->memory != DOMXML_MEMORY_PRIVATE)
+        fputs("  <genid/>\n", f); /* empty: libvirt makes a fresh one at every start */
     fprintf(f, "  <memory unit='MiB'>%u</memory>\n", s->memory_mib);
     fprintf(f, "  <vcpu placement='static'>%u</vcpu>\n", s->vcpus);
     if (s->cpu_quota_percent)
@@ -167,7 +177,36 @@ domxml_devices(FILE *f, const DomainSpec *s)
     if (s->rng_bytes_per_sec)
         fprintf(f, "      <rate bytes='%u' period='1000'/>\n", s->rng_bytes_per_sec);
     fputs("      <backend model='random'>/dev/urandom</backend>\n    </rng>\n", f);
-    fputs("    <memballoon model='none'/>\n  </devices>\n</domain>\n", f);
+    fputs("    <memballoon model='none'/>\n  </devices>\n", f);
+}
+
+static void
+domxml_arg(FILE *f, const char *value)
+{
+    xml_elem(f, "    <qemu:arg value='", value, "'/>\n");
+}
+
+/* The template's or clone's RAM. The later -machine memory-backend= wins over the one libvirt
+ * passes, whose own backend stays allocated but untouched. */
+static void
+domxml_memory_backend(FILE *f, const DomainSpec *s)
+{
+    if (s->memory == DOMXML_MEMORY_PRIVATE)
+        return;
+    fputs("  <qemu:commandline>\n", f);
+    domxml_arg(f, "-object");
+    fputs("    <qemu:arg value='memory-backend-file,id=" DOMXML_MEMORY_BACKEND_ID, f);
+    fprintf(f, ",size=%uM,mem-path=", s->memory_mib);
+    xml_text(f, s->memory_path);
+    fprintf(f, ",share=%s%s'/>\n", s->memory == DOMXML_MEMORY_TEMPLATE ? "on" : "off",
+            s->memory_readonly ? ",readonly=on,rom=off" : "");
+    domxml_arg(f, "-machine");
+    domxml_arg(f, "memory-backend=" DOMXML_MEMORY_BACKEND_ID);
+    if (s->memory == DOMXML_MEMORY_CLONE) {
+        domxml_arg(f, "-incoming");
+        domxml_arg(f, "defer");
+    }
+    fputs("  </qemu:commandline>\n", f);
 }
 
 int
@@ -183,6 +222,8 @@ domxml_build(const DomainSpec *spec, char **ret_xml, Error **errp)
         return error_set(errp, E_INTERNAL, errno, "open_memstream");
     domxml_head(f, spec);
     domxml_devices(f, spec);
+    domxml_memory_backend(f, spec);
+    fputs("</domain>\n", f);
     if (fclose(f) != 0) {
         free(buf);
         return error_set(errp, E_INTERNAL, errno, "render domain XML");

@@ -6,7 +6,16 @@
  * rotates it: bounded), and every exit (poweroff, reboot, crash) destroying the domain.
  * Limits: CPU quota, disk byte/IOPS caps, TCG code cache. QEMU's memory hard limit is NOT in
  * the XML: there libvirt would also raise QEMU's RLIMIT_MEMLOCK to it, which needs
- * CAP_SYS_RESOURCE; the pool applies it live right after each restore (virt.h). */
+ * CAP_SYS_RESOURCE; the pool applies it live right after each restore (virt.h).
+ *
+ * Guest memory (DomainMemory): libvirt's own RAM (each guest saves and restores all of it), or
+ * a copy-on-write template (notes/templating-2026-12.md): the template guest's RAM is a file
+ * mapped shared, which it fills by booting once; each clone maps that file privately and
+ * waits (-incoming defer) for the template's device state. libvirt has no XML for either, so
+ * both go through <qemu:commandline>; libvirt neither relabels nor checks that file (the pool
+ * owns it for QEMU's user). Both carry <genid/>: libvirt makes a fresh VM generation id at
+ * every start, the guest kernel reseeds its RNG when it changes, so clones never share
+ * randomness; the template needs the device too, for the clones' device state to match. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,6 +27,15 @@
 #define DOMXML_NAME_MAX_BYTES 64
 
 typedef enum { ACCEL_TCG, ACCEL_KVM } Accel;
+
+typedef enum {
+    DOMXML_MEMORY_PRIVATE,  /* libvirt's own RAM (guest_memory = copy) */
+    DOMXML_MEMORY_TEMPLATE, /* RAM is memory_path, shared: its writes land in the file */
+    DOMXML_MEMORY_CLONE,    /* RAM maps memory_path privately; started with -incoming defer */
+} DomainMemory;
+
+/* The memory backend's QEMU id (one per domain; QEMU ids are per process). */
+#define DOMXML_MEMORY_BACKEND_ID "stockade-ram"
 
 typedef struct DomainSpec {
     const char *name;                /* [a-z0-9-], <= DOMXML_NAME_MAX_BYTES */
@@ -37,6 +55,9 @@ typedef struct DomainSpec {
     uint64_t disk_bytes_per_sec;     /* per disk; 0 = uncapped */
     uint64_t disk_iops;              /* per disk; 0 = uncapped */
     unsigned rng_bytes_per_sec;      /* virtio-rng rate cap; 0 = uncapped */
+    DomainMemory memory;
+    const char *memory_path;         /* TEMPLATE, CLONE: absolute, no ',' (QEMU's separator) */
+    bool memory_readonly;            /* CLONE on QEMU >= 8.2: readonly=on,rom=off */
 } DomainSpec;
 
 /* Checks the spec and renders it. *ret_xml is malloc'd. E_INVALID for a bad spec. */

@@ -16,32 +16,6 @@
 
 #define POOL_SNAPSHOT_KEY_MAX_BYTES 128
 
-void
-pool_config_defaults(PoolConfig *c)
-{
-    *c = (PoolConfig){
-        .libvirt_uri = "qemu:///system",
-        .domain_prefix = "stockade-",
-        .accel = ACCEL_MODE_AUTO,
-        .workspace_mib = 1024,
-        .exec_uid = 1000,
-        .exec_gid = 1000,
-        .refill_concurrency = 2,
-        .refill_holdoff_ms = 100,
-        .tb_cache_mib = 64,
-        .memory_overhead_mib = 192,
-        .cpu_quota_percent = 100,
-        .disk_bytes_per_sec = 200ull * 1024 * 1024,
-        .disk_iops = 4000,
-        .rng_bytes_per_sec = 4096,
-        .boot_timeout_usec = 120 * USEC_PER_SEC,
-        .kvm_probe_timeout_usec = 20 * USEC_PER_SEC,
-        .sync_timeout_usec = 15 * USEC_PER_SEC,
-        .health_interval_usec = 15 * USEC_PER_SEC,
-        .ping_timeout_usec = 10 * USEC_PER_SEC,
-    };
-}
-
 static bool
 name_ok(const char *s, size_t max, bool allow_trailing_dash)
 {
@@ -90,7 +64,7 @@ pool_check_config(const PoolConfig *c, Error **errp)
 }
 
 /* A stable UUID per slot: derived from the state directory and the domain name. */
-static void
+void
 slot_uuid(const char *state_dir, const char *name, char out[37])
 {
     uint8_t d[SHA256_BYTES];
@@ -107,6 +81,25 @@ slot_uuid(const char *state_dir, const char *name, char out[37])
              d[13], d[14], d[15]);
 }
 
+int
+guest_init_paths(Guest *g, const char *state_dir)
+{
+    return asprintf(&g->dir, "%s/guests/%s", state_dir, g->name) < 0 ||
+                   asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
+                   asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
+                   asprintf(&g->console_path, "%s/console.log", g->dir) < 0
+               ? -1
+               : 0;
+}
+
+void
+guest_free_fields(Guest *g)
+{
+    channel_free(g->ch);
+    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
+    free(g->save_path), free(g->key_path), free(g->xml), free(g->cmdline);
+}
+
 static int
 slot_init(Pool *p, Shape *s, unsigned k, Guest *g)
 {
@@ -118,10 +111,7 @@ slot_init(Pool *p, Shape *s, unsigned k, Guest *g)
     g->state = SLOT_EMPTY;
     snprintf(g->name, sizeof(g->name), "%s%s-%u", p->cfg.domain_prefix, s->name, k);
     slot_uuid(st, g->name, g->uuid);
-    if (asprintf(&g->dir, "%s/guests/%s", st, g->name) < 0 ||
-        asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
-        asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
-        asprintf(&g->console_path, "%s/console.log", g->dir) < 0 ||
+    if (guest_init_paths(g, st) < 0 ||
         asprintf(&g->save_path, "%s/snapshots/%s.save", st, g->name) < 0 ||
         asprintf(&g->key_path, "%s/snapshots/%s.key", st, g->name) < 0)
         return -1;
@@ -142,9 +132,10 @@ pool_copy_config(Pool *p, const PoolConfig *cfg, Error **errp)
     p->cfg.libvirt_uri = xstrdup_or_null(cfg->libvirt_uri);
     p->cfg.domain_prefix = xstrdup_or_null(cfg->domain_prefix);
     p->cfg.kvm_probe_append = xstrdup_or_null(cfg->kvm_probe_append ? cfg->kvm_probe_append : "");
+    p->cfg.template_dir = xstrdup_or_null(cfg->template_dir ? cfg->template_dir : "");
     p->cfg.shapes = NULL; /* copied into p->shapes */
     if (!p->cfg.state_dir || !p->cfg.libvirt_uri || !p->cfg.domain_prefix ||
-        !p->cfg.kvm_probe_append ||
+        !p->cfg.kvm_probe_append || !p->cfg.template_dir ||
         asprintf(&p->template_path, "%s/templates/workspace-%um.raw", cfg->state_dir,
                  cfg->workspace_mib) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "pool config");
@@ -176,8 +167,23 @@ pool_init_shapes(Pool *p, const PoolConfig *cfg, Error **errp)
             s->slots[k].disk_index = p->n_disks;
             p->disk_paths[p->n_disks++] = s->slots[k].workspace_path;
         }
+        if (p->memory == POOL_MEMORY_TEMPLATE && template_guest_new(p, s, errp) < 0)
+            return -1;
     }
     return 0;
+}
+
+/* The configured memory mode; the template directory is chosen before the shapes need it. */
+static int
+pool_init_memory(Pool *p, Error **errp)
+{
+    p->memory = p->cfg.guest_memory;
+    if (p->memory == POOL_MEMORY_COPY) {
+        snprintf(p->memory_reason, sizeof(p->memory_reason),
+                 "copy: configured (a private save image per slot)");
+        return 0;
+    }
+    return pool_template_choose_dir(p, errp);
 }
 
 int
@@ -191,21 +197,14 @@ pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp)
         return error_set(errp, E_INTERNAL, ENOMEM, "pool");
     p->loop = l;
     p->q = q;
-    if (pool_copy_config(p, cfg, errp) < 0 || pool_init_shapes(p, cfg, errp) < 0 ||
+    if (pool_copy_config(p, cfg, errp) < 0 || pool_init_memory(p, errp) < 0 ||
+        pool_init_shapes(p, cfg, errp) < 0 ||
         virt_open(p->cfg.libvirt_uri, &p->virt, errp) < 0) {
         pool_free(p);
         return -1;
     }
     *ret = p;
     return 0;
-}
-
-static void
-slot_free_fields(Guest *g)
-{
-    channel_free(g->ch);
-    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-    free(g->save_path), free(g->key_path), free(g->xml);
 }
 
 void
@@ -219,14 +218,23 @@ pool_free(Pool *p)
         for (unsigned k = 0; s->slots && k < s->n_slots; k++) {
             loop_cancel_timer(p->loop, s->slots[k].timer);
             loop_cancel_timer(p->loop, s->slots[k].gone_timer);
-            slot_free_fields(&s->slots[k]);
+            guest_free_fields(&s->slots[k]);
         }
+        if (s->tmpl) {
+            loop_cancel_timer(p->loop, s->tmpl->timer);
+            loop_cancel_timer(p->loop, s->tmpl->gone_timer);
+            template_guest_free(s->tmpl);
+        }
+        free(s->mem_path), free(s->mem_new_path), free(s->state_path);
+        free(s->state_new_path), free(s->tkey_path);
         free(s->slots), free(s->name), free(s->image_dir);
         image_free(s->image);
     }
     virt_close(p->virt);
     free(p->disk_paths);
     free(p->template_path);
+    free(p->template_dir);
+    free((char *) p->cfg.template_dir);
     free((char *) p->cfg.state_dir), free((char *) p->cfg.libvirt_uri);
     free((char *) p->cfg.domain_prefix), free((char *) p->cfg.kvm_probe_append);
     free(p);
@@ -274,27 +282,55 @@ pool_prune_snapshots(Pool *p)
         if (e->d_name[0] == '.' || !dot)
             continue;
         const Guest *g = pool_find_slot(p, e->d_name, (size_t) (dot - e->d_name));
-        if (g && (g->snapshot_ok || strcmp(dot, ".key") == 0))
-            continue;
+        if (g && p->memory == POOL_MEMORY_COPY && (g->snapshot_ok || strcmp(dot, ".key") == 0))
+            continue; /* template mode: per-slot save images go */
         if (unlinkat(dirfd(d), e->d_name, 0) == 0)
             log_info("removed stale snapshot file %s/%s", dir, e->d_name);
     }
     closedir(d);
 }
 
+int
+slot_refresh(Guest *g, Error **errp)
+{
+    if (slot_prepare_xml(g, errp) < 0)
+        return -1;
+    g->snapshot_ok = g->pool->memory == POOL_MEMORY_TEMPLATE ? g->shape->template_ok
+                                                            : snapshot_matches(g);
+    return 0;
+}
+
+/* Template mode: each shape's template XML and key, and whether its files are still valid. */
+static void
+pool_check_templates(Pool *p)
+{
+    for (size_t i = 0; i < p->n_shapes && p->memory == POOL_MEMORY_TEMPLATE; i++) {
+        Shape *s = &p->shapes[i];
+        _cleanup_error_ Error *err = NULL;
+        if (slot_prepare_xml(s->tmpl, &err) < 0) {
+            log_error("pool %s: template: %s", s->name, err->message);
+            continue; /* no XML: never booted, the shape stays empty */
+        }
+        s->template_ok = template_matches(s);
+        if (s->template_ok)
+            log_info("pool %s: reusing the template in %s", s->name, p->template_dir);
+    }
+    if (p->memory == POOL_MEMORY_TEMPLATE)
+        pool_prune_templates(p);
+}
+
 static void
 pool_on_accel_decided(Pool *p)
 {
+    pool_check_templates(p);
     for (size_t i = 0; i < p->n_shapes; i++)
         for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
-            Guest *g = &p->shapes[i].slots[k];
             _cleanup_error_ Error *err = NULL;
-            if (slot_prepare_xml(g, &err) < 0) {
+            if (slot_refresh(&p->shapes[i].slots[k], &err) < 0)
                 log_error("pool %s: %s", p->shapes[i].name, err->message);
-                continue; /* the slot stays empty without a key: never started */
-            }
-            g->snapshot_ok = snapshot_matches(g);
+            /* on failure the slot stays empty without a key: never started */
         }
+    log_info("pool guest memory: %s", p->memory_reason);
     pool_prune_snapshots(p);
     pool_fill(p);
 }
@@ -326,17 +362,41 @@ pool_start(Pool *p)
 
 /* ------------------------------------------------------------------ stop */
 
+/* A domain with the pool's prefix that no slot accounts for: a start whose reply libvirtd
+ * lost when it restarted mid-call, then finished by the new libvirtd. */
+static void
+pool_on_swept(Pool *p, char **destroyed, Error *err)
+{
+    _cleanup_error_ Error *e = err;
+    for (char **n = destroyed; n && *n; n++)
+        log_warn("stop: destroyed %s, a domain with this daemon's prefix that no slot tracked "
+                 "(started by a libvirt call whose reply was lost?)", *n);
+    if (e)
+        log_error("stop: sweep of leftover domains failed: %s", e->message);
+    pool_check_stopped(p);
+}
+
 void
 pool_check_stopped(Pool *p)
 {
     if (!p->stopping || !p->stop_done || p->jobs > 0 || p->probe)
         return;
-    for (size_t i = 0; i < p->n_shapes; i++)
+    for (size_t i = 0; i < p->n_shapes; i++) {
         for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
             SlotState st = p->shapes[i].slots[k].state;
             if (st != SLOT_EMPTY && st != SLOT_HELD && st != SLOT_BACKOFF)
                 return;
         }
+        SlotState t = p->shapes[i].tmpl ? p->shapes[i].tmpl->state : SLOT_EMPTY;
+        if (t != SLOT_EMPTY && t != SLOT_BACKOFF)
+            return;
+    }
+    if (!p->swept) { /* the job counts in p->jobs: its completion calls back here */
+        p->swept = true;
+        job_sweep(p, pool_on_swept);
+        return;
+    }
+    pool_release_templates(p);
     void (*done)(void *) = p->stop_done;
     p->stop_done = NULL;
     done(p->stop_userdata);
@@ -358,6 +418,9 @@ pool_stop(Pool *p, void (*done)(void *userdata), void *userdata)
             else
                 slot_destroy(g, false);
         }
+    for (size_t i = 0; i < p->n_shapes; i++)
+        if (p->shapes[i].tmpl)
+            slot_destroy(p->shapes[i].tmpl, false);
     pool_check_stopped(p);
 }
 
@@ -371,12 +434,16 @@ pool_status(Pool *p, PoolStatus *ret)
     ret->accel_decided = p->accel_decided;
     ret->disks_ready = p->disks_ready;
     ret->accel_reason = p->accel_decided ? p->accel_reason : "not decided yet";
+    ret->guest_memory = p->memory;
+    ret->guest_memory_reason = p->memory_reason;
+    ret->template_dir = p->memory == POOL_MEMORY_TEMPLATE ? p->template_dir : "";
     ret->n_shapes = p->n_shapes;
     for (size_t i = 0; i < p->n_shapes; i++) {
         Shape *s = &p->shapes[i];
         PoolShapeStatus *o = &ret->shapes[i];
         *o = (PoolShapeStatus){.name = s->name, .vcpus = s->vcpus, .memory_mib = s->memory_mib,
-                               .warm = s->warm, .slots = s->n_slots};
+                               .warm = s->warm, .slots = s->n_slots,
+                               .template_ready = s->template_ok};
         for (unsigned k = 0; k < s->n_slots; k++) {
             const Guest *g = &s->slots[k];
             o->snapshots_ready += g->snapshot_ok;

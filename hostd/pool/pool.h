@@ -16,6 +16,16 @@
  * slot comes back empty after a backoff. A busy guest's owner hears of it through
  * GuestOps.lost. On start, every domain whose name starts with the configured prefix is
  * destroyed (leftovers of an earlier run) and stale snapshots are removed.
+ *
+ * guest_memory = template (issue 15, notes/templating-2026-12.md): instead of one save per
+ * slot, each shape boots one template guest whose RAM is a file in template_dir, saves only
+ * its device state, and every slot's restore is a clone that maps that file copy-on-write
+ * (a guest's private memory is what it wrote since). Everything else a slot has stays its
+ * own (name, UUID, VM generation id, channel, disk); the hand-out path is the same. A
+ * template is remade like a snapshot (stale key, or a slot's restores failing twice) into a
+ * new file, so running clones keep mapping the old one. If the template path fails before
+ * it ever worked (libvirt without the qemu namespace, QEMU refusing the capability, files
+ * QEMU's user cannot open), the pool falls back to copy and says why (PoolStatus).
  * Loop thread only, except where noted. */
 #pragma once
 
@@ -30,57 +40,8 @@
 #include "message.h"
 #include "workq.h"
 
-#define POOL_SHAPES_MAX 16
-#define POOL_SLOTS_MAX 256
-#define POOL_SHAPE_NAME_MAX_BYTES 32
-#define POOL_PREFIX_MAX_BYTES 24
-#define POOL_PROBE_APPEND_MAX_BYTES 256
-
-typedef enum { ACCEL_MODE_AUTO, ACCEL_MODE_KVM, ACCEL_MODE_TCG } AccelMode;
-
-typedef struct PoolShapeConfig {
-    const char *name;      /* [a-z0-9-], unique; part of the domain names */
-    const char *image_dir; /* a built image (images/README.md) */
-    unsigned vcpus;
-    unsigned memory_mib;
-    unsigned warm;         /* idle guests to keep ready */
-    unsigned slots;        /* guests alive at most (idle + busy + being reset); >= warm */
-} PoolShapeConfig;
-
-typedef struct PoolConfig {
-    const char *state_dir;
-    const char *libvirt_uri;
-    const char *domain_prefix;        /* e.g. "stockade-"; leftovers with it are destroyed */
-    AccelMode accel;
-    unsigned workspace_mib;
-    uid_t exec_uid;                   /* owner of the workspace root */
-    gid_t exec_gid;
-    unsigned refill_concurrency;      /* boots/restores in flight at once */
-    unsigned refill_holdoff_ms;       /* a take's refill starts this much later */
-    unsigned tb_cache_mib;
-    unsigned memory_overhead_mib;     /* QEMU's own memory on top of the guest's */
-    unsigned cpu_quota_percent;
-    uint64_t disk_bytes_per_sec;
-    uint64_t disk_iops;
-    unsigned rng_bytes_per_sec;
-    uint64_t boot_timeout_usec;       /* cold boot to Ready */
-    uint64_t kvm_probe_timeout_usec;  /* accel=auto: a KVM boot must be Ready within this */
-    /* accel=auto: kernel arguments appended to the probe's command line only (diagnosis of a
-     * KVM host, and tests that make the probe fail on purpose); NULL or "" for none. It is
-     * part of the cached verdict's key. */
-    const char *kvm_probe_append;
-    /* Tests only (no config key): the probe's domain runs under TCG, so that a fault injected
-     * through kvm_probe_append fails it the same way on every host, whatever its KVM does. */
-    bool kvm_probe_under_tcg;
-    uint64_t sync_timeout_usec;       /* restore to Ready */
-    uint64_t health_interval_usec;    /* ping period */
-    uint64_t ping_timeout_usec;       /* unanswered ping = wedged */
-    const PoolShapeConfig *shapes;
-    size_t n_shapes;
-} PoolConfig;
-
-/* Defaults for everything but state_dir and shapes. */
-void pool_config_defaults(PoolConfig *c);
+#include "pool_config.h"
+#include "pool_status.h"
 
 typedef struct Pool Pool;
 typedef struct Guest Guest;
@@ -92,31 +53,6 @@ typedef struct GuestOps {
      * still call pool_release(). */
     void (*lost)(Guest *g, const Error *why, void *userdata);
 } GuestOps;
-
-typedef struct PoolShapeStatus {
-    const char *name;
-    unsigned vcpus, memory_mib; /* the shape: what tenant quotas are checked against */
-    unsigned warm, slots;
-    unsigned idle, busy, starting, draining, snapshots_ready;
-} PoolShapeStatus;
-
-typedef struct PoolStatus {
-    Accel accel;
-    bool accel_decided;
-    bool disks_ready;                 /* every slot's workspace disk exists (the appliance's) */
-    const char *accel_reason;         /* human text: why this accel */
-    size_t n_shapes;
-    PoolShapeStatus shapes[POOL_SHAPES_MAX];
-    /* The pool's own guests only: the accel=auto probe is never one of these. */
-    uint64_t restores, restore_failures, boots, destroys, wedged, broken;
-    uint64_t prepare_failures; /* restored, synced, then Prepare failed or went unanswered */
-    /* The accel=auto KVM probe: boots tried this run, and those that failed (so chose TCG).
-     * A probe that fails says what KVM does on this host, not that the pool is unhealthy. */
-    uint64_t accel_probes, accel_probe_failures;
-    Histogram boot_to_ready;     /* cold boot (domain create) to the runner's Ready */
-    Histogram restore_to_ready;  /* restore requested to Ready (disk reset included) */
-    Histogram destroy_to_gone;   /* destroy requested to QEMU's process gone */
-} PoolStatus;
 
 /* Checks and copies the config; opens libvirt. Starts nothing yet. */
 int pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp);

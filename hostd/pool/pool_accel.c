@@ -101,8 +101,7 @@ accel_cache_write(Pool *p)
 static void
 accel_probe_free(Guest *g)
 {
-    free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
-    free(g->xml), free(g->cmdline);
+    guest_free_fields(g);
     free(g);
 }
 
@@ -118,13 +117,9 @@ accel_probe_new(Pool *p, Guest **ret, Error **errp)
     g->probe = true;
     g->qemu_pid = -1;
     snprintf(g->name, sizeof(g->name), "%sprobe", p->cfg.domain_prefix);
-    snprintf(g->uuid, sizeof(g->uuid), "00000000-0000-4000-8000-000000000001");
+    slot_uuid(p->cfg.state_dir, g->name, g->uuid); /* daemons on one host never collide */
     if ((append[0] && asprintf(&g->cmdline, "%s %s", g->shape->image->cmdline, append) < 0) ||
-        asprintf(&g->dir, "%s/guests/%s", p->cfg.state_dir, g->name) < 0 ||
-        asprintf(&g->workspace_path, "%s/workspace.raw", g->dir) < 0 ||
-        asprintf(&g->socket_path, "%s/channel.sock", g->dir) < 0 ||
-        asprintf(&g->console_path, "%s/console.log", g->dir) < 0 ||
-        slot_prepare_xml(g, errp) < 0) {
+        guest_init_paths(g, p->cfg.state_dir) < 0 || slot_prepare_xml(g, errp) < 0) {
         accel_probe_free(g);
         return errp && *errp ? -1 : error_set(errp, E_INTERNAL, ENOMEM, "probe");
     }

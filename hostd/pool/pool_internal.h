@@ -39,10 +39,12 @@ struct Guest {
     unsigned index;
     size_t disk_index;
     bool probe; /* the accel=auto KVM probe, not a pool slot */
+    bool tmpl;  /* a shape's memory template guest (guest_memory = template), not a slot */
     char name[DOMXML_NAME_MAX_BYTES + 1];
     char uuid[37];
     char *dir, *workspace_path, *socket_path, *console_path, *save_path, *key_path;
     char *xml;      /* this slot's domain XML (set once the accel is decided) */
+    PoolGuestMemory xml_memory; /* the mode xml was made for (a fallback changes the pool's) */
     char *cmdline;  /* the probe's kernel command line (image's + kvm_probe_append); else NULL */
     char key[65];   /* sha256 of xml + image content hash: names the snapshot */
     bool snapshot_ok;
@@ -62,6 +64,7 @@ struct Guest {
     TimerId gone_timer;
     bool destroy_done, pid_gone, released, awaiting_recycle;
     bool failed; /* the destroy follows a failure: back off before reuse */
+    bool destroy_failed; /* libvirt may still hold the domain: destroy again after the backoff */
     GuestGoneFn gone_fn;
     void *gone_userdata;
     uint64_t destroy_requested_usec, gone_usec;
@@ -75,6 +78,12 @@ struct Shape {
     unsigned vcpus, memory_mib, warm, n_slots;
     Image *image;
     Guest *slots;
+    /* guest_memory = template: the template guest and its files in template_dir. The guest
+     * writes mem_new; a completed save renames mem_new and state_new over mem and state
+     * (new inodes: clones of an older template keep theirs), then writes key. */
+    Guest *tmpl;
+    bool template_ok;
+    char *mem_path, *mem_new_path, *state_path, *state_new_path, *tkey_path;
 };
 
 struct Pool {
@@ -91,11 +100,19 @@ struct Pool {
     bool accel_decided;
     bool disks_ready;   /* reconciled: every slot's workspace disk exists */
     char accel_reason[512];
+    PoolGuestMemory memory;      /* in effect: the configured mode until a fallback */
+    char memory_reason[1024];
+    char *template_dir;
+    unsigned long qemu_version;  /* major * 1000000 + minor * 1000 + micro; 0 = unknown */
+    bool template_ever_saved;    /* a template worked this run: later failures are no fallback */
+    bool clone_ever_started;
+    unsigned clone_failures;     /* clones failed before any worked */
     Guest *probe;
     void (*on_accel_decided)(Pool *p);
     void (*on_idle)(void *userdata);
     void *on_idle_userdata;
     bool started, stopping;
+    bool swept;          /* stopping: the final sweep of leftover domains ran */
     TimerId fill_timer;  /* the refill a take deferred (refill_holdoff_ms) */
     unsigned inflight;   /* boots + saves + restores running now */
     unsigned jobs;       /* every job not yet completed */
@@ -103,6 +120,49 @@ struct Pool {
     void *stop_userdata;
     PoolStatus stats;    /* counters; the rest is computed by pool_status() */
 };
+
+/* A template failing this many clones before any worked means the path does not work here. */
+#define POOL_CLONE_FAILURES_BEFORE_FALLBACK 2
+/* /dev/shm holds the templates only with this much left over once each is there twice. */
+#define POOL_TEMPLATE_TMPFS_SPARE_MIB 1024
+/* QEMU >= 8.2 can map a clone's template read-only (readonly=on,rom=off). */
+#define POOL_QEMU_READONLY_MEMORY_VERSION 8002000ul
+/* A device-state save or load (320 KB; 6-10 ms measured) that takes longer failed. */
+#define POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC (30 * 1000 * 1000)
+
+/* pool.c */
+/* g->dir, workspace_path, socket_path, console_path from g->name; -1 on ENOMEM. */
+int guest_init_paths(Guest *g, const char *state_dir);
+/* Frees what a Guest owns (channel, paths, xml), not g itself. */
+void guest_free_fields(Guest *g);
+/* (Re)builds the slot's XML for the pool's memory mode and whether it can start without a
+ * cold boot (its own save, or its shape's template). */
+int slot_refresh(Guest *g, Error **errp);
+
+/* pool_template.c */
+int template_guest_new(Pool *p, Shape *s, Error **errp);
+void template_guest_free(Guest *g);
+/* Chooses p->template_dir (config, tmpfs or the state directory) and says why. */
+int pool_template_choose_dir(Pool *p, Error **errp);
+bool template_matches(const Shape *s);
+void shape_set_template_ok(Shape *s, bool ok);
+/* Files in template_dir that belong to no shape's valid template (loop thread, at start). */
+void pool_prune_templates(Pool *p);
+/* Neither a template was saved nor a clone started this run: a failure now says the path
+ * does not work on this host, rather than that one attempt failed. */
+bool pool_template_unproven(const Pool *p);
+/* At the end of a clean stop: templates on a tmpfs are host memory while no daemon uses them,
+ * so they go (the next start boots them again); on disk they stay for it to reuse. */
+void pool_release_templates(Pool *p);
+/* Drops the pool to copy, loudly, with why (callers decide it is warranted). */
+void pool_template_failed(Pool *p, const char *why);
+/* Worker side: a fresh shared-memory file for the template guest, for QEMU's user only. */
+int template_create_memory_file(const Shape *s, Error **errp);
+/* Worker side: save the template's device state and install its files. */
+int template_save(Pool *p, const Shape *s, const char *key, Error **errp);
+
+/* pool.c: a stable UUID per domain name, derived from the state directory and the name */
+void slot_uuid(const char *state_dir, const char *name, char out[37]);
 
 /* pool_slot.c */
 void pool_fill(Pool *p);
@@ -119,6 +179,12 @@ void job_save(Guest *g, JobDoneFn done);
 void job_restore(Guest *g, JobDoneFn done);
 void job_destroy(Guest *g, JobDoneFn done);
 void job_reconcile(Pool *p, void (*done)(Pool *p, Error *err));
+/* Destroys every domain named with the pool's prefix; done gets the names it destroyed (NULL
+ * on an early failure; the job frees them) and takes err. */
+typedef void (*SweepDoneFn)(Pool *p, char **destroyed, Error *err);
+void job_sweep(Pool *p, SweepDoneFn done);
+/* Worker side: text into path through a temporary file and a rename. */
+int pool_write_file_atomic(const char *path, const char *text, Error **errp);
 
 /* pool_accel.c */
 void pool_decide_accel(Pool *p, void (*decided)(Pool *p));

@@ -12,7 +12,7 @@
 #include "fdutil.h"
 #include "pool_internal.h"
 
-typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE } JobKind;
+typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE, JOB_SWEEP } JobKind;
 
 typedef struct {
     JobKind kind;
@@ -20,8 +20,12 @@ typedef struct {
     Guest *g;
     JobDoneFn done;
     void (*pool_done)(Pool *p, Error *err);
+    SweepDoneFn sweep_done;
     Error *err;
     pid_t pid;
+    Error *template_err; /* JOB_RECONCILE: the template path cannot work (not fatal) */
+    bool clone; /* JOB_RESTORE: a clone of the shape's template (decided on the loop) */
+    char **swept; /* JOB_SWEEP: the domains it destroyed (NULL-terminated) */
 } Job;
 
 static int
@@ -32,8 +36,8 @@ mkdir_p(const char *path, mode_t mode)
     return chmod(path, mode);
 }
 
-static int
-write_file_atomic(const char *path, const char *text, Error **errp)
+int
+pool_write_file_atomic(const char *path, const char *text, Error **errp)
 {
     _cleanup_free_ char *tmp = NULL;
     if (asprintf(&tmp, "%s.tmp", path) < 0)
@@ -64,7 +68,9 @@ slot_clean_start(Job *j, Error **errp)
 static void
 job_boot_work(Job *j)
 {
-    if (slot_clean_start(j, &j->err) < 0 || virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
+    if (slot_clean_start(j, &j->err) < 0 ||
+        (j->g->tmpl && template_create_memory_file(j->g->shape, &j->err) < 0) ||
+        virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
         return;
     j->pid = virt_qemu_pid(j->g->name);
 }
@@ -75,6 +81,10 @@ job_save_work(Job *j)
     Guest *g = j->g;
     _cleanup_free_ char *tmp = NULL;
 
+    if (g->tmpl) {
+        template_save(j->pool, g->shape, g->key, &j->err);
+        return;
+    }
     if (asprintf(&tmp, "%s.tmp", g->save_path) < 0) {
         error_set(&j->err, E_INTERNAL, ENOMEM, "path");
         return;
@@ -89,7 +99,7 @@ job_save_work(Job *j)
         (void) unlink(tmp);
         return;
     }
-    write_file_atomic(g->key_path, g->key, &j->err);
+    pool_write_file_atomic(g->key_path, g->key, &j->err);
 }
 
 static void
@@ -99,7 +109,11 @@ job_restore_work(Job *j)
     Pool *p = j->pool;
     unsigned limit = g->shape->memory_mib + p->cfg.tb_cache_mib + p->cfg.memory_overhead_mib;
 
-    if (slot_clean_start(j, &j->err) < 0 || virt_restore(p->virt, g->save_path, &j->err) < 0)
+    if (slot_clean_start(j, &j->err) < 0)
+        return;
+    if (j->clone ? virt_clone_start(p->virt, g->xml, g->shape->state_path,
+                                    POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC, &j->err) < 0
+                 : virt_restore(p->virt, g->save_path, &j->err) < 0)
         return;
     j->pid = virt_qemu_pid(g->name);
     if (virt_set_memory_hard_limit(p->virt, g->name, limit, &j->err) < 0)
@@ -110,6 +124,16 @@ static void
 job_destroy_work(Job *j)
 {
     virt_destroy(j->pool->virt, j->g->name, &j->err);
+}
+
+/* guest_memory = template: its directory (only root lists it; QEMU's user passes through to
+ * its own files) and QEMU's version (read-only mapping for clones from 8.2 on). */
+static int
+pool_reconcile_templates(Pool *p, Error **errp)
+{
+    if (mkdir_p(p->template_dir, 0711) < 0)
+        return error_set(errp, E_IO, errno, "create %s", p->template_dir);
+    return virt_hypervisor_version(p->virt, &p->qemu_version, errp);
 }
 
 /* Every slot's disk must exist before the extraction appliance attaches them all. Existing
@@ -130,6 +154,32 @@ pool_create_missing_disks(Pool *p, Error **errp)
     return 0;
 }
 
+/* Destroys and undefines every domain named with the pool's prefix, in list order, up to the
+ * first failure. *ret_destroyed (NULL-terminated; virt_strv_free()) names those destroyed,
+ * on failure too; NULL when even the listing failed. */
+static int
+pool_destroy_prefixed(Pool *p, char ***ret_destroyed, Error **errp)
+{
+    char **names = NULL;
+    size_t k = 0;
+    int r = 0;
+
+    *ret_destroyed = NULL;
+    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, errp) < 0)
+        return -1;
+    for (; names[k]; k++)
+        if (virt_destroy(p->virt, names[k], errp) < 0 || virt_undefine(p->virt, names[k], errp) < 0) {
+            r = -1;
+            break;
+        }
+    for (size_t i = k; names[i]; i++) { /* the ones not reached: not destroyed */
+        free(names[i]);
+        names[i] = NULL;
+    }
+    *ret_destroyed = names;
+    return r;
+}
+
 static void
 job_reconcile_work(Job *j)
 {
@@ -148,17 +198,22 @@ job_reconcile_work(Job *j)
         error_set(&j->err, E_IO, errno, "create state directories under %s", p->cfg.state_dir);
         return;
     }
-    if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, &j->err) < 0)
-        return;
-    for (char **n = names; *n; n++)
-        if (virt_destroy(p->virt, *n, &j->err) < 0 || virt_undefine(p->virt, *n, &j->err) < 0)
-            break;
+    (void) pool_destroy_prefixed(p, &names, &j->err); /* leftovers of an earlier run */
     virt_strv_free(names);
     if (!j->err)
         diskfile_ensure_template(p->template_path, p->cfg.workspace_mib, p->cfg.exec_uid,
                                  p->cfg.exec_gid, &j->err);
     if (!j->err)
         pool_create_missing_disks(p, &j->err);
+    if (!j->err && p->memory == POOL_MEMORY_TEMPLATE)
+        pool_reconcile_templates(p, &j->template_err);
+}
+
+/* Every domain with the pool's prefix, gone: run once the pool believes none is left. */
+static void
+job_sweep_work(Job *j)
+{
+    (void) pool_destroy_prefixed(j->pool, &j->swept, &j->err);
 }
 
 static void
@@ -171,6 +226,7 @@ job_work(void *userdata)
     case JOB_RESTORE: job_restore_work(j); break;
     case JOB_DESTROY: job_destroy_work(j); break;
     case JOB_RECONCILE: job_reconcile_work(j); break;
+    case JOB_SWEEP: job_sweep_work(j); break;
     }
 }
 
@@ -185,7 +241,14 @@ job_complete(void *userdata)
         p->inflight--;
     if (j->g && j->pid > 0)
         j->g->qemu_pid = j->pid;
-    if (j->pool_done)
+    if (j->template_err) {
+        pool_template_failed(p, j->template_err->message);
+        error_free(j->template_err);
+    }
+    if (j->sweep_done) {
+        j->sweep_done(p, j->swept, j->err);
+        virt_strv_free(j->swept);
+    } else if (j->pool_done)
         j->pool_done(p, j->err);
     else
         j->done(j->g, j->err);
@@ -210,7 +273,8 @@ job_start(Guest *g, JobKind kind, JobDoneFn done)
     Job *j = calloc(1, sizeof(*j));
     if (!j)
         abort(); /* the slot would be stuck in a transitional state forever */
-    *j = (Job){.kind = kind, .pool = g->pool, .g = g, .done = done};
+    *j = (Job){.kind = kind, .pool = g->pool, .g = g, .done = done,
+               .clone = g->xml_memory == POOL_MEMORY_TEMPLATE};
     job_submit(g->pool, j);
 }
 
@@ -245,5 +309,15 @@ job_reconcile(Pool *p, void (*done)(Pool *p, Error *err))
     if (!j)
         abort();
     *j = (Job){.kind = JOB_RECONCILE, .pool = p, .pool_done = done};
+    job_submit(p, j);
+}
+
+void
+job_sweep(Pool *p, SweepDoneFn done)
+{
+    Job *j = calloc(1, sizeof(*j));
+    if (!j)
+        abort();
+    *j = (Job){.kind = JOB_SWEEP, .pool = p, .sweep_done = done};
     job_submit(p, j);
 }

@@ -19,6 +19,8 @@ static void slot_on_broken(Channel *c, const Error *why, void *userdata);
 static const ChannelOps slot_channel_ops = {slot_on_ready, slot_on_message, slot_on_broken};
 
 static void slot_maybe_finish(Guest *g);
+static void slot_on_restore_failed(Guest *g, const char *why);
+static void slot_on_backoff_over(Loop *l, void *userdata);
 static void slot_send_prepare(Guest *g);
 static void slot_on_prepare_timeout(Loop *l, void *userdata);
 
@@ -67,6 +69,15 @@ slot_prepare_xml(Guest *g, Error **errp)
         .disk_iops = p->cfg.disk_iops,
         .rng_bytes_per_sec = p->cfg.rng_bytes_per_sec,
     };
+    PoolGuestMemory mode = g->probe ? POOL_MEMORY_COPY : p->memory;
+    if (g->tmpl) {
+        spec.memory = DOMXML_MEMORY_TEMPLATE;
+        spec.memory_path = s->mem_new_path;
+    } else if (mode == POOL_MEMORY_TEMPLATE) {
+        spec.memory = DOMXML_MEMORY_CLONE;
+        spec.memory_path = s->mem_path;
+        spec.memory_readonly = p->qemu_version >= POOL_QEMU_READONLY_MEMORY_VERSION;
+    }
     Sha256 h;
     uint8_t digest[SHA256_BYTES];
 
@@ -74,6 +85,7 @@ slot_prepare_xml(Guest *g, Error **errp)
     g->xml = NULL;
     if (domxml_build(&spec, &g->xml, errp) < 0)
         return -1;
+    g->xml_memory = mode;
     sha256_init(&h);
     sha256_update(&h, g->xml, strlen(g->xml));
     sha256_update(&h, s->image->content_hash, strlen(s->image->content_hash));
@@ -172,9 +184,16 @@ slot_on_saved(Guest *g, Error *err)
     slot_close_channel(g); /* QEMU exited after the save: the EOF is expected */
     if (e) {
         log_error("snapshot of %s failed: %s", g->name, e->message);
+        if (g->tmpl && pool_template_unproven(p))
+            pool_template_failed(p, e->message);
         g->state = SLOT_BOOT_SYNC; /* the domain may still run: destroy it */
         slot_destroy(g, true);
         return;
+    }
+    if (g->tmpl) {
+        log_info("template %s saved: %s clones it (copy on write)", g->name, g->shape->name);
+        p->template_ever_saved = true;
+        shape_set_template_ok(g->shape, true);
     }
     g->snapshot_ok = true;
     g->qemu_pid = -1;
@@ -331,6 +350,8 @@ slot_on_booted(Guest *g, Error *err)
         log_error("cold boot of %s failed: %s", g->name, e->message);
         if (g->probe)
             accel_probe_finished(g, false, e->message);
+        if (g->tmpl && pool_template_unproven(p))
+            pool_template_failed(p, e->message);
         g->state = SLOT_BOOT_SYNC; /* so that slot_destroy() cleans up */
         slot_destroy(g, true);
         return;
@@ -343,9 +364,25 @@ slot_on_booted(Guest *g, Error *err)
     slot_open_channel(g, g->probe ? p->cfg.kvm_probe_timeout_usec : p->cfg.boot_timeout_usec);
 }
 
+/* A slot whose XML was made for the other memory mode (a fallback happened while a worker
+ * used it) gets a new one first. false: it could not, and the slot backs off. */
+static bool
+slot_xml_current(Guest *g)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (g->probe || g->tmpl || g->xml_memory == g->pool->memory || slot_refresh(g, &err) == 0)
+        return true;
+    log_error("guest %s: %s", g->name, err->message);
+    g->state = SLOT_BACKOFF;
+    slot_arm_timer(g, POOL_BACKOFF_MAX_USEC, slot_on_backoff_over);
+    return false;
+}
+
 void
 slot_start_boot(Guest *g)
 {
+    if (!slot_xml_current(g))
+        return;
     g->state = SLOT_BOOTING;
     g->boot_started_usec = now_usec();
     job_boot(g, slot_on_booted);
@@ -361,14 +398,12 @@ slot_on_restored(Guest *g, Error *err)
     if (e) {
         p->stats.restore_failures++;
         log_error("restore of %s failed: %s", g->name, e->message);
-        if (++g->restore_failures >= POOL_RESTORE_FAILURES_BEFORE_REBOOT) {
-            g->snapshot_ok = false; /* remake the snapshot next time */
-            (void) unlink(g->key_path);
-        }
+        slot_on_restore_failed(g, e->message);
         slot_destroy(g, true);
         return;
     }
     p->stats.restores++;
+    p->clone_ever_started |= g->xml_memory == POOL_MEMORY_TEMPLATE;
     if (p->stopping) {
         slot_destroy(g, false);
         return;
@@ -376,9 +411,34 @@ slot_on_restored(Guest *g, Error *err)
     slot_open_channel(g, p->cfg.sync_timeout_usec);
 }
 
+/* Twice in a row: remake what the slot restores from (its save, or its shape's template). */
+static void
+slot_on_restore_failed(Guest *g, const char *why)
+{
+    Pool *p = g->pool;
+    bool clone = g->xml_memory == POOL_MEMORY_TEMPLATE;
+
+    /* Clones of a template made this run that never start: the path does not work here. A
+     * template reused from an earlier run (another QEMU, say) is remade first, below. */
+    if (clone && p->template_ever_saved && !p->clone_ever_started &&
+        ++p->clone_failures >= POOL_CLONE_FAILURES_BEFORE_FALLBACK)
+        pool_template_failed(p, why);
+    if (++g->restore_failures < POOL_RESTORE_FAILURES_BEFORE_REBOOT)
+        return;
+    if (clone && p->memory == POOL_MEMORY_TEMPLATE) {
+        g->restore_failures = 0;
+        shape_set_template_ok(g->shape, false);
+        return;
+    }
+    g->snapshot_ok = false; /* remake the snapshot next time */
+    (void) unlink(g->key_path);
+}
+
 static void
 slot_start(Guest *g)
 {
+    if (!slot_xml_current(g))
+        return;
     if (!g->snapshot_ok) {
         slot_start_boot(g);
         return;
@@ -401,9 +461,11 @@ static unsigned
 pool_starting(Pool *p)
 {
     unsigned n = 0;
-    for (size_t i = 0; i < p->n_shapes; i++)
+    for (size_t i = 0; i < p->n_shapes; i++) {
         for (unsigned k = 0; k < p->shapes[i].n_slots; k++)
             n += slot_is_starting(&p->shapes[i].slots[k]);
+        n += p->shapes[i].tmpl && slot_is_starting(p->shapes[i].tmpl);
+    }
     return n + (p->probe != NULL);
 }
 
@@ -447,9 +509,17 @@ pool_fill(Pool *p)
             starting++;
         }
     }
-    /* Then snapshots for every slot that lacks one, so later refills only restore. */
+    /* Then snapshots for every slot that lacks one, so later refills only restore; or in
+     * template mode, the one template of each shape that lacks it. */
     for (size_t i = 0; i < p->n_shapes && starting < budget; i++) {
-        Guest *g;
+        Guest *g, *t = p->shapes[i].tmpl;
+        if (p->memory == POOL_MEMORY_TEMPLATE) {
+            if (!p->shapes[i].template_ok && t->state == SLOT_EMPTY && t->xml) {
+                slot_start_boot(t);
+                starting++;
+            }
+            continue;
+        }
         while (starting < budget && (g = shape_pick_empty(&p->shapes[i], false))) {
             slot_start_boot(g);
             starting++;
@@ -499,8 +569,10 @@ static void
 slot_on_destroyed(Guest *g, Error *err)
 {
     _cleanup_error_ Error *e = err;
-    if (e)
-        log_error("destroy of %s: %s", g->name, e->message);
+    if (e) /* libvirt may still hold the domain (libvirtd restarting, say): retry later */
+        log_error("destroy of %s: %s; trying again after a backoff", g->name, e->message);
+    g->destroy_failed = e != NULL;
+    g->failed |= g->destroy_failed;
     g->destroy_done = true;
     if (!g->pid_gone) { /* pid unknown, or the poll gave up: the call's return is all we have */
         loop_cancel_timer(g->pool->loop, g->gone_timer);
@@ -535,7 +607,7 @@ slot_destroy(Guest *g, bool failed)
     g->destroy_done = false;
     g->pid_gone = g->qemu_pid <= 0;
     g->destroy_requested_usec = g->gone_usec = now_usec();
-    p->stats.destroys += !g->probe;
+    p->stats.destroys += !g->probe && !g->tmpl;
     /* Without the guest's help and without waiting for libvirt (whose destroy takes 1-2 s on
      * hosts whose PID 1 reaps late): QEMU dies now; the destroy job tidies libvirt's state. */
     if (!g->pid_gone)
@@ -551,6 +623,14 @@ slot_on_backoff_over(Loop *l, void *userdata)
     Guest *g = userdata;
     (void) l;
     g->timer = 0;
+    if (g->destroy_failed && !g->pool->stopping) { /* (stopping: the final sweep does it) */
+        g->state = SLOT_DESTROYING;
+        g->destroy_done = false;
+        g->pid_gone = true;
+        job_destroy(g, slot_on_destroyed);
+        return;
+    }
+    g->destroy_failed = false;
     g->state = SLOT_EMPTY;
     pool_fill(g->pool);
 }

@@ -2,6 +2,9 @@
  * (thread-local) becomes our Error message. */
 #include "virt.h"
 
+#include <fcntl.h>
+#include <jansson.h>
+#include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <pthread.h>
@@ -9,11 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fdutil.h"
 #include "procfs.h"
+#include "timeutil.h"
 
 #define VIRT_PIDFILE_DIR "/run/libvirt/qemu"
+#define VIRT_QMP_REPLY_MAX_BYTES (64 * 1024) /* QEMU's replies we ask for are < 2 KiB */
+#define VIRT_MIGRATE_POLL_USEC (2 * 1000)   /* the device state takes 6-10 ms here */
+#define VIRT_STATE_FD_NAME "stockade-state"
 
 struct Virt {
     pthread_mutex_t lock;
@@ -323,6 +331,187 @@ virt_list_prefixed(Virt *v, const char *prefix, char ***ret_names, Error **errp)
 {
     ListArg a = {prefix, ret_names};
     return virt_run(v, op_list, &a, errp);
+}
+
+/* ------------------------------------------------------------------ guest_memory = template */
+
+/* One QMP command through libvirt (with fd passed along when >= 0). QEMU's own error replies
+ * come back as a successful call: they become errors here. *ret_return (optional) gets the
+ * reply's "return" member, owned by the caller. */
+static int
+virt_qmp(virDomainPtr d, const char *name, const char *cmd, int fd, json_t **ret_return,
+         Error **errp)
+{
+    char *reply = NULL;
+    int r = fd >= 0 ? virDomainQemuMonitorCommandWithFiles(d, cmd, 1, &fd, NULL, NULL, &reply, 0)
+                    : virDomainQemuMonitorCommand(d, cmd, &reply, 0);
+    if (r < 0)
+        return virt_fail(errp, E_INTERNAL, "QEMU monitor command for", name);
+    size_t len = strnlen(reply, VIRT_QMP_REPLY_MAX_BYTES + 1);
+    json_t *root = len <= VIRT_QMP_REPLY_MAX_BYTES ? json_loadb(reply, len, 0, NULL) : NULL;
+    free(reply);
+    json_t *ret = json_object_get(root, "return");
+    if (!ret) {
+        const char *desc = json_string_value(json_object_get(json_object_get(root, "error"),
+                                                             "desc"));
+        error_set(errp, E_INTERNAL, 0, "QEMU of %s refused %.60s: %s", name, cmd,
+                  desc ? desc : "no answer");
+        json_decref(root);
+        return -1;
+    }
+    if (ret_return)
+        *ret_return = json_incref(ret);
+    json_decref(root);
+    return 0;
+}
+
+/* Capability on, then the state file handed to QEMU under VIRT_STATE_FD_NAME. */
+static int
+virt_migration_setup(virDomainPtr d, const char *name, int fd, Error **errp)
+{
+    static const char caps[] =
+        "{\"execute\":\"migrate-set-capabilities\",\"arguments\":{\"capabilities\":"
+        "[{\"capability\":\"x-ignore-shared\",\"state\":true}]}}";
+    static const char getfd[] =
+        "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"" VIRT_STATE_FD_NAME "\"}}";
+    if (virt_qmp(d, name, caps, -1, NULL, errp) < 0)
+        return -1;
+    return virt_qmp(d, name, getfd, fd, NULL, errp);
+}
+
+/* Polls query-migrate until "completed"; "failed" or "cancelled" or the deadline fail. */
+static int
+virt_migration_wait(virDomainPtr d, const char *name, uint64_t timeout_usec, Error **errp)
+{
+    uint64_t deadline = now_usec() + timeout_usec;
+    for (;;) {
+        json_t *ret = NULL;
+        if (virt_qmp(d, name, "{\"execute\":\"query-migrate\"}", -1, &ret, errp) < 0)
+            return -1;
+        const char *st = json_string_value(json_object_get(ret, "status"));
+        char status[32];
+        snprintf(status, sizeof(status), "%s", st ? st : "none");
+        const char *why = json_string_value(json_object_get(ret, "error-desc"));
+        char reason[256];
+        snprintf(reason, sizeof(reason), "%s", why ? why : "no reason given");
+        json_decref(ret);
+        if (strcmp(status, "completed") == 0)
+            return 0;
+        if (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0)
+            return error_set(errp, E_INTERNAL, 0, "migration of %s %s: %s", name, status,
+                             reason);
+        if (now_usec() >= deadline)
+            return error_set(errp, E_TIMEOUT, 0, "migration of %s still %s after %llu ms", name,
+                             status, (unsigned long long) (timeout_usec / USEC_PER_MSEC));
+        usleep(VIRT_MIGRATE_POLL_USEC);
+    }
+}
+
+typedef struct {
+    const char *name_or_xml, *state_path;
+    uint64_t timeout_usec;
+} TemplateArg;
+
+static int
+template_save_domain(virDomainPtr d, const TemplateArg *a, int fd, Error **errp)
+{
+    static const char migrate[] =
+        "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:" VIRT_STATE_FD_NAME "\"}}";
+    if (virDomainSuspend(d) < 0)
+        return virt_fail(errp, E_INTERNAL, "suspend", a->name_or_xml);
+    if (virt_migration_setup(d, a->name_or_xml, fd, errp) < 0 ||
+        virt_qmp(d, a->name_or_xml, migrate, -1, NULL, errp) < 0 ||
+        virt_migration_wait(d, a->name_or_xml, a->timeout_usec, errp) < 0)
+        return -1;
+    if (fsync(fd) < 0)
+        return error_set(errp, E_IO, errno, "fsync %s", a->state_path);
+    return 0;
+}
+
+static int
+op_template_save(virConnectPtr c, const void *arg, Error **errp)
+{
+    const TemplateArg *a = arg;
+    _cleanup_close_ int fd =
+        open(a->state_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return error_set(errp, E_IO, errno, "create %s", a->state_path);
+    virDomainPtr d = virDomainLookupByName(c, a->name_or_xml);
+    if (!d)
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name_or_xml);
+    int r = template_save_domain(d, a, fd, errp);
+    /* Saved or not, the template has done its work: its RAM is in the file. */
+    if (virDomainDestroy(d) < 0 && virDomainIsActive(d) == 1 && r == 0)
+        r = virt_fail(errp, E_INTERNAL, "destroy template domain", a->name_or_xml);
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_template_save(Virt *v, const char *name, const char *state_path, uint64_t timeout_usec,
+                   Error **errp)
+{
+    TemplateArg a = {name, state_path, timeout_usec};
+    return virt_run(v, op_template_save, &a, errp);
+}
+
+static int
+clone_load(virDomainPtr d, const char *name, const TemplateArg *a, int fd, Error **errp)
+{
+    static const char incoming[] = "{\"execute\":\"migrate-incoming\",\"arguments\":"
+                                   "{\"uri\":\"fd:" VIRT_STATE_FD_NAME "\"}}";
+    if (virt_migration_setup(d, name, fd, errp) < 0 ||
+        virt_qmp(d, name, incoming, -1, NULL, errp) < 0 ||
+        virt_migration_wait(d, name, a->timeout_usec, errp) < 0)
+        return -1;
+    if (virDomainResume(d) < 0)
+        return virt_fail(errp, E_INTERNAL, "resume clone", name);
+    return 0;
+}
+
+static int
+op_clone_start(virConnectPtr c, const void *arg, Error **errp)
+{
+    const TemplateArg *a = arg;
+    _cleanup_close_ int fd = open(a->state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return error_set(errp, E_IO, errno, "open %s", a->state_path);
+    virDomainPtr d = virDomainCreateXML(c, a->name_or_xml, VIR_DOMAIN_START_PAUSED);
+    if (!d)
+        return virt_fail(errp, E_INTERNAL, "create clone domain", NULL);
+    char name[256];
+    snprintf(name, sizeof(name), "%s", virDomainGetName(d));
+    int r = clone_load(d, name, a, fd, errp);
+    if (r < 0)
+        (void) virDomainDestroy(d); /* never leave a half-loaded clone behind */
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_clone_start(Virt *v, const char *xml, const char *state_path, uint64_t timeout_usec,
+                 Error **errp)
+{
+    TemplateArg a = {xml, state_path, timeout_usec};
+    return virt_run(v, op_clone_start, &a, errp);
+}
+
+static int
+op_version(virConnectPtr c, const void *arg, Error **errp)
+{
+    if (virConnectGetVersion(c, (unsigned long *) arg) < 0)
+        return virt_fail(errp, E_UNAVAILABLE, "hypervisor version", NULL);
+    return 0;
+}
+
+int
+virt_hypervisor_version(Virt *v, unsigned long *ret, Error **errp)
+{
+    unsigned long version = 0;
+    if (virt_run(v, op_version, &version, errp) < 0)
+        return -1;
+    *ret = version;
+    return 0;
 }
 
 pid_t

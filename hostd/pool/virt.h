@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -31,6 +32,26 @@ bool virt_is_active(Virt *v, const char *name);
 /* Sets the running domain's memory hard limit (cgroup). Applied live rather than in the XML:
  * in the XML libvirt also raises QEMU's RLIMIT_MEMLOCK to it, which needs CAP_SYS_RESOURCE. */
 int virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Error **errp);
+
+/* guest_memory = template (domxml.h, notes/templating-2026-12.md). libvirt cannot save or
+ * restore with QEMU's x-ignore-shared capability on (it issues migrate-incoming itself with
+ * the capability off), so these drive QEMU's monitor through libvirt-qemu; the domains are
+ * then marked tainted (custom-argv, custom-monitor) in their logs, which is expected.
+ *
+ * Saves the device state of the running template domain `name` (its RAM is a shared file and
+ * stays there) into state_path (created 0600, fsynced), then destroys the domain: suspend,
+ * x-ignore-shared on, the file handed to QEMU by getfd, `migrate fd:`, wait for completion
+ * (at most timeout_usec). On failure the domain is destroyed as well and state_path may hold
+ * a partial file. */
+int virt_template_save(Virt *v, const char *name, const char *state_path, uint64_t timeout_usec,
+                       Error **errp);
+/* Starts a clone from xml (DOMXML_MEMORY_CLONE: -incoming defer) paused, loads state_path
+ * into it (x-ignore-shared on, getfd, `migrate-incoming fd:`, query-migrate until completed,
+ * at most timeout_usec) and resumes it. On failure the domain is destroyed. */
+int virt_clone_start(Virt *v, const char *xml, const char *state_path, uint64_t timeout_usec,
+                     Error **errp);
+/* The hypervisor's version as major * 1000000 + minor * 1000 + micro (QEMU's). */
+int virt_hypervisor_version(Virt *v, unsigned long *ret, Error **errp);
 
 /* The QEMU process of a running domain, from libvirt's pid file; -1 if unknown. */
 pid_t virt_qemu_pid(const char *name);

@@ -200,25 +200,39 @@ artifacts_removal_done(void *userdata)
     free(j);
 }
 
-static bool
-artifacts_expire(Sessions *m, const SessionRecord *r, uint64_t *total)
+size_t
+artifacts_retention_pick(const SessionsConfig *c, uint64_t now, uint64_t total_bytes,
+                         const SessionRecord *v, const bool *live, size_t n, bool *ret_remove)
 {
-    bool too_old = (uint64_t) r->ended_usec + m->cfg.artifact_max_age_usec < wall_usec();
-    bool too_big = *total > m->cfg.artifact_max_total_bytes;
-    if (!too_old && !too_big)
-        return false;
-    if (sessions_find(m, NULL, r->id))
-        return true; /* still in memory (should not happen for an ended one): keep */
+    size_t picked = 0;
+    for (size_t i = 0; i < n; i++)
+        ret_remove[i] = false;
+    for (size_t i = 0; i < n; i++) {
+        int64_t age = (int64_t) now - v[i].ended_usec; /* < 0: the clock stepped back */
+        bool too_old = age > 0 && (uint64_t) age > c->artifact_max_age_usec;
+        bool too_big = total_bytes > c->artifact_max_total_bytes;
+        if (!too_old && !too_big)
+            break; /* every later one ended later: none is older, and the total fits */
+        if (live && live[i])
+            continue; /* still in memory (should not happen for an ended one): keep */
+        ret_remove[i] = true;
+        picked++;
+        total_bytes -= MIN(total_bytes, v[i].artifact_bytes);
+    }
+    return picked;
+}
+
+static void
+artifacts_remove(Sessions *m, const char *id)
+{
     ArtifactsRemoval *j = calloc(1, sizeof(*j));
     if (!j)
-        return false;
+        return; /* the next pass tries again */
     j->store = m->store;
     j->artifacts_dir = m->artifacts_dir;
-    snprintf(j->id, sizeof(j->id), "%s", r->id);
-    *total -= MIN(*total, r->artifact_bytes);
+    snprintf(j->id, sizeof(j->id), "%s", id);
     if (workq_submit(m->q, artifacts_removal_work, artifacts_removal_done, j) < 0)
         free(j);
-    return true;
 }
 
 static void
@@ -245,8 +259,14 @@ artifacts_retention_tick(Sessions *m)
         store_session_oldest_ended(m->store, RETENTION_BATCH, &v, &n, &err) < 0) {
         log_warn("retention: %s", err->message);
     } else {
-        for (size_t i = 0; i < n && artifacts_expire(m, &v[i], &total); i++)
-            ;
+        bool live[RETENTION_BATCH], remove[RETENTION_BATCH];
+        n = MIN(n, (size_t) RETENTION_BATCH);
+        for (size_t i = 0; i < n; i++)
+            live[i] = sessions_find(m, NULL, v[i].id) != NULL;
+        artifacts_retention_pick(&m->cfg, wall_usec(), total, v, live, n, remove);
+        for (size_t i = 0; i < n; i++)
+            if (remove[i])
+                artifacts_remove(m, v[i].id);
     }
     session_records_free(v, n);
     m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_INTERVAL_USEC,

@@ -14,7 +14,14 @@
  * sessions_start() first ends the sessions an earlier run left live (each settles as it
  * ends, from its own record), then sessions_admit_reconcile() settles any reservation still
  * open whose session is no longer live. Either way a reservation ends exactly once (the
- * store refuses a second end). */
+ * store refuses a second end).
+ *
+ * Cluster mode (issue 16, hostd/cluster): the ledger, the quota rows and the buckets live in
+ * the cluster's PostgreSQL, shared by every host, and the decision runs inside a transaction
+ * that holds the tenant's row lock there (cluster_admit), so it is exact across hosts. The
+ * session's own record stays in this host's store. The database round trip runs on the loop
+ * thread: it is one short transaction on a local network. The cluster commits first; if the
+ * local record then cannot be written, the cluster's reservation is released at once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,29 +44,41 @@ session_shape(Sessions *m, const char *pool, AdmitRequest *rq, Error **errp)
     return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", pool);
 }
 
-/* The check and the reservation; the caller holds a savepoint. */
+static int
+admit_refused(const AdmitDecision *d, AdmitRefusal *ret_refusal, Error **errp)
+{
+    if (ret_refusal)
+        *ret_refusal = d->refusal;
+    return error_set(errp, E_QUOTA, 0, "quota exceeded: %s (limit %llu, used %llu)",
+                     admit_limit_name(d->refusal.limit_id), (unsigned long long) d->refusal.limit,
+                     (unsigned long long) d->refusal.used);
+}
+
+static void
+admit_request(Session *s, AdmitRequest *rq)
+{
+    *rq = (AdmitRequest){.timeout_s = (s->rec.timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC};
+}
+
+/* The check and the reservation in the store; the caller holds a savepoint. */
 static int
 session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
 {
     Sessions *m = s->mgr;
-    AdmitRequest rq = {.timeout_s = (s->rec.timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC};
     int64_t now = (int64_t) wall_usec();
+    AdmitRequest rq;
     AdmitQuota q;
     AdmitUsage u;
     AdmitDecision d;
 
+    admit_request(s, &rq);
     if (session_shape(m, s->spec.pool, &rq, errp) < 0 ||
         store_quota_get(m->store, s->rec.tenant_id, &m->cfg.default_quota, &q, errp) < 0 ||
         store_usage_get(m->store, s->rec.tenant_id, &u, errp) < 0)
         return -1;
     admit_decide(&q, &u, &rq, now, &d);
-    if (d.refusal.limit_id != ADMIT_OK) {
-        if (ret_refusal)
-            *ret_refusal = d.refusal;
-        return error_set(errp, E_QUOTA, 0, "quota exceeded: %s (limit %llu, used %llu)",
-                         admit_limit_name(d.refusal.limit_id), (unsigned long long) d.refusal.limit,
-                         (unsigned long long) d.refusal.used);
-    }
+    if (d.refusal.limit_id != ADMIT_OK)
+        return admit_refused(&d, ret_refusal, errp);
     ReservationRecord res = {
         .vcpus = rq.vcpus,
         .reserved_guest_s = d.reserve_guest_s,
@@ -77,15 +96,78 @@ session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
     return 0;
 }
 
+/* The same in the cluster's database, in its own transaction (committed on success). A
+ * tenant without a quota row there falls back to this host's view of it (its own row in the
+ * store, else the configured defaults). */
+static int
+session_admit_cluster(Session *s, AdmitRefusal *ret_refusal, Error **errp)
+{
+    Sessions *m = s->mgr;
+    AdmitRequest rq;
+    AdmitQuota fallback;
+    AdmitDecision d;
+    ReservationRecord res = {0};
+
+    admit_request(s, &rq);
+    if (session_shape(m, s->spec.pool, &rq, errp) < 0 ||
+        store_quota_get(m->store, s->rec.tenant_id, &m->cfg.default_quota, &fallback, errp) < 0)
+        return -1;
+    memcpy(res.tenant_id, s->rec.tenant_id, sizeof(res.tenant_id));
+    memcpy(res.session_id, s->rec.id, sizeof(res.session_id));
+    if (cluster_admit(m->cluster, &fallback, &rq, m->cfg.output_limit_bytes,
+                      (int64_t) wall_usec(), &res, &d, errp) < 0)
+        return -1;
+    if (d.refusal.limit_id != ADMIT_OK)
+        return admit_refused(&d, ret_refusal, errp);
+    s->output_limit_bytes = res.output_bytes;
+    s->workspace_limit_bytes = res.workspace_bytes;
+    return 0;
+}
+
+/* The session's record in the store, under the caller's savepoint. */
+static int
+session_record_local(Session *s, Error **errp)
+{
+    return artifacts_prepare(s->mgr, s->rec.id, errp) < 0 ||
+                   store_session_insert(s->mgr->store, &s->rec, errp) < 0 ||
+                   store_savepoint_release(s->mgr->store, errp) < 0
+               ? -1
+               : 0;
+}
+
+/* The cluster admitted but this host could not record the session: give the slot back. */
+static void
+cluster_release_now(Session *s)
+{
+    _cleanup_error_ Error *err = NULL;
+    ReservationRecord res;
+    Cluster *c = s->mgr->cluster;
+    if (cluster_reservation_for_session(c, s->rec.id, &res, &err) < 0 ||
+        cluster_reservation_end(c, res.id, RESERVATION_RELEASED, 0, (int64_t) wall_usec(),
+                                &err) < 0)
+        log_error("session %s: cluster ledger: reservation not released (restart reconciles"
+                  " it): %s", s->rec.id, err->message);
+}
+
 int
 session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp)
 {
     Sessions *m = s->mgr;
     if (store_savepoint(m->store, errp) < 0)
         return -1;
-    if (session_admit(s, ret_refusal, errp) < 0 || artifacts_prepare(m, s->rec.id, errp) < 0 ||
-        store_session_insert(m->store, &s->rec, errp) < 0 ||
-        store_savepoint_release(m->store, errp) < 0) {
+    if (m->cluster) {
+        if (session_admit_cluster(s, ret_refusal, errp) < 0) {
+            store_savepoint_rollback(m->store);
+            return -1;
+        }
+        if (session_record_local(s, errp) < 0) {
+            store_savepoint_rollback(m->store);
+            cluster_release_now(s);
+            return -1;
+        }
+        return 0;
+    }
+    if (session_admit(s, ret_refusal, errp) < 0 || session_record_local(s, errp) < 0) {
         store_savepoint_rollback(m->store);
         return -1;
     }
@@ -94,12 +176,29 @@ session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp)
 
 /* ------------------------------------------------------------------ settlement */
 
+/* The ledger this host settles in: the cluster's when there is one, else the store's. */
+static int
+ledger_for_session(Sessions *m, const char *session_id, ReservationRecord *ret, Error **errp)
+{
+    return m->cluster ? cluster_reservation_for_session(m->cluster, session_id, ret, errp)
+                      : store_reservation_for_session(m->store, session_id, ret, errp);
+}
+
+static int
+ledger_end(Sessions *m, int64_t id, ReservationState state, uint64_t charged, int64_t ended,
+           Error **errp)
+{
+    return m->cluster ? cluster_reservation_end(m->cluster, id, state, charged, ended, errp)
+                      : store_reservation_end(m->store, id, state, charged, ended, errp);
+}
+
 /* Ends an open reservation from its session's record (NULL: the session is gone). The charge
  * is the guest's life: hand-out (started) to the destroy request (stopped), never the queue
  * before it nor the extraction after it. A record without a stop time (ended before the
  * column existed) is charged to its end. */
 static int
-reservation_settle(Store *st, const ReservationRecord *res, const SessionRecord *rec, Error **errp)
+reservation_settle(Sessions *m, const ReservationRecord *res, const SessionRecord *rec,
+                   Error **errp)
 {
     bool ran = rec && rec->started_usec > 0;
     int64_t stopped = ran && rec->stopped_usec > 0 ? rec->stopped_usec : ran ? rec->ended_usec : 0;
@@ -107,8 +206,8 @@ reservation_settle(Store *st, const ReservationRecord *res, const SessionRecord 
                                                   rec->started_usec, stopped)
                            : 0;
     int64_t ended = rec && rec->ended_usec > 0 ? rec->ended_usec : (int64_t) wall_usec();
-    return store_reservation_end(st, res->id, ran ? RESERVATION_CHARGED : RESERVATION_RELEASED,
-                                 charged, ended, errp);
+    return ledger_end(m, res->id, ran ? RESERVATION_CHARGED : RESERVATION_RELEASED, charged, ended,
+                      errp);
 }
 
 void
@@ -116,14 +215,13 @@ session_admit_settle(Session *s)
 {
     _cleanup_error_ Error *err = NULL;
     ReservationRecord res;
-    Store *st = s->mgr->store;
 
-    if (store_reservation_for_session(st, s->rec.id, &res, &err) < 0) {
+    if (ledger_for_session(s->mgr, s->rec.id, &res, &err) < 0) {
         if (err->category != E_NOT_FOUND) /* none: admitted before the ledger existed */
             log_error("session %s: ledger: %s", s->rec.id, err->message);
         return;
     }
-    if (res.state == RESERVATION_OPEN && reservation_settle(st, &res, &s->rec, &err) < 0)
+    if (res.state == RESERVATION_OPEN && reservation_settle(s->mgr, &res, &s->rec, &err) < 0)
         log_error("session %s: ledger: reservation %lld not settled: %s", s->rec.id,
                   (long long) res.id, err->message);
 }
@@ -133,7 +231,7 @@ session_admit_adopt(Session *s)
 {
     ReservationRecord res;
     Sessions *m = s->mgr;
-    if (store_reservation_for_session(m->store, s->rec.id, &res, NULL) == 0) {
+    if (ledger_for_session(m, s->rec.id, &res, NULL) == 0) {
         s->output_limit_bytes = res.output_bytes;
         s->workspace_limit_bytes = res.workspace_bytes;
         return;
@@ -155,12 +253,20 @@ reconcile_one(Sessions *m, const ReservationRecord *res, Error **errp)
     if (store_session_get(m->store, res->session_id, &rec, &get_err) < 0) {
         if (get_err->category != E_NOT_FOUND)
             return error_set(errp, get_err->category, 0, "%s", get_err->message);
-        return reservation_settle(m->store, res, NULL, errp) < 0 ? -1 : 1;
+        return reservation_settle(m, res, NULL, errp) < 0 ? -1 : 1;
     }
     if (strcmp(rec.state, "ended") == 0)
-        r = reservation_settle(m->store, res, &rec, errp) < 0 ? -1 : 1;
+        r = reservation_settle(m, res, &rec, errp) < 0 ? -1 : 1;
     session_record_clear(&rec);
     return r;
+}
+
+/* Open reservations: the cluster's of sessions this host owns, or all of the store's. */
+static int
+ledger_open(Sessions *m, ReservationRecord **ret, size_t *ret_n, Error **errp)
+{
+    return m->cluster ? cluster_reservations_open(m->cluster, ret, ret_n, errp)
+                      : store_reservations_open(m->store, ret, ret_n, errp);
 }
 
 void
@@ -170,7 +276,7 @@ sessions_admit_reconcile(Sessions *m)
     ReservationRecord *v = NULL;
     size_t n = 0, settled = 0;
 
-    if (store_reservations_open(m->store, &v, &n, &err) < 0 || store_begin(m->store, &err) < 0) {
+    if (ledger_open(m, &v, &n, &err) < 0 || store_begin(m->store, &err) < 0) {
         log_error("restart reconciliation of the ledger: %s", err->message);
         free(v);
         return;
@@ -189,6 +295,12 @@ sessions_admit_reconcile(Sessions *m)
     sessions_commit_now(m);
     if (settled)
         log_info("ledger: %zu open reservation(s) settled from their session records", settled);
+}
+
+void
+sessions_set_cluster(Sessions *m, Cluster *c)
+{
+    m->cluster = c;
 }
 
 uint64_t

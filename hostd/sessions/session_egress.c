@@ -122,25 +122,25 @@ egress_op_event(void *userdata, const char *type, json_t *attrs)
 
 static const EgressOps session_egress_ops = {egress_op_send, egress_op_backlog, egress_op_event};
 
-void
+int
 session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
-                     Stockade__Runner__EgressConfig *ec)
+                     Stockade__Runner__EgressConfig *ec, Error **errp)
 {
     Sessions *m = s->mgr;
-    _cleanup_error_ Error *err = NULL;
-    _cleanup_free_ EgressPolicy *p = malloc(sizeof(*p));
+    _cleanup_free_ EgressPolicy *p = NULL;
 
     if (!spec_wants_egress(&s->spec) || !m->egress_resolver)
-        return;
-    if (!p || session_egress_policy(m, &s->spec, p, &err) < 0 ||
+        return 0;
+    if (!(p = malloc(sizeof(*p))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "egress policy");
+    if (session_egress_policy(m, &s->spec, p, errp) < 0 ||
         egress_session_new(m->loop, m->egress_resolver, p, &m->cfg.egress.limits,
-                           &session_egress_ops, s, &s->egress, &err) < 0) {
-        log_warn("session %s: no egress: %s", s->rec.id, err ? err->message : "out of memory");
-        return;
-    }
+                           &session_egress_ops, s, &s->egress, errp) < 0)
+        return error_prefix(errp, "egress");
     stockade__runner__egress_config__init(ec);
     ec->max_streams = MIN(m->cfg.egress.limits.max_streams, TUNNEL_STREAMS_MAX);
     cfg->egress = ec;
+    return 0;
 }
 
 void

@@ -15,10 +15,44 @@ static const char *const state_names[] = {
     [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended",
 };
 
+/* API.md "Sessions": pending -> starting -> running -> stopping -> extracting -> ended, and
+ * the shortcuts: a pending session ends unbound; a starting one whose guest fails stops; a
+ * stopping one whose guest is gone without a disk to read ends. */
+static const bool transitions[ST_COUNT_][ST_COUNT_] = {
+    [ST_PENDING] = {[ST_STARTING] = true, [ST_ENDED] = true},
+    [ST_STARTING] = {[ST_RUNNING] = true, [ST_STOPPING] = true},
+    [ST_RUNNING] = {[ST_STOPPING] = true},
+    [ST_STOPPING] = {[ST_EXTRACTING] = true, [ST_ENDED] = true},
+    [ST_EXTRACTING] = {[ST_ENDED] = true},
+};
+
 const char *
 session_state_name(SessionState st)
 {
     return state_names[st];
+}
+
+bool
+session_state_from_name(const char *name, SessionState *ret)
+{
+    for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
+        if (strcmp(name, state_names[i]) == 0) {
+            *ret = (SessionState) i;
+            return true;
+        }
+    return false;
+}
+
+bool
+session_state_can_go(SessionState from, SessionState to)
+{
+    return from < ST_COUNT_ && to < ST_COUNT_ && transitions[from][to];
+}
+
+void
+session_state_adopt(Session *s)
+{
+    s->state = ST_RUNNING;
 }
 
 static void
@@ -133,6 +167,9 @@ session_set_state(Session *s, SessionState st, const char *reason)
 {
     json_t *attrs = json_pack("{s:s}", "state", state_names[st]);
 
+    if (!session_state_can_go(s->state, st))
+        log_error("session %s: %s -> %s is not a session state transition", s->rec.id,
+                  state_names[s->state], state_names[st]);
     s->state = st;
     snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
     if (reason) {

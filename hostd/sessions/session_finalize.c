@@ -119,9 +119,7 @@ finalize_open_dirs(Session *s, Finalize *f)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s/" FINALIZE_WORK_DIR, s->mgr->artifacts_dir, s->rec.id);
-    if (mkdir(path, 0700) < 0 && errno != EEXIST)
-        return -1;
-    f->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    f->dir_fd = mkdir_open_dir(path, 0700);
     snprintf(path, sizeof(path), "%s/%s/files", s->mgr->artifacts_dir, s->rec.id);
     f->files_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     return f->dir_fd < 0 || f->files_fd < 0 ? -1 : 0;

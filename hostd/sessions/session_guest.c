@@ -1,5 +1,6 @@
 /* A session's side of its guest: Hello, execs and their timers, output accounting, and the
  * dispatch of every guest message. Nothing is accepted once the session began to stop. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,49 +56,66 @@ session_on_hello_timeout(Loop *l, void *userdata)
     session_end(s, "guest_error");
 }
 
+/* The runner's SessionConfig (env, mirror, egress) for s; envs/envp are the caller's to free.
+ * -1 when something the session was admitted with cannot be set up. */
+static int
+session_guest_config(Session *s, Stockade__Runner__SessionConfig *cfg,
+                     Stockade__Runner__MirrorConfig *mirror, Stockade__Runner__EgressConfig *egress,
+                     Stockade__Runner__EnvVar **ret_envs, Stockade__Runner__EnvVar ***ret_envp,
+                     Error **errp)
+{
+    Sessions *m = s->mgr;
+    Stockade__Runner__EnvVar *envs = *ret_envs = calloc(s->spec.n_env + 1, sizeof(*envs));
+    Stockade__Runner__EnvVar **envp = *ret_envp = calloc(s->spec.n_env + 1, sizeof(*envp));
+
+    if (!envs || !envp)
+        return error_set(errp, E_INTERNAL, ENOMEM, "session environment");
+    cfg->session_id = s->rec.id;
+    cfg->uid = m->cfg.exec_uid;
+    cfg->gid = m->cfg.exec_gid;
+    cfg->workspace_device = "/dev/vdb";
+    for (size_t i = 0; i < s->spec.n_env; i++) {
+        stockade__runner__env_var__init(&envs[i]);
+        envs[i].name = s->spec.env[i].name;
+        envs[i].value = s->spec.env[i].value;
+        envp[i] = &envs[i];
+    }
+    cfg->env = envp;
+    cfg->n_env = s->spec.n_env;
+    if (s->spec.mirror) {
+        mirror->budget_bytes = session_mirror_budget(s); /* min(global, tenant) */
+        mirror->max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, mirror->budget_bytes);
+        cfg->mirror = mirror;
+    }
+    return session_egress_start(s, cfg, egress, errp);
+}
+
 void
 session_bind_guest(Session *s, Guest *g)
 {
     Stockade__Runner__SessionConfig cfg = STOCKADE__RUNNER__SESSION_CONFIG__INIT;
     Stockade__Runner__MirrorConfig mirror = STOCKADE__RUNNER__MIRROR_CONFIG__INIT;
     Stockade__Runner__EgressConfig egress;
-    Stockade__Runner__EnvVar *envs = calloc(s->spec.n_env + 1, sizeof(*envs));
-    Stockade__Runner__EnvVar **envp = calloc(s->spec.n_env + 1, sizeof(*envp));
+    _cleanup_free_ Stockade__Runner__EnvVar *envs = NULL;
+    _cleanup_free_ Stockade__Runner__EnvVar **envp = NULL;
     _cleanup_error_ Error *err = NULL;
-    Sessions *m = s->mgr;
 
     s->guest = g;
     s->accepting = true;
     snprintf(s->rec.guest, sizeof(s->rec.guest), "%s", guest_name(g));
     s->disk_index = guest_disk_index(g);
-    cfg.session_id = s->rec.id;
-    cfg.uid = m->cfg.exec_uid;
-    cfg.gid = m->cfg.exec_gid;
-    cfg.workspace_device = "/dev/vdb";
-    for (size_t i = 0; envs && envp && i < s->spec.n_env; i++) {
-        stockade__runner__env_var__init(&envs[i]);
-        envs[i].name = s->spec.env[i].name;
-        envs[i].value = s->spec.env[i].value;
-        envp[i] = &envs[i];
-    }
-    cfg.env = envp;
-    cfg.n_env = envs && envp ? s->spec.n_env : 0;
-    if (s->spec.mirror) {
-        mirror.budget_bytes = session_mirror_budget(s); /* min(global, tenant) */
-        mirror.max_file_bytes = MIN(m->cfg.mirror_max_file_bytes, mirror.budget_bytes);
-        cfg.mirror = &mirror;
-    }
-    session_egress_start(s, &cfg, &egress);
     session_set_state(s, ST_STARTING, NULL);
-    if (guest_hello(g, &cfg, &s->hello_req, &err) < 0) {
+    if (session_guest_config(s, &cfg, &mirror, &egress, &envs, &envp, &err) < 0) {
+        log_error("session %s: cannot start it on %s: %s", s->rec.id, guest_name(g),
+                  err->message);
+        session_end(s, "host_error"); /* never a guest without what the session was admitted with */
+    } else if (guest_hello(g, &cfg, &s->hello_req, &err) < 0) {
         log_warn("session %s: hello to %s failed: %s", s->rec.id, guest_name(g), err->message);
         session_end(s, "guest_error");
     } else {
-        s->hello_timer = loop_add_timer(m->loop, now_usec() + SESSION_HELLO_TIMEOUT_USEC,
+        s->hello_timer = loop_add_timer(s->mgr->loop, now_usec() + SESSION_HELLO_TIMEOUT_USEC,
                                         session_on_hello_timeout, s);
     }
-    free(envs);
-    free(envp);
 }
 
 static void

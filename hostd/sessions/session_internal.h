@@ -15,6 +15,7 @@
 
 #include "egress.h"
 #include "histogram.h"
+#include "pool.h"
 #include "sessions.h"
 
 #define SESSION_COMMIT_DELAY_USEC (5 * 1000)       /* events are batched this long at most */
@@ -24,14 +25,6 @@
 #define SESSION_EXECS_MAX 64                        /* EXEC_MAX_CONCURRENT in the runner */
 #define SESSION_OUTPUT_PAUSE_BYTES (1u << 20)       /* pending events before back-pressure */
 
-typedef enum {
-    ST_PENDING,
-    ST_STARTING,
-    ST_RUNNING,
-    ST_STOPPING,
-    ST_EXTRACTING,
-    ST_ENDED,
-} SessionState;
 
 typedef struct Session Session;
 typedef struct Finalize Finalize; /* session_finalize.c */
@@ -118,21 +111,16 @@ struct Sessions {
     WorkQueue *q;
     Pool *pool;
     Store *store;
+    Cluster *cluster; /* borrowed; NULL: a single host, the ledger is in the store */
     EventHub *hub;
     SessionsConfig cfg;
     char *artifacts_dir;
     Session *all;
     Session *pending_head, **pending_tail;
     Session *touched;
-    TimerId commit_timer, appliance_timer, retention_timer, stop_timer;
-    ExtractAppliance *appliance;
-    EgressResolver *egress_resolver;   /* only when the operator allows any egress */
-    ExtractAppliance *appliance_dying; /* being shut down on a worker during stop */
-    enum { APPLIANCE_WANTED, APPLIANCE_STARTING, APPLIANCE_UP, APPLIANCE_FAILED } appliance_state;
-    Session *extract_waiting; /* sessions whose extraction waits for the appliance */
-    bool appliance_force_tcg;      /* the settings of the appliance that is up or starting */
-    unsigned extractions_running;  /* salvage jobs that use m->appliance */
-    uint64_t appliance_launch_started_usec;
+    ExtractService *extract; /* borrowed: salvages of disks whose guest is gone */
+    TimerId commit_timer, retention_timer, stop_timer;
+    EgressResolver *egress_resolver; /* only when the operator allows any egress */
     bool stopping;
     void (*stop_done)(void *userdata);
     void *stop_userdata;
@@ -153,7 +141,15 @@ void sessions_check_stopped(Sessions *m);
 /* session_events.c */
 void session_event(Session *s, const char *type, uint32_t exec_id, const void *data, size_t len,
                    json_t *attrs /* stolen, may be NULL */);
+/* The only way a session's state changes: records it (session.state event, the record, the
+ * ledger's settlement on ST_ENDED) and commits. A change not in the transition table
+ * (session_state_can_go) is a daemon bug: logged as an error ("not a session state
+ * transition"; the test fixture fails on it) and still made, so the session can end. */
 void session_set_state(Session *s, SessionState st, const char *reason);
+/* A record from an earlier run, live when that daemon stopped, taken over (restart
+ * reconciliation): it is ST_RUNNING for the end path, without an event. */
+void session_state_adopt(Session *s);
+bool session_state_can_go(SessionState from, SessionState to);
 void session_persist(Session *s); /* store_session_update in the open batch */
 /* An event the workload can make without limit (file.changed: removed, over_budget, failed;
  * guest.error): recorded like session_event() up to cfg.max_guest_events, then only counted
@@ -177,7 +173,6 @@ void session_end(Session *s, const char *reason);
 /* Stops accepting the guest and destroys it; its disk is then salvaged (session_extract). */
 void session_release_guest(Session *s);
 void session_extract(Session *s);
-void sessions_extract_appliance_tick(Sessions *m);
 
 /* session_finalize.c */
 /* A clean end the runner can still serve: a running session that completed or was closed. */
@@ -223,9 +218,10 @@ int session_egress_check_spec(Sessions *m, const SessionSpec *sp, Error **errp);
 int session_egress_copy_spec(SessionSpec *dst, const SessionSpec *src);
 void session_egress_free_spec(SessionSpec *sp);
 json_t *session_egress_spec_json(const SessionSpec *sp);
-/* Creates the EgressSession and fills cfg->egress (with *ec) when the session asked. */
-void session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
-                          Stockade__Runner__EgressConfig *ec);
+/* Creates the EgressSession and fills cfg->egress (with *ec) when the session asked; -1 when
+ * it asked and that failed (the session must not run without the egress it was admitted with). */
+int session_egress_start(Session *s, Stockade__Runner__SessionConfig *cfg,
+                         Stockade__Runner__EgressConfig *ec, Error **errp);
 void session_egress_stop(Session *s); /* every stream closes; idempotent */
 bool session_egress_is_tunnel(int body_case);
 void session_egress_on_message(Session *s, const GuestMsg *m);
@@ -246,6 +242,16 @@ int artifacts_merge_from(const char *artifacts_dir, const char *id, const char *
                          uint32_t max_files, uint64_t *ret_bytes, uint32_t *ret_files,
                          bool *ret_capped, Error **errp);
 void artifacts_retention_tick(Sessions *m);
+/* Retention's choice, pure (no clock, store or files): v holds ended sessions oldest end
+ * first, total_bytes what all ended sessions' artifacts hold, now the wall clock (µs). In
+ * order, a session goes if it ended more than c->artifact_max_age_usec before now, or while
+ * the total kept is over c->artifact_max_total_bytes (each removal takes its artifact_bytes
+ * off the total); the walk stops at the first that is neither, since every later one ended
+ * later. live[i] (live may be NULL) marks one still in memory: kept, its bytes still
+ * counted, the walk goes on. Fills ret_remove[0..n); returns how many it marked. */
+size_t artifacts_retention_pick(const SessionsConfig *c, uint64_t now, uint64_t total_bytes,
+                                const SessionRecord *v, const bool *live, size_t n,
+                                bool *ret_remove);
 /* One retention removal: the folder on a worker (_work), then the session's records on the
  * loop thread (_done, which frees the job). The records go only with the folder: if any of it
  * could not be removed, they stay, the bytes stay counted, and the next pass tries again. */

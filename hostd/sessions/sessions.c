@@ -15,38 +15,6 @@
 #define ID_PREFIX "ses_"
 #define ID_RANDOM_CHARS 26 /* 128 bits in base32 */
 
-void
-sessions_config_defaults(SessionsConfig *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->default_timeout_usec = 10 * 60 * USEC_PER_SEC;
-    c->max_timeout_usec = 24 * 3600 * USEC_PER_SEC;
-    c->exec_default_timeout_usec = 10 * 60 * USEC_PER_SEC;
-    c->pending_timeout_usec = 120 * USEC_PER_SEC;
-    c->output_limit_bytes = 64ull << 20;
-    c->mirror_budget_bytes = 256ull << 20;
-    c->mirror_max_file_bytes = 64ull << 20;
-    c->max_guest_events = SESSION_DEFAULT_MAX_GUEST_EVENTS;
-    c->finalize_base_usec = SESSIONS_FINALIZE_BASE_USEC;
-    c->finalize_usec_per_mib = SESSIONS_FINALIZE_USEC_PER_MIB;
-    c->artifact_max_age_usec = 7ull * 24 * 3600 * USEC_PER_SEC;
-    c->artifact_max_total_bytes = 10ull << 30;
-    c->exec_uid = 1000;
-    c->exec_gid = 1000;
-    extract_limits_default(&c->extract);
-    egress_config_defaults(&c->egress); /* egress off until [egress] allows something */
-    c->default_quota = (AdmitQuota){
-        .max_sessions = 16,
-        .wallet_guest_seconds = 100 * 3600, /* 100 vCPU-hours */
-        .max_vcpus = 8,
-        .max_memory_mib = 8192,
-        .max_timeout_s = 24 * 3600,
-        .sessions_per_minute = 120,
-        .output_bytes = 64ull << 20,
-        .workspace_bytes = 1ull << 30,
-    };
-}
-
 bool
 sessions_id_is_valid(const char *id)
 {
@@ -301,13 +269,14 @@ sessions_on_pool_idle(void *userdata)
 }
 
 int
-sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
-             const SessionsConfig *cfg, Sessions **ret, Error **errp)
+sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
+             EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp)
 {
     Sessions *m = calloc(1, sizeof(*m));
     if (!m)
         return error_set(errp, E_INTERNAL, ENOMEM, "sessions");
-    *m = (Sessions){.loop = l, .q = q, .pool = pool, .store = store, .hub = hub, .cfg = *cfg};
+    *m = (Sessions){.loop = l, .q = q, .pool = pool, .extract = extract, .store = store,
+                    .hub = hub, .cfg = *cfg};
     m->pending_tail = &m->pending_head;
     m->cfg.state_dir = NULL;
     m->cfg.db_path = NULL;
@@ -339,11 +308,8 @@ sessions_free(Sessions *m)
         session_free(m->all);
     sessions_egress_free(m);
     loop_cancel_timer(m->loop, m->commit_timer);
-    loop_cancel_timer(m->loop, m->appliance_timer);
     loop_cancel_timer(m->loop, m->retention_timer);
     loop_cancel_timer(m->loop, m->stop_timer);
-    extract_appliance_free(m->appliance);
-    extract_appliance_free(m->appliance_dying);
     free((char *) m->cfg.state_dir);
     free(m->artifacts_dir);
     free(m);
@@ -553,6 +519,28 @@ sessions_is_running(Sessions *m, const char *tenant, const char *id)
     return s && s->state == ST_RUNNING;
 }
 
+int
+sessions_state_of(Sessions *m, const char *id, SessionState *ret_state,
+                  char ret_reason[STORE_REASON_MAX_BYTES], Error **errp)
+{
+    Session *s = sessions_find(m, NULL, id);
+    SessionRecord r;
+    if (s) {
+        *ret_state = s->state;
+        snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", s->rec.end_reason);
+        return 0;
+    }
+    if (!sessions_id_is_valid(id))
+        return error_set(errp, E_NOT_FOUND, 0, "no session %.40s", id);
+    if (store_session_get(m->store, id, &r, errp) < 0)
+        return -1;
+    if (!session_state_from_name(r.state, ret_state))
+        *ret_state = ST_ENDED; /* a name no state has: treated as over */
+    snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", r.end_reason);
+    session_record_clear(&r);
+    return 0;
+}
+
 static uint64_t
 session_lifetime_left(const Session *s)
 {
@@ -626,12 +614,14 @@ sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind k
 void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {
-    static const char *const appliance_states[] = {
-        [APPLIANCE_WANTED] = "waiting", [APPLIANCE_STARTING] = "starting",
-        [APPLIANCE_UP] = "up", [APPLIANCE_FAILED] = "failed"};
+    ExtractServiceStatus xs;
+    extract_service_status(m->extract, &xs);
     *ret = m->stats;
-    ret->appliance_state = appliance_states[m->appliance_state];
-    ret->appliance_force_tcg = m->appliance_force_tcg;
+    ret->appliance_state = xs.state;
+    ret->appliance_force_tcg = xs.force_tcg;
+    ret->appliance_launches = xs.launches;
+    ret->appliance_launch_failures = xs.launch_failures;
+    ret->appliance_launch_usec = xs.launch_usec;
     ret->pending = ret->live = 0;
     for (Session *s = m->all; s; s = s->next) {
         ret->live++;

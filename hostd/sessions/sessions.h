@@ -25,66 +25,37 @@
 #include <jansson.h>
 
 #include "admit.h"
+#include "cluster.h"
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
+#include "extract_service.h"
 #include "loop.h"
 #include "policy.h"
-#include "pool.h"
 #include "store.h"
+#include "sessions_config.h"
+#include "task_input.h"
 #include "workq.h"
 
+/* A session's state (API.md "Sessions"); SessionRecord.state holds its name. */
+typedef enum {
+    ST_PENDING,
+    ST_STARTING,
+    ST_RUNNING,
+    ST_STOPPING,
+    ST_EXTRACTING,
+    ST_ENDED,
+    ST_COUNT_,
+} SessionState;
+
+/* The state a record's name means; false for a name no state has (a record is input too). */
+bool session_state_from_name(const char *name, SessionState *ret);
+
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
-#define SESSION_ARGV_MAX 256
-#define SESSION_ENV_MAX 128
-#define SESSION_FILES_MAX 1024   /* files uploaded with a task */
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
-/* A finalize (clean end over the channel) must end by base + per MiB moved: the runner's kill
- * wait (2 s) and walk under TCG fit the base; the channel moves ~10+ MiB/s under TCG. */
-#define SESSIONS_FINALIZE_BASE_USEC (10ull * 1000000)
-#define SESSIONS_FINALIZE_USEC_PER_MIB (100u * 1000u)
 
 typedef struct Sessions Sessions;
-
-/* Events a workload can make as fast as it likes (a file removed, a file over the mirror
- * budget or failing to land, an error the runner reports): the first max_guest_events of a
- * session are recorded, later ones only counted (events.suppressed, the session's
- * events_suppressed), so one session cannot grow the host's event store without limit. */
-#define SESSION_DEFAULT_MAX_GUEST_EVENTS 10000
-
-typedef struct SessionsConfig {
-    const char *state_dir;            /* artifacts in <state_dir>/artifacts/<id>/ */
-    const char *db_path;              /* for the EventHub readers */
-    uint64_t default_timeout_usec;    /* a session's lifetime when not asked */
-    uint64_t max_timeout_usec;
-    uint64_t exec_default_timeout_usec;
-    uint64_t pending_timeout_usec;    /* waiting for a warm guest, then fail(no_capacity) */
-    uint64_t output_limit_bytes;      /* stdout + stderr of a session, then end(output_limit) */
-    uint64_t mirror_budget_bytes;     /* live mirror content per session */
-    uint64_t mirror_max_file_bytes;
-    unsigned max_guest_events;        /* per session, see SESSION_DEFAULT_MAX_GUEST_EVENTS */
-    uint64_t finalize_base_usec;      /* a clean end over the channel: base deadline; 0 = off */
-    unsigned finalize_usec_per_mib;   /* ... plus this per MiB moved (mirror flush, fetch) */
-    uint64_t artifact_max_age_usec;   /* retention: artifacts and records of ended sessions */
-    uint64_t artifact_max_total_bytes;
-    uint32_t exec_uid, exec_gid;
-    ExtractLimits extract;
-    EgressConfig egress;              /* the operator's allowed set and per-session limits */
-    AdmitQuota default_quota;         /* of tenants without their own ([quota] in the config) */
-} SessionsConfig;
-
-void sessions_config_defaults(SessionsConfig *c);
-
-typedef struct EnvPair {
-    char *name, *value;
-} EnvPair;
-
-typedef struct TaskFile {
-    char *path;    /* workspace-relative, checked */
-    uint8_t *data;
-    size_t len;
-    uint32_t mode; /* 0 = 0644 */
-} TaskFile;
+typedef struct Pool Pool;
 
 typedef struct SessionSpec {
     const char *tenant_id;
@@ -116,10 +87,17 @@ typedef struct ExecSpec {
     bool stdin_open;
 } ExecSpec;
 
-int sessions_new(Loop *l, WorkQueue *q, Pool *pool, Store *store, EventHub *hub,
-                 const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
+ * the daemon starts, and stops once the sessions stopped). */
+int sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
+                 EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* Cluster mode (issue 16): admission, settlement and restart reconciliation use the cluster's
+ * ledger instead of the store's. c is borrowed and must outlive s; call before
+ * sessions_start(). Without it (the default) nothing changes. */
+void sessions_set_cluster(Sessions *s, Cluster *c);
 /* Ends sessions that were live when an earlier daemon stopped (reason host_restart,
- * salvaging their disks first), launches the extraction appliance, starts retention. */
+ * salvaging their disks first: they wait for the extraction service's appliance), starts
+ * retention. */
 void sessions_start(Sessions *s);
 /* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
@@ -157,6 +135,11 @@ bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
 /* True if the session exists for this tenant and is running (it has a guest that said Hello
  * and has not begun to stop). */
 bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
+
+/* The session's state and why it ends ("" until known): from the live table, else from the
+ * store (an ended session). E_NOT_FOUND for no such session. */
+int sessions_state_of(Sessions *s, const char *id, SessionState *ret_state,
+                      char ret_reason[STORE_REASON_MAX_BYTES], Error **errp);
 
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it
@@ -248,9 +231,9 @@ typedef struct SessionsStats {
     uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
     uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
     uint64_t pending, live;
-    /* The extraction appliance: "waiting" (for the pool's disks), "starting", "up" or
-     * "failed" (retried); its accel settings; launches that succeeded / failed; how long the
-     * last successful launch took (0: none yet). */
+    /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
+     * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
+     * succeeded / failed; how long the last successful launch took (0: none yet). */
     const char *appliance_state;
     bool appliance_force_tcg;
     uint64_t appliance_launches, appliance_launch_failures, appliance_launch_usec;

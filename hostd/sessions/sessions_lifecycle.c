@@ -11,7 +11,10 @@
 #include "timeutil.h"
 
 #define SESSIONS_STOP_GRACE_USEC (90ull * 1000000)
-#define RETENTION_FIRST_RUN_USEC (60ull * 1000000)
+/* The first retention pass: soon, so a daemon that was down for long frees its disk early,
+ * but after the start-up work (adoption, the appliance launch) has been queued. Sessions
+ * being salvaged are live and never picked. */
+#define RETENTION_FIRST_RUN_USEC (10ull * 1000000)
 
 static void
 sessions_on_retention_start(Loop *l, void *userdata)
@@ -37,7 +40,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     s->rec = *r;
     r->spec = NULL; /* moved */
     s->mirror.fd = -1;
-    s->state = ST_RUNNING; /* so that the end path runs; nothing is accepted from anyone */
+    session_state_adopt(s); /* so that the end path runs; nothing is accepted from anyone */
     if (s->rec.started_usec > 0 && s->rec.stopped_usec == 0) /* its guest ran until now */
         s->rec.stopped_usec = (int64_t) wall_usec();
     session_admit_adopt(s);
@@ -77,15 +80,13 @@ sessions_start(Sessions *m)
         sessions_adopt(m, &v[i]); /* ends each (settling its reservation) or starts salvage */
     session_records_free(v, n);
     sessions_admit_reconcile(m); /* after the adoption: only what no live session holds */
-    sessions_extract_appliance_tick(m);
     m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_FIRST_RUN_USEC,
                                         sessions_on_retention_start, m);
 }
 
 static void
-sessions_on_appliance_freed(void *userdata)
+sessions_on_stopped(Sessions *m)
 {
-    Sessions *m = userdata;
     void (*done)(void *) = m->stop_done;
     m->stop_done = NULL;
     loop_cancel_timer(m->loop, m->stop_timer);
@@ -105,16 +106,7 @@ sessions_on_stop_deadline(Loop *l, void *userdata)
     log_warn("stop: extraction still running after %llu s; the next start finishes it",
              (unsigned long long) (SESSIONS_STOP_GRACE_USEC / 1000000));
     sessions_commit_now(m);
-    sessions_on_appliance_freed(m);
-}
-
-/* Worker: the loop hands the appliance over in m->appliance_dying and touches it no more. */
-static void
-appliance_shutdown_work(void *userdata)
-{
-    Sessions *m = userdata;
-    extract_appliance_free(m->appliance_dying);
-    m->appliance_dying = NULL;
+    sessions_on_stopped(m);
 }
 
 void
@@ -125,13 +117,7 @@ sessions_check_stopped(Sessions *m)
     loop_cancel_timer(m->loop, m->retention_timer);
     m->retention_timer = 0;
     sessions_commit_now(m);
-    if (m->appliance_state == APPLIANCE_STARTING)
-        return; /* launch_done calls back here once it is up */
-    m->appliance_dying = m->appliance;
-    m->appliance = NULL;
-    if (!m->appliance_dying ||
-        workq_submit(m->q, appliance_shutdown_work, sessions_on_appliance_freed, m) < 0)
-        sessions_on_appliance_freed(m);
+    sessions_on_stopped(m);
 }
 
 void
@@ -141,8 +127,6 @@ sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
     m->stop_done = done;
     m->stop_userdata = userdata;
     loop_cancel_timer(m->loop, m->retention_timer);
-    loop_cancel_timer(m->loop, m->appliance_timer);
-    m->appliance_timer = 0;
     m->retention_timer = 0;
     m->stop_timer = loop_add_timer(m->loop, now_usec() + SESSIONS_STOP_GRACE_USEC,
                                    sessions_on_stop_deadline, m);

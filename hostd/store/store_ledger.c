@@ -94,7 +94,7 @@ store_token_insert(Store *s, const TokenRecord *t, Error **errp)
 {
     sqlite3_stmt *st = store_prepare(s,
                                      "INSERT INTO tokens (" TOKEN_COLUMNS ")"
-                                     " VALUES (?1, ?2, ?3, ?4, ?5, 0)",
+                                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                                      errp);
     if (!st)
         return -1;
@@ -103,6 +103,7 @@ store_token_insert(Store *s, const TokenRecord *t, Error **errp)
     sqlite3_bind_blob(st, 3, t->hash, SHA256_BYTES, SQLITE_STATIC);
     sqlite3_bind_int(st, 4, t->admin);
     sqlite3_bind_int64(st, 5, t->created_usec);
+    sqlite3_bind_int64(st, 6, t->revoked_usec);
     return store_run(s, st, "insert token", errp);
 }
 
@@ -123,6 +124,18 @@ store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord *ret
         return error_set(errp, E_NOT_FOUND, 0, "no such token");
     *ret = t;
     return 0;
+}
+
+int
+store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
+                         Error **errp)
+{
+    Store *s = store_reader_acquire(rd);
+    int r = store_token_by_hash(s, hash, ret, errp);
+    store_reader_release(rd, s);
+    if (r == 0 && ret->revoked_usec != 0)
+        return error_set(errp, E_NOT_FOUND, 0, "no such token");
+    return r;
 }
 
 int

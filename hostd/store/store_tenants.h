@@ -21,6 +21,10 @@
 #define STORE_TENANT_DEFAULT "default" /* sessions of unix-socket operators; made by the schema */
 #define STORE_TENANT_NAME_MAX_BYTES 64
 
+/* 1..STORE_TENANT_NAME_MAX_BYTES bytes of name[0..len), no NUL or control character: what
+ * the API lets an operator name a tenant, and what a cluster's copy must hold. Pure. */
+bool store_tenant_name_is_valid(const char *name, size_t len);
+
 typedef struct TenantRecord {
     char id[STORE_ID_MAX_BYTES];
     char name[STORE_TENANT_NAME_MAX_BYTES + 1];
@@ -74,10 +78,15 @@ int store_bucket_put(Store *s, const char *tenant_id, const AdmitBucket *b, Erro
 /* Reservations of a tenant by state (for the usage report). */
 int store_reservation_counts(Store *s, const char *tenant_id, uint64_t ret[3], Error **errp);
 
+/* Written as given, revoked_usec included (0 for a new token). */
 int store_token_insert(Store *s, const TokenRecord *t, Error **errp);
 /* The token with this hash (E_NOT_FOUND if none), compared in constant time after the
  * indexed lookup. Revoked tokens are returned too: the caller decides. */
 int store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord *ret, Error **errp);
+/* The same on a reader (any thread), for a caller's credentials: E_NOT_FOUND for an unknown
+ * or a revoked token alike (answer both the same), another category when the store failed. */
+int store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
+                             Error **errp);
 int store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp);
 /* Tokens of a tenant (NULL = admin tokens of every tenant are not special: all of them),
  * oldest first. *ret is malloc'd. */

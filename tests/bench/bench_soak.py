@@ -5,10 +5,11 @@ fails on time. The last line is one JSON object.
 N client threads, one tenant each (its own token and quota: 2 concurrent sessions), create
 tasks back to back for M minutes; each task runs a short python or shell job; some are
 cancelled at a random moment, some get a timeout shorter than their job. Reported:
-  sessions/min completed; hand-out p50/p99 under load (created -> running, from the events);
+  sessions/min completed (ended `completed`; every end is counted too); hand-out p50/p99 under load (created -> running, from the events);
   end reasons; refusals (429s are expected when a tenant is at its concurrency limit);
   daemon RSS and open fds sampled every 5 s (first, max, last: flat is good);
-  each tenant's ledger once everything ended (no open reservation, every one settled once);
+  each tenant's ledger once everything ended (no open reservation, and charged + released
+  equals the sessions it created: every one settled exactly once);
   after a clean stop: leaked domains (libvirt) and leaked files (work areas, temp files).
 
     tests/bench/run soak [--clients N] [--minutes M] [--quick]
@@ -49,6 +50,7 @@ class Stats:
         self.handout = []
         self.reasons = collections.Counter()
         self.errors = collections.Counter()
+        self.created = collections.Counter()  # per tenant id: 201 answers
         self.ended = 0
 
 
@@ -66,6 +68,8 @@ def client(d, tenant, rng, deadline, stats):
                 stats.errors[e.status] += 1
             time.sleep(0.5)
             continue
+        with stats.lock:
+            stats.created[tenant["id"]] += 1
         if rng.random() < 0.25:
             time.sleep(rng.uniform(0.5, 4))
             try:
@@ -96,15 +100,19 @@ def new_tenant(d, i):
     return t
 
 
-def ledger_problems(d, tenants):
-    """Every reservation settled exactly once: none open, and charged + released equals
-    the sessions the tenant created."""
+def ledger_problems(usage, tenants, created):
+    """Every reservation settled exactly once: none open, nothing reserved, and charged +
+    released equals the sessions the tenant created (created: tenant id -> 201 answers;
+    usage: tenant id -> its /usage answer)."""
     problems = []
     for t in tenants:
-        u = d.unix_call("GET", f"/v1/admin/tenants/{t['id']}/usage")
+        u = usage(t["id"])
         r = u["reservations"]
         if r["open"] != 0 or u["sessions"]["open"] != 0 or u["wallet_guest_seconds"]["reserved"]:
-            problems.append(f"{t['name']}: {u}")
+            problems.append(f"{t['name']}: still open: {u}")
+        if r["charged"] + r["released"] != created[t["id"]]:
+            problems.append(f"{t['name']}: {r['charged']} charged + {r['released']} released "
+                            f"!= {created[t['id']]} created")
     return problems
 
 
@@ -145,15 +153,19 @@ def main():
             t.join()
         elapsed = time.time() - t0
         samples.append((elapsed,) + sample(pid))
-        ledger = ledger_problems(d, tenants)
+        ledger = ledger_problems(
+            lambda tid: d.unix_call("GET", f"/v1/admin/tenants/{tid}/usage"), tenants,
+            stats.created)
     domains = d.leftover_domains()
     files = leaked_files(d.state)
     subprocess.run(["rm", "-rf", d.state])
     rss = [s[1] for s in samples]
     fds = [s[2] for s in samples]
-    per_min = stats.ended / (elapsed / 60)
-    print(f"{a.clients} clients for {elapsed / 60:.1f} min: {stats.ended} sessions ended "
-          f"({per_min:.1f}/min); refusals {dict(stats.errors)}")
+    completed = stats.reasons["completed"]
+    per_min = completed / (elapsed / 60)
+    print(f"{a.clients} clients for {elapsed / 60:.1f} min: {sum(stats.created.values())} "
+          f"created, {stats.ended} ended, {completed} completed ({per_min:.1f}/min); "
+          f"refusals {dict(stats.errors)}")
     print(f"end reasons: {dict(stats.reasons)}")
     print(f"hand-out under load (created -> running): p50 {pct(stats.handout, .5):.0f} ms, "
           f"p99 {pct(stats.handout, .99):.0f} ms")
@@ -164,7 +176,8 @@ def main():
     for f in domains + files:
         print(f"  leaked: {f}")
     print(json.dumps({"clients": a.clients, "minutes": round(elapsed / 60, 2),
-                      "sessions": stats.ended, "sessions_per_min": round(per_min, 1),
+                      "sessions": stats.ended, "completed": completed,
+                      "sessions_per_min": round(per_min, 1),
                       "handout_p50_ms": round(pct(stats.handout, .5)),
                       "handout_p99_ms": round(pct(stats.handout, .99)),
                       "rss_first_mib": round(rss[0], 1), "rss_max_mib": round(max(rss), 1),

@@ -13,15 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "http_url.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void
 check_segments_roundtrip(char *const *segs, size_t n)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_internal.h"
+#include "api_json.h"
 #include "runner_limits.h"
 
 #include "fuzz_check.h"

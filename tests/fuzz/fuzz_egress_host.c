@@ -13,19 +13,12 @@
 #include <sys/socket.h>
 
 #include "classify.h"
+#include "fuzz_check.h"
 #include "host.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HOST_INPUT_MAX 300
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void
 check_classify(const EgressAddr *a)

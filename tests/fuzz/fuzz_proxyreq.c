@@ -9,20 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "proxyreq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint8_t out[PROXY_REWRITE_MAX_BYTES];
 static uint8_t out2[PROXY_REWRITE_MAX_BYTES];
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static size_t
 count(const uint8_t *p, size_t n, const char *needle)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "path.h"
 #include "tar.h"
 
@@ -19,14 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_NAME_MAX 200u
 #define FUZZ_DEPTH_MAX 6u
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 typedef struct MemSource {
     const uint8_t *p;

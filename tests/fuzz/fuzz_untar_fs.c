@@ -16,16 +16,9 @@
 #include <unistd.h>
 
 #include "extract.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static char scratch[4096];
 static unsigned long walked_files, walked_dirs, walked_bytes;

@@ -92,6 +92,60 @@ test_escaping(void **state)
     check_golden("escaping", &s);
 }
 
+/* guest_memory = template: the template guest's RAM is a shared file it fills by booting. */
+static void
+test_memory_template(void **state)
+{
+    (void) state;
+    DomainSpec s = base_spec();
+    s.name = "stockade-python-template";
+    s.memory = DOMXML_MEMORY_TEMPLATE;
+    s.memory_path = "/dev/shm/stockade-0123456789ab/python.mem.new";
+    check_golden("memory-template", &s);
+}
+
+/* A clone maps the template privately (copy on write) and waits for its device state. */
+static void
+test_memory_clone(void **state)
+{
+    (void) state;
+    DomainSpec s = base_spec();
+    s.memory = DOMXML_MEMORY_CLONE;
+    s.memory_path = "/dev/shm/stockade-0123456789ab/python.mem";
+    check_golden("memory-clone", &s);
+    s.memory_readonly = true; /* QEMU >= 8.2 */
+    s.memory_path = "/srv/t&<'>/python.mem";
+    check_golden("memory-clone-readonly", &s);
+}
+
+/* A ',' would end QEMU's mem-path and start another option of the backend. */
+static void
+test_rejects_bad_memory(void **state)
+{
+    (void) state;
+    static const char *const bad_paths[] = {NULL, "relative.mem", "/a,share=on/x.mem",
+                                            "/a\nb.mem"};
+    for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+        DomainSpec s = base_spec();
+        char *xml = NULL;
+        Error *e = NULL;
+        s.memory = DOMXML_MEMORY_CLONE;
+        s.memory_path = bad_paths[i];
+        if (domxml_build(&s, &xml, &e) == 0)
+            fail_msg("memory path %zu was accepted", i);
+        assert_int_equal(e->category, E_INVALID);
+        error_free(e);
+    }
+    DomainSpec s = base_spec();
+    char *xml = NULL;
+    Error *e = NULL;
+    s.memory = DOMXML_MEMORY_TEMPLATE; /* the template must write its file */
+    s.memory_path = "/t/x.mem";
+    s.memory_readonly = true;
+    assert_int_equal(domxml_build(&s, &xml, &e), -1);
+    error_free(e);
+}
+
 static void
 test_rejects_bad_specs(void **state)
 {
@@ -130,6 +184,9 @@ main(void)
         cmocka_unit_test(test_tcg),
         cmocka_unit_test(test_kvm_uncapped),
         cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_memory_template),
+        cmocka_unit_test(test_memory_clone),
+        cmocka_unit_test(test_rejects_bad_memory),
         cmocka_unit_test(test_rejects_bad_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

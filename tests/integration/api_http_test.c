@@ -3,6 +3,7 @@
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
  *   guard, crowd                                               api_http_test_hostile.c
+ *   loop                                                       api_http_test_loop.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /stream/timer, /stream/pipe) and main(). Figures
  * (cut-off times, CPU, request rates) are printed. */
@@ -24,6 +25,7 @@
 #include "http_url.h"
 #include "testlib.h"
 #include "timeutil.h"
+#include "sha256.h"
 
 int failures, checks;
 HttpServer *srv;
@@ -58,45 +60,47 @@ static Deferred *dq_head;
 static bool dq_quit;
 static pthread_t dq_thread;
 
+/* Queues r's answer, due in delay_usec; dq_lock held. */
 static void
-defer_answer(HttpRequest *r, uint64_t delay_usec, bool slow)
+defer_answer_locked(HttpRequest *r, uint64_t delay_usec, bool slow)
 {
     Deferred *d = calloc(1, sizeof(*d)), **tail;
 
     d->req = r;
     d->due_usec = now_usec() + delay_usec;
     d->slow = slow;
-    pthread_mutex_lock(&dq_lock);
     for (tail = &dq_head; *tail && (*tail)->due_usec <= d->due_usec; tail = &(*tail)->next)
         ;
     d->next = *tail;
     *tail = d;
     pthread_cond_signal(&dq_cond);
-    pthread_mutex_unlock(&dq_lock);
 }
 
-/* Releases every deferred answer now (the /gate requests all arrived). */
 static void
-gate_release(void)
+defer_answer(HttpRequest *r, uint64_t delay_usec, bool slow)
 {
     pthread_mutex_lock(&dq_lock);
-    for (Deferred *d = dq_head; d; d = d->next)
-        d->due_usec = 0;
-    pthread_cond_signal(&dq_cond);
+    defer_answer_locked(r, delay_usec, slow);
     pthread_mutex_unlock(&dq_lock);
 }
 
+/* Counting and queueing under one lock: the last /gate arrival releases every answer queued,
+ * and none counted before it can still be on its way to the queue (it was, once: one answer
+ * queued just after the release waited out the gate's timeout). */
 static void
 late_arrived(HttpRequest *r, bool gate)
 {
+    pthread_mutex_lock(&dq_lock);
     int now = atomic_fetch_add(&late_in_flight, 1) + 1;
 
     for (int peak = atomic_load(&late_peak); now > peak;)
         if (atomic_compare_exchange_weak(&late_peak, &peak, now))
             break;
-    defer_answer(r, gate ? GATE_TIMEOUT_USEC : LATE_DELAY_USEC, false);
+    defer_answer_locked(r, gate ? GATE_TIMEOUT_USEC : LATE_DELAY_USEC, false);
     if (gate && now == atomic_load(&gate_target))
-        gate_release();
+        for (Deferred *d = dq_head; d; d = d->next)
+            d->due_usec = 0;
+    pthread_mutex_unlock(&dq_lock);
 }
 
 static void *
@@ -211,6 +215,11 @@ answer_echo(HttpRequest *r)
     json_object_set_new(j, "uid", http_peer_cred(r, &uid) == 0 ? json_integer(uid) : json_null());
     if (body && len < 4096)
         json_object_set_new(j, "body", json_loadb((const char *) body, len, 0, NULL));
+    if (body) {
+        char hex[SHA256_HEX_BYTES + 1];
+        sha256_hex(body, len, hex);
+        json_object_set_new(j, "body_sha256", json_string(hex));
+    }
     http_respond_json(r, 200, j);
 }
 
@@ -297,6 +306,12 @@ test_handler(HttpRequest *r, void *userdata)
 
 /* ---- fixture ---- */
 
+const char *
+scratch_dir(void)
+{
+    return scratch;
+}
+
 void
 fixture_config(HttpConfig *c)
 {
@@ -360,6 +375,7 @@ static const struct {
     {"cpu", scenario_cpu},
     {"guard", scenario_guard},
     {"crowd", scenario_crowd},
+    {"loop", scenario_loop},
 };
 
 static void

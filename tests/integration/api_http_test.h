@@ -20,6 +20,7 @@ extern int failures, checks;
     } while (0)
 
 /* The fixture: one server on 127.0.0.1:<any port> and <scratch>/api.sock. */
+const char *scratch_dir(void);
 extern HttpServer *srv;
 extern char sock_path[256];
 extern char url_base[64];
@@ -59,6 +60,8 @@ void scenario_stream(void);
 void scenario_disconnect(void);
 void scenario_stop(void);
 void scenario_cpu(void);
+/* Scenario in api_http_test_loop.c. */
+void scenario_loop(void);
 /* Scenarios in api_http_test_hostile.c. */
 void scenario_guard(void);
 void scenario_crowd(void);

@@ -1,7 +1,8 @@
 /* Hostile-input scenarios of the HTTP layer (issue 14):
  *   guard   an unauthenticated 60 MB body is answered 401 before it is read (bytes the client
  *           got to send, peak RSS), and concurrent authenticated uploads stay within the
- *           body budget (503 + Retry-After beyond it; peak RSS printed)
+ *           body budget (503 + Retry-After beyond it; peak RSS printed); a refused request
+ *           without a body is not kept alive (an authenticated one is)
  *   crowd   10 000 connections from 200 loopback addresses, one header byte each then
  *           silence: memory per waiting connection, a legitimate client's answer time from
  *           another address, and the head deadline closing them all
@@ -13,8 +14,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +25,7 @@
 
 #include "testlib.h"
 #include "timeutil.h"
+#include "sha256.h"
 
 #define BIG_BODY_BYTES ((size_t) 60 << 20)
 #define MIB(x) ((double) (x) / (1 << 20))
@@ -38,19 +42,26 @@ peak_rss_reset(void)
     }
 }
 
+/* A "Key:   N kB" line of /proc/self/status, in bytes (0 if absent). */
 static size_t
-peak_rss_bytes(void)
+proc_status_bytes(const char *key)
 {
     char line[256];
-    size_t kib = 0;
+    size_t kib = 0, n = strlen(key);
     FILE *f = fopen("/proc/self/status", "re");
 
     while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmHWM: %zu kB", &kib) == 1)
+        if (strncmp(line, key, n) == 0 && sscanf(line + n, ": %zu kB", &kib) == 1)
             break;
     if (f)
         fclose(f);
     return kib << 10;
+}
+
+static size_t
+peak_rss_bytes(void)
+{
+    return proc_status_bytes("VmHWM");
 }
 
 /* The test's authentication: "Authorization: Bearer ok", decided at the head. */
@@ -133,13 +144,58 @@ guard_unauthenticated(void)
     EXPECT(peak_growth < ((size_t) 16 << 20));
 }
 
+/* One bodiless HTTP/1.1 GET (keep-alive by default); true when the server then closed the
+ * connection within timeout_ms. *ret_status: the answer's status. */
+static bool
+get_then_closed(const char *auth, int timeout_ms, int *ret_status, bool *ret_close_header)
+{
+    char head[256], v[32];
+    CliResponse r;
+    int fd = cli_connect_tcp(port);
+    int n = snprintf(head, sizeof(head), "GET /echo HTTP/1.1\r\nHost: x\r\n%s%s%s\r\n",
+                     auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
+
+    *ret_status = -1;
+    *ret_close_header = false;
+    if (fd < 0 || cli_send(fd, head, (size_t) n) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    *ret_status = cli_read_response(fd, 10000, &r);
+    *ret_close_header = r.head && cli_header(r.head, "Connection", v, sizeof(v)) &&
+                        strcasecmp(v, "close") == 0;
+    cli_response_clear(&r);
+    bool closed = cli_wait_closed(fd, timeout_ms) >= 0;
+    close(fd);
+    return closed;
+}
+
+static void
+guard_refused_not_kept_alive(void)
+{
+    int status;
+    bool hdr;
+    bool closed = get_then_closed(NULL, 5000, &status, &hdr);
+
+    fprintf(stderr, "  refused bodiless GET: %d, Connection: close %s, closed %s\n", status,
+            hdr ? "sent" : "missing", closed ? "yes" : "no");
+    EXPECT(status == 401 && hdr && closed);
+    closed = get_then_closed("Bearer ok", 1000, &status, &hdr); /* the control */
+    fprintf(stderr, "  authenticated bodiless GET: %d, kept alive %s\n", status,
+            closed ? "no" : "yes");
+    EXPECT(status == 200 && !hdr && !closed);
+}
+
 #define UPLOADS 12
+static char upload_sha256[SHA256_HEX_BYTES + 1]; /* of UPLOAD_BYTES of 'x' (upload()'s body) */
 #define UPLOAD_BYTES ((size_t) 4 << 20)
 #define UPLOAD_BUDGET_BYTES ((size_t) 16 << 20)
 
 typedef struct {
     int status;
     bool retry_after;
+    bool intact; /* the handler saw the body byte for byte (its sha256) */
 } UploadResult;
 
 static void *
@@ -153,6 +209,7 @@ upload_one(void *arg)
     /* 64 KiB every 20 ms: about 1.3 s per upload, so they overlap. */
     res->status = upload("Bearer ok", UPLOAD_BYTES, 64 << 10, 20, &sent, &r);
     res->retry_after = res->status == 503 && r.head && cli_header(r.head, "Retry-After", v, sizeof(v));
+    res->intact = res->status == 200 && r.body && strstr(r.body, upload_sha256);
     cli_response_clear(&r);
     return NULL;
 }
@@ -183,14 +240,80 @@ guard_budget(void)
             MIB(growth), MIB(base));
     EXPECT(ok >= 1 && busy >= 1 && ok + busy == UPLOADS && busy_retry == busy);
     EXPECT(ok <= (int) (UPLOAD_BUDGET_BYTES / UPLOAD_BYTES) * 3); /* later ones reuse room */
-    /* The budget, plus a margin for threads, socket reads and answers. */
+    /* The budget, plus a margin for threads, socket reads and answers. Under ASan the RSS
+     * says nothing of the daemon's own holding (freed bodies sit in its quarantine and every
+     * allocation carries redzones): there the 200/503 split above is the budget's proof. */
+#ifndef __SANITIZE_ADDRESS__
     EXPECT(growth < UPLOAD_BUDGET_BYTES + ((size_t) 24 << 20));
+#endif
+}
+
+/* ---- peak anonymous memory (heap, not the page cache a mapped file brings in) ---- */
+
+static size_t
+rss_anon_bytes(void)
+{
+    return proc_status_bytes("RssAnon");
+}
+
+static atomic_bool sampling;
+static size_t anon_peak;
+
+static void *
+sample_anon(void *arg)
+{
+    (void) arg;
+    while (atomic_load(&sampling)) {
+        anon_peak = MAX(anon_peak, rss_anon_bytes());
+        usleep(5000);
+    }
+    return NULL;
+}
+
+/* Spooled (spool_dir set): every upload admitted (the budget is as large as all of them)
+ * reaches the handler intact, and the server's heap does not hold them: its anonymous memory
+ * (sampled every 5 ms) stays far below their size. Mapped, they are page cache (RssFile),
+ * which the kernel may drop; not counted. */
+static void
+guard_spooled(void)
+{
+    pthread_t th[UPLOADS], sampler;
+    UploadResult res[UPLOADS] = {0};
+    int intact = 0;
+    size_t base = rss_anon_bytes();
+
+    anon_peak = base;
+    atomic_store(&sampling, true);
+    pthread_create(&sampler, NULL, sample_anon, NULL);
+    for (int i = 0; i < UPLOADS; i++)
+        pthread_create(&th[i], NULL, upload_one, &res[i]);
+    for (int i = 0; i < UPLOADS; i++) {
+        pthread_join(th[i], NULL);
+        intact += res[i].intact;
+    }
+    atomic_store(&sampling, false);
+    pthread_join(sampler, NULL);
+    size_t growth = anon_peak - MIN(base, anon_peak);
+    fprintf(stderr,
+            "  %d concurrent authenticated %.0f MiB uploads spooled to files: %d arrived intact; "
+            "peak anonymous memory %.1f MiB over the %.1f MiB before (the bodies: %.0f MiB)\n",
+            UPLOADS, MIB(UPLOAD_BYTES), intact, MIB(growth), MIB(base),
+            MIB(UPLOADS * UPLOAD_BYTES));
+    EXPECT(intact == UPLOADS);
+#ifndef __SANITIZE_ADDRESS__
+    EXPECT(growth < UPLOADS * UPLOAD_BYTES / 4); /* the bodies are not in the heap */
+#endif
 }
 
 void
 scenario_guard(void)
 {
     HttpConfig c;
+    char *x = malloc(UPLOAD_BYTES);
+
+    memset(x, 'x', UPLOAD_BYTES);
+    sha256_hex(x, UPLOAD_BYTES, upload_sha256);
+    free(x);
 
     fixture_config(&c);
     c.guard = test_guard;
@@ -198,6 +321,7 @@ scenario_guard(void)
     c.body_budget_bytes = BIG_BODY_BYTES + 1;
     server_up(&c);
     guard_unauthenticated();
+    guard_refused_not_kept_alive();
     server_down();
 
     fixture_config(&c);
@@ -206,6 +330,15 @@ scenario_guard(void)
     c.body_budget_bytes = UPLOAD_BUDGET_BYTES;
     server_up(&c);
     guard_budget();
+    server_down();
+
+    fixture_config(&c);
+    c.guard = test_guard;
+    c.max_body_bytes = UPLOAD_BYTES;
+    c.body_budget_bytes = UPLOADS * UPLOAD_BYTES;
+    c.spool_dir = scratch_dir();
+    server_up(&c);
+    guard_spooled();
     server_down();
 }
 

@@ -13,3 +13,20 @@ add_test(NAME integration_e2b_hostile
 set_tests_properties(integration_e2b_hostile PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# Who gets in and what is refused (issue 19): envd tokens, signed URLs, another tenant's
+# sandbox, the 501 paths, paths outside /workspace, a killed sandbox's 502. Raw HTTP, no SDK.
+add_test(NAME integration_e2b_auth
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_e2b_auth.py)
+set_tests_properties(integration_e2b_auth PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# Loop hand-off (issue 17, "two front doors"): creates waiting for a guest hold no connection
+# thread inside a handler, a quick request is answered meanwhile, and the wait's end is today's
+# 503. Raw HTTP, no SDK.
+add_test(NAME integration_e2b_loop
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_e2b_loop.py)
+set_tests_properties(integration_e2b_loop PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

@@ -11,11 +11,12 @@ One daemon, one run (fast enough under TCG):
   2. session A fetches a file through the proxy, plain HTTP and CONNECT, byte-exact (plus an
      odd spelling of the allowed address); figures: throughput, connection setup latency;
   3. every denied form (odd IPv4 spellings, mapped/NAT64/6to4/Teredo, private, metadata, ...)
-     is refused with 403 and recorded as egress.denied; a name resolving to loopback too;
+     is refused with 403 and recorded as egress.denied; a name resolving to loopback too,
+     and names whose answers mix public and special addresses (the daemon's own /etc/hosts);
   4. a 302 to a private address comes back to the guest as is, the daemon never follows it;
   5. no DNS and no NIC in the guest;
-  6. session B opens 10 000 streams and hits its limit while A keeps fetching correctly and
-     the API keeps answering;
+  6. session B opens 3 000 streams (10x its limit) and hits it while A keeps fetching
+     correctly and the API keeps answering;
   7. when sessions end every stream closes (egress.closed, egress.summary); a session
      without egress has no proxy at all.
 The namespace and the veth pair are removed at the end, on failure and on SIGTERM too.
@@ -26,6 +27,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,14 +40,16 @@ from stockade_fixture import Daemon, HttpError, skip  # noqa: E402
 
 SERVER, HOST_SIDE, PORT = "10.213.0.2", "10.213.0.1", 8080
 FILE_BYTES = 8 * 1024 * 1024
-FLOOD_STREAMS = int(os.environ.get("STOCKADE_EGRESS_FLOOD", "10000"))  # override to debug
+FLOOD_STREAMS = int(os.environ.get("STOCKADE_EGRESS_FLOOD", "3000"))  # 10x the limit; more: slower
 STREAMS_TOTAL = 300      # [egress] max_streams_total: B hits it
 DENIED_EVENTS = 200      # [egress] max_denied_events
+HEALTH_MAX_S = 25.0      # GET /v1/health during the flood; ~0.1 s measured, 5 s was the bound
 PY = {"python": dict(warm=2, slots=2, memory_mib=384)}
+TLS_NAME, TLS_PORT = "tls.example.invalid", 8443  # a TLS server in the namespace (SNI checks)
 EGRESS_CONF = f"""
 [egress]
-allow_hosts = localhost, *.example.invalid
-allow_cidrs = 10.213.0.0/30:8080
+allow_hosts = localhost, *.example.invalid, {TLS_NAME}:{TLS_PORT}
+allow_cidrs = 10.213.0.0/30:8080, 10.213.0.0/30:{TLS_PORT}
 max_streams = 32
 max_streams_total = {STREAMS_TOTAL}
 max_denied_events = {DENIED_EVENTS}
@@ -151,7 +155,12 @@ DENIED_FORMS = [
     ("[fe80::1%25eth0]", "bad_host"), ("127.0.0.1.", "bad_host"), ("1.2.3.256", "bad_host"),
     ("localhost", "forbidden_address"), ("LocalHost.", "forbidden_address"),
     ("evil.example.org", "not_allowed"), ("8.8.8.8", "not_allowed"),
+    # a name with one public and one special answer is refused whole (the daemon's own
+    # /etc/hosts gives them: MIXED_HOSTS)
+    ("mixed.example.invalid", "forbidden_address"), ("meta.example.invalid", "forbidden_address"),
 ]
+MIXED_HOSTS = {"mixed.example.invalid": ["93.184.216.34", "127.0.0.1"],
+               "meta.example.invalid": ["169.254.169.254", "8.8.4.4"]}
 
 DENY = GUEST_COMMON + r"""
 import sys
@@ -163,6 +172,54 @@ for host in forms:
     s, b = proxy_ask(f"GET http://{host}/latest/meta-data/ HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
     s.close()
     out[host] = [status(a), status(b)]
+print(json.dumps(out))
+"""
+
+TLS_SERVER_PY = r"""
+import socket, ssl, sys, threading
+CERT, KEY, ADDR, PORT, LOG = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(CERT, KEY)
+def on_sni(sock, name, c):
+    sock.sni = name
+ctx.sni_callback = on_sni
+def serve(c):  # logs the SNI of each completed handshake, nothing else
+    try:
+        c.settimeout(30)
+        with ctx.wrap_socket(c, server_side=True) as t:
+            name = getattr(t, "sni", None)
+            with open(LOG, "a") as f:
+                f.write(f"{name}\n")
+            t.recv(100)
+            t.sendall(f"tls ok {name}\n".encode())
+    except (OSError, ssl.SSLError):
+        pass
+srv = socket.create_server((ADDR, PORT))
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
+# Through the proxy to an allowed name: the right SNI gets through; another name or none is
+# refused (sni_mismatch) before the ClientHello leaves the host.
+TLS_CHECK = GUEST_COMMON + r"""
+import ssl, sys
+name, port = sys.argv[1], int(sys.argv[2])
+out = {}
+for sni in (name, "evil.example.org", None):
+    s, head = proxy_ask(f"CONNECT {name}:{port} HTTP/1.1\r\nHost: {name}:{port}\r\n\r\n".encode())
+    if status(head) != 200:
+        out[str(sni)] = f"CONNECT {status(head)}"
+        continue
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    try:
+        t = ctx.wrap_socket(s, server_hostname=sni)
+        t.sendall(b"hello\n")
+        out[str(sni)] = t.recv(200).decode()
+    except (OSError, ssl.SSLError) as e:
+        out[str(sni)] = "refused: " + type(e).__name__
+    s.close()
 print(json.dumps(out))
 """
 
@@ -270,7 +327,7 @@ class Upstream:
         self.ns, self.va, self.vb = f"stkeg-{tag}", f"stkeg{tag}a", f"stkeg{tag}b"
         self.dir = tempfile.mkdtemp(prefix="stockade-egress.")
         self.log = os.path.join(self.dir, "requests.log")
-        self.server = None
+        self.server = self.tls_server = None
         self.data = os.urandom(FILE_BYTES)
         self.sha = hashlib.sha256(self.data).hexdigest()
 
@@ -314,17 +371,47 @@ class Upstream:
                     raise
                 time.sleep(0.2)
         open(self.log, "w").close()  # the probe above is not the guests' doing
+        self.start_tls()
         return self
+
+    def start_tls(self):
+        cert, key = (os.path.join(self.dir, n) for n in ("tls.crt", "tls.key"))
+        self.tls_log = os.path.join(self.dir, "tls.log")
+        self.run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                 "-subj", f"/CN={TLS_NAME}", "-keyout", key, "-out", cert)
+        script = os.path.join(self.dir, "tls_server.py")
+        with open(script, "w") as f:
+            f.write(TLS_SERVER_PY)
+        self.tls_server = subprocess.Popen(["ip", "netns", "exec", self.ns, sys.executable,
+                                            script, cert, key, SERVER, str(TLS_PORT),
+                                            self.tls_log])
+        deadline = time.time() + 20
+        while True:  # listening: a plain connect is enough (no handshake, nothing logged)
+            try:
+                socket.create_connection((SERVER, TLS_PORT), timeout=2).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def tls_requests(self):
+        time.sleep(0.5)  # a handshake that got through would have been logged by now
+        if not os.path.exists(self.tls_log):
+            return []
+        with open(self.tls_log) as f:
+            return f.read().splitlines()
 
     def requests(self):
         with open(self.log) as f:
             return f.read().splitlines()
 
     def remove(self):
-        if self.server:
-            self.server.kill()
-            self.server.wait()
-            self.server = None
+        for p in (self.server, self.tls_server):
+            if p:
+                p.kill()
+                p.wait()
+        self.server = self.tls_server = None
         subprocess.run(["ip", "link", "del", self.va], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
         subprocess.run(["rm", "-rf", self.dir], capture_output=True)
@@ -426,7 +513,24 @@ def check_denied(d, sid):
         assert all(e["reason"] == reason for e in evs), (host, reason, evs)
     for host in ("localhost", "LocalHost."):  # a name that resolves to loopback
         assert denied[host][0]["address"] in ("127.0.0.1", "::1"), denied[host]
+    for host, addrs in MIXED_HOSTS.items():  # refused for its special answer, not its public
+        assert denied[host][0]["address"] == addrs[0 if host.startswith("meta") else 1], \
+            denied[host]
     print(f"denied: {len(DENIED_FORMS)} forms x 2 refused (403) and recorded")
+
+
+def check_sni(d, sid, up):
+    got = run(d, sid, TLS_CHECK, [TLS_NAME, str(TLS_PORT)])
+    assert got[TLS_NAME] == f"tls ok {TLS_NAME}\n", got
+    assert got["evil.example.org"].startswith("refused"), got
+    assert got["None"].startswith("refused"), got
+    refused = [e for e in events_of(d, sid) if e["type"] == "egress.denied" and
+               e.get("reason") == "sni_mismatch" and e.get("host") == TLS_NAME]
+    assert len(refused) == 2, refused  # a foreign name and none
+    seen = up.tls_requests()
+    assert seen == [TLS_NAME], f"the upstream saw more than the allowed handshake: {seen}"
+    print(f"sni: {TLS_NAME}:{TLS_PORT} through with its own SNI; another name and none "
+          f"refused (sni_mismatch), the upstream saw only {seen}")
 
 
 def check_redirect(d, sid, up):
@@ -489,11 +593,14 @@ def check_flood(d, a, b, up):
     prober.join()
     counts = r["counts"]
     assert sum(counts.values()) == FLOOD_STREAMS, counts
-    assert counts.get("200", 0) <= STREAMS_TOTAL, counts
-    assert counts.get("429", 0) >= FLOOD_STREAMS - STREAMS_TOTAL - counts.get("503", 0) \
-        - sum(v for k, v in counts.items() if not k.isdigit()), counts
+    # Exactly max_streams_total opens get through (200); every other one is refused: 429 by
+    # the daemon's limits, or 503 by the guest proxy's own cap before it reaches the daemon.
+    assert counts.get("200", 0) == STREAMS_TOTAL, counts
+    assert counts.get("429", 0) + counts.get("503", 0) == FLOOD_STREAMS - STREAMS_TOTAL, counts
     assert fr["shas"] and all(s == up.sha for s in fr["shas"]), fr
-    assert max(samples) < 5.0, f"the API took {max(samples):.2f} s to answer during the flood"
+    # Generous (a slow shared host), printed below; speed belongs to tests/bench.
+    assert max(samples) < HEALTH_MAX_S, f"the API took {max(samples):.2f} s to answer during " \
+        f"the flood (bound {HEALTH_MAX_S} s)"
     evs = events_of(d, b)
     allowed = sum(e["type"] == "egress.allowed" for e in evs)
     denied = sum(e["type"] == "egress.denied" for e in evs)
@@ -552,17 +659,21 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))  # atexit and finally still run
     t0 = time.time()
     step = Steps()
-    with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF) as d:
+    with Upstream() as up, Daemon(pools=PY, extra_conf=EGRESS_CONF,
+                                  hosts={**MIXED_HOSTS, TLS_NAME: [SERVER]}) as d:
         d.wait_ready()
         step("daemon ready")
         check_refused_requests(d)
-        a = new_session(d, ["10.213.0.0/30:8080", "localhost"])
+        a = new_session(d, ["10.213.0.0/30:8080", "localhost", *MIXED_HOSTS,
+                            f"10.213.0.0/30:{TLS_PORT}", f"{TLS_NAME}:{TLS_PORT}"])
         b = new_session(d, ["10.213.0.0/30:8080"])
         step("sessions running")
         check_fetch(d, a, up)
         step("fetch")
         check_denied(d, a)
         step("denied forms")
+        check_sni(d, a, up)
+        step("tls: sni")
         check_redirect(d, a, up)
         check_no_network(d, a)
         step("redirect, no network")

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from stockade_fixture import Daemon  # noqa: E402
+from stockade_fixture import Daemon, ledger_rows, ledger_want_charge, wall  # noqa: E402
 
 MINIMAL = {"minimal": dict(warm=1, slots=3)}
 WRITER = "i=0; while true; do i=$((i+1)); echo $i > f$i.txt; echo tick $i; sleep 0.3; done"
@@ -51,33 +51,39 @@ def files_back(d, sid, n):
         assert status == 200 and body == f"{i}\n".encode(), (i, status, body)
 
 
-def wall(ts):
-    from datetime import datetime
-    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-
-
 def ledger_exact(d):
-    """Once every session ended: each one's reservation is settled exactly once (none open,
-    nothing still reserved), and the wallet is charged vcpus x ceil(stopped - started) per
-    session that ran: its guest's life, not its extraction (to the second: the API shows
-    milliseconds)."""
+    """Once every session ended: each one has exactly one reservation, settled (none open,
+    nothing still reserved), and each one is charged exactly vcpus x ceil(stopped - started)
+    (its guest's life, not its extraction; hostd/api/API.md "Quotas") from its own record:
+    a sum over sessions would let one overcharged session hide behind the rounding of the
+    others. The API's millisecond times agree with each charge to within a second."""
     sessions = d.all_sessions()
     assert all(s["state"] == "ended" for s in sessions), sessions
-    vcpus = {p["name"]: p["vcpus"] for p in d.get("/v1/pool")["pools"]}
     u = d.unix_call("GET", "/v1/admin/tenants/default/usage")
     r, w = u["reservations"], u["wallet_guest_seconds"]
     ran = [s for s in sessions if s.get("started_at")]
     assert r["open"] == 0 and w["reserved"] == 0, u
     assert r["charged"] == len(ran) and r["charged"] + r["released"] == len(sessions), \
         (u, len(ran), len(sessions))
-    assert all(wall(s["started_at"]) <= wall(s["stopped_at"]) <= wall(s["ended_at"])
-               for s in ran), ran
-    used = sum(min(s["timeout_s"] * vcpus[s["pool"]],
-                   vcpus[s["pool"]] * (wall(s["stopped_at"]) - wall(s["started_at"])))
-               for s in ran)
-    assert -0.01 < w["charged"] - used < len(ran) + 0.01, (w, used)  # ms vs µs rounding
-    print(f"ledger exact: {len(sessions)} sessions, {r['charged']} charged "
-          f"{w['charged']} guest-s (records say {used:.2f}), {r['released']} released")
+    res, rec, count = ledger_rows(d.state)
+    total = 0
+    for s in sessions:
+        sid, row = s["id"], res.get(s["id"])
+        assert count.get(sid) == 1 and row, (sid, count.get(sid))
+        want = ledger_want_charge(row, rec[sid])
+        assert row["state"] == ("charged" if s.get("started_at") else "released"), (row, s)
+        assert row["charged_guest_s"] == want, (sid, row, rec[sid], want)
+        if s.get("started_at"):
+            assert wall(s["started_at"]) <= wall(s["stopped_at"]) <= wall(s["ended_at"]), s
+            life = row["vcpus"] * (wall(s["stopped_at"]) - wall(s["started_at"]))
+            # API times are in ms, the charge in whole seconds
+            assert min(row["reserved_guest_s"], life) - 0.01 <= want, (sid, want, life)
+            assert want < life + row["vcpus"] + 0.01, (sid, want, life)
+        total += want
+    assert w["charged"] == total, (w, total)
+    print(f"ledger exact: {len(sessions)} sessions, {r['charged']} charged, each its own "
+          f"vcpus x ceil(stopped - started): {[res[s['id']]['charged_guest_s'] for s in ran]} "
+          f"= {w['charged']} guest-s, {r['released']} released")
 
 
 SHARED_CONF = "[timeouts]\nhealth_interval_s = 2\nping_timeout_s = 3\n"
@@ -123,6 +129,24 @@ def restart_libvirtd():
     raise AssertionError("libvirtd did not come back")
 
 
+GHOST_XML = """<domain type='qemu'><name>{name}</name><memory unit='MiB'>32</memory>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><devices/>
+</domain>"""
+
+
+def ghost_domain(d):
+    """A running domain named with the daemon's prefix that no slot tracks: what a start
+    whose reply was lost in a libvirtd restart leaves (seen once in CI: a slot's domain left
+    after a clean stop). The daemon's stop must find and destroy it."""
+    name = f"{d.prefix}minimal-ghost"
+    with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+        f.write(GHOST_XML.format(name=name))
+        f.flush()
+        subprocess.run(["virsh", "-c", "qemu:///system", "create", f.name], check=True,
+                       capture_output=True)
+    return name
+
+
 def scenario_libvirtd_restart(d):
     d.wait(d.pool_full, 300, "a full pool")
     live = task(d, ["sh", "-c", WRITER])
@@ -135,15 +159,27 @@ def scenario_libvirtd_restart(d):
     ok = task(d, ["echo", "after"])
     assert ended(d, ok)["end_reason"] == "completed"
     ledger_exact(d)
+    d.ghost = ghost_domain(d)
     print("libvirtd restart: live session kept running, cancel and refill worked after")
+
+
+def kill9_end_reason_right(s, writer, before):
+    """A session the daemon's kill -9 caught live or pending ends host_restart: the writer
+    never stops by itself (timeout 300 s), the quick task may have completed first, and did
+    if its end was among the events read before the kill."""
+    done = any(e["type"] == "session.state" and e.get("state") == "ended" for e in before)
+    want = ("host_restart",) if writer else ("completed",) if done else \
+        ("completed", "host_restart")
+    assert s["state"] == "ended" and s["end_reason"] in want, (s, want)
 
 
 def scenario_kill9():
     rng = random.Random(int(os.environ.get("STOCKADE_FAULT_SEED", "7")))
     state = tempfile.mkdtemp(prefix="stockade-kill9.")
     os.chmod(state, 0o711)
-    prefix, seen = None, {}
-    for round_ in range(3):
+    prefix, seen, writers = None, {}, set()
+    rounds = int(os.environ.get("STOCKADE_KILL9_ROUNDS", "2"))  # 3+: more, slower (~35 s each)
+    for round_ in range(rounds):
         d = Daemon(pools=MINIMAL, state_dir=state, prefix=prefix, keep_state=True).start()
         prefix = d.prefix
         try:
@@ -152,9 +188,10 @@ def scenario_kill9():
                 s = ended(d, sid)
                 after = list(d.events(sid))
                 assert after[:len(before)] == before, f"events of {sid} changed"
-                assert s["state"] == "ended" and s["end_reason"], s
+                kill9_end_reason_right(s, sid in writers, before)
             a = task(d, ["sh", "-c", WRITER])
             b = task(d, ["sh", "-c", "echo quick > q.txt"])
+            writers.add(a)
             time.sleep(rng.uniform(0.0, 6.0))
             for sid in (a, b):
                 seen[sid] = list(d.events(sid))
@@ -165,10 +202,10 @@ def scenario_kill9():
         d.wait_ready()
         for sid, before in seen.items():
             s = ended(d, sid)
-            assert s["end_reason"], s
+            kill9_end_reason_right(s, sid in writers, before)
             assert list(d.events(sid))[:len(before)] == before
         ledger_exact(d)
-        print(f"kill -9 x3: {len(seen)} sessions all ended with a reason, events intact")
+        print(f"kill -9 x{rounds}: {len(seen)} sessions all ended with a reason, events intact")
 
 
 def scenario_disk_full():
@@ -221,9 +258,13 @@ def run(names):
     if shared:
         with Daemon(pools=MINIMAL, extra_conf=SHARED_CONF) as d:
             d.wait_ready()
+            d.ghost = None
             for n in shared:
                 print(f"== {n}", flush=True)
                 globals()["scenario_" + n](d)
+        if d.ghost:  # the fixture's exit found no domain left; the daemon says why
+            assert f"stop: destroyed {d.ghost}," in d.tail_log(200), d.tail_log(30)
+            print(f"stop: the daemon destroyed {d.ghost}, a domain no slot tracked")
     for n in names:
         if n in OWN:
             print(f"== {n}", flush=True)

@@ -1,5 +1,6 @@
 /* Integration tests of the warm pool (issue 3): real libvirtd, real guests restored from the
- * project's minimal image. One scenario per invocation: test_pool <scenario>. */
+ * project's minimal image. One scenario per invocation: test_pool <scenario> [copy|template]
+ * (guest_memory; issue 15: every scenario runs on copy-on-write template clones too). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,11 +23,121 @@
 #define FILL_TIMEOUT_USEC (240 * USEC_PER_SEC)
 #define EXEC_TIMEOUT_USEC (60 * USEC_PER_SEC)
 
+static bool template_mode;
+
+static size_t
+count_files(const char *dir, const char *suffix)
+{
+    char cmd[1400], line[64];
+    snprintf(cmd, sizeof(cmd), "ls -1 '%s' 2>/dev/null | grep -c '%s$'", dir, suffix);
+    FILE *f = popen(cmd, "r");
+    size_t n = f && fgets(line, sizeof(line), f) ? (size_t) strtoul(line, NULL, 10) : 0;
+    if (f)
+        pclose(f);
+    return n;
+}
+
+/* Template mode: the pool really runs clones (no silent fallback to copy), from one template
+ * of the one shape, and keeps no per-slot save image. */
+static void
+check_guest_memory(Harness *h)
+{
+    PoolStatus st;
+    char snaps[1200];
+    pool_status(h->pool, &st);
+    if (!template_mode) {
+        TEST_CHECK(st.guest_memory == POOL_MEMORY_COPY, "copy mode: %s", st.guest_memory_reason);
+        return;
+    }
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && st.shapes[0].template_ready,
+               "template mode not in effect: %s", st.guest_memory_reason);
+    snprintf(snaps, sizeof(snaps), "%s/snapshots", h->state_dir);
+    TEST_CHECK(count_files(snaps, ".save") == 0, "per-slot save images in template mode");
+    TEST_CHECK(count_files(st.template_dir, ".mem") == 1 &&
+                   count_files(st.template_dir, ".state") == 1,
+               "expected one template (.mem, .state) in %s", st.template_dir);
+}
+
 static void
 wait_full(Harness *h)
 {
     TEST_CHECK(harness_wait_full(h, FILL_TIMEOUT_USEC), "pool not full within %llu s",
                (unsigned long long) (FILL_TIMEOUT_USEC / USEC_PER_SEC));
+    check_guest_memory(h);
+}
+
+/* sha256 of the shape's template RAM file (template mode), "" if unreadable. */
+static void
+template_mem_sha256(Harness *h, char out[65])
+{
+    PoolStatus st;
+    char cmd[1400];
+    pool_status(h->pool, &st);
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "sha256sum '%s/%s.mem'", st.template_dir, h->shape.name);
+    FILE *f = popen(cmd, "r");
+    if (f && fscanf(f, "%64s", out) != 1)
+        out[0] = '\0';
+    if (f)
+        pclose(f);
+}
+
+/* The VM generation id libvirt gave a running domain ("" if none). */
+static void
+domain_genid(const char *name, char *out, size_t cap)
+{
+    char cmd[256], line[512];
+    out[0] = '\0';
+    snprintf(cmd, sizeof(cmd), "virsh -q -c qemu:///system dumpxml %s", name);
+    FILE *f = popen(cmd, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        char *a = strstr(line, "<genid>"), *b = a ? strstr(a, "</genid>") : NULL;
+        if (a && b)
+            snprintf(out, cap, "%.*s", (int) (b - a - 7), a + 7);
+    }
+    if (f)
+        pclose(f);
+}
+
+/* A guest's clock runs at the host's rate: what it measured across its 2 s sleep (lines 4
+ * and 5 of its output) lies within what the host measured around the whole exec (+ one
+ * 10 ms step). A clock running fast (a mis-calibrated TSC, ticks caught up) measures more
+ * than the host could. */
+static void
+check_clock_rate(const char *who, const char *out, double bracket_s)
+{
+    const char *p = out;
+    double t1 = 0, t2 = 0;
+    for (int line = 0; line < 3 && p; line++)
+        p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
+    TEST_CHECK(p && sscanf(p, "%lf %lf", &t1, &t2) == 2, "%s: no clock readings in: %s", who, out);
+    printf("%s: guest measured %.3f s across its 2 s sleep; the host bracket was %.3f s\n", who,
+           t2 - t1, bracket_s);
+    TEST_CHECK(t2 - t1 >= 1.99 && t2 - t1 <= bracket_s + 0.02,
+               "%s: guest clock rate: %.3f s in a host bracket of %.3f s\n%s", who, t2 - t1,
+               bracket_s, out);
+}
+
+/* Two pools of one host, each making its template at the same time (two daemons, or a daemon
+ * and this harness): both must end up on their own template. Their template domains once had
+ * one fixed UUID per shape index; the second was refused ("already defined with uuid") and
+ * fell back to copy. */
+static void
+twin_pools(Harness *h)
+{
+    Harness twin;
+    PoolStatus st;
+    harness_start(&twin, "minimal", 1, 1, NULL);
+    uint64_t deadline = now_usec() + FILL_TIMEOUT_USEC;
+    while (!(pool_is_full(h->pool) && pool_is_full(twin.pool)) && now_usec() < deadline) {
+        harness_wait_full(h, 100 * USEC_PER_MSEC); /* each loop in turn */
+        harness_wait_full(&twin, 100 * USEC_PER_MSEC);
+    }
+    pool_status(twin.pool, &st);
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && st.shapes[0].template_ready,
+               "the twin pool is not on its template: %s", st.guest_memory_reason);
+    harness_stop(&twin);
+    harness_cleanup(&twin);
 }
 
 /* Two guests restored from one snapshot must read different random bytes at the same time,
@@ -36,18 +147,32 @@ scenario_clones(void)
 {
     Harness h;
     TestSession a, b;
+    /* then the guest's clock rate: its uptime (the clocksource that CLOCK_REALTIME runs on,
+     * 10 ms steps) around a 2 s sleep, which the host brackets; and that clocksource */
     const char *argv[] = {"sh", "-c",
                           "cat /proc/sys/kernel/random/boot_id; "
-                          "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s",
+                          "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s; "
+                          "cut -d' ' -f1 /proc/uptime; sleep 2; cut -d' ' -f1 /proc/uptime; "
+                          "cat /sys/devices/system/clocksource/clocksource0/current_clocksource",
                           NULL};
 
+    const char *scribble[] = {"sh", "-c", "dd if=/dev/urandom of=/tmp/scribble bs=1M count=24 "
+                                          "2>/dev/null && sync && echo scribbled", NULL};
+    char mem_before[65] = "", mem_after[65] = "";
+
     harness_start(&h, "minimal", 2, 2, NULL);
+    if (template_mode)
+        twin_pools(&h);
     wait_full(&h);
+    if (template_mode)
+        template_mem_sha256(&h, mem_before);
     TEST_CHECK(ts_take(&h, &a, "clone-a") && ts_take(&h, &b, "clone-b"), "take: %s %s",
                a.error_message, b.error_message);
+    uint64_t bracket_start = now_usec();
     TEST_CHECK(ts_exec_start(&a, argv) && ts_exec_start(&b, argv), "exec start");
     TEST_CHECK(ts_exec_wait(&a, EXEC_TIMEOUT_USEC) && ts_exec_wait(&b, EXEC_TIMEOUT_USEC),
                "exec: a=%s b=%s", a.error_message, b.error_message);
+    double bracket_s = (double) (now_usec() - bracket_start) / 1e6;
     TEST_CHECK(a.exit_code == 0 && b.exit_code == 0, "exit codes %d %d (stderr %s / %s)",
                a.exit_code, b.exit_code, a.err, b.err);
     char boot_a[64], rand_a[64], boot_b[64], rand_b[64];
@@ -62,7 +187,25 @@ scenario_clones(void)
     TEST_CHECK(strcmp(boot_a, boot_b) != 0, "clones have the same boot id: %s", boot_a);
     long long host = (long long) time(NULL);
     TEST_CHECK(llabs(clock_a - host) <= 10 && llabs(clock_b - host) <= 10,
-               "guest clocks %lld %lld vs host %lld", clock_a, clock_b, host);
+               "guest clocks %lld %lld vs host %lld\n--- a ---\n%s--- b ---\n%s", clock_a,
+               clock_b, host, a.out, b.out);
+    check_clock_rate("a", a.out, bracket_s);
+    check_clock_rate("b", b.out, bracket_s);
+    if (template_mode) { /* a fresh VM generation id each, in the live XML */
+        char gen_a[64], gen_b[64];
+        domain_genid(guest_name(a.g), gen_a, sizeof(gen_a));
+        domain_genid(guest_name(b.g), gen_b, sizeof(gen_b));
+        printf("a: genid=%s\nb: genid=%s\n", gen_a, gen_b);
+        TEST_CHECK(strlen(gen_a) == 36 && strcmp(gen_a, gen_b) != 0,
+                   "clones' VM generation ids '%s' '%s'", gen_a, gen_b);
+        /* what a clone writes stays its own: the template's RAM file is untouched */
+        TEST_CHECK(ts_run(&a, scribble, EXEC_TIMEOUT_USEC) == 0, "scribble: %s %s",
+                   a.error_message, a.err);
+        template_mem_sha256(&h, mem_after);
+        printf("template RAM sha256 before %s after %s\n", mem_before, mem_after);
+        TEST_CHECK(mem_before[0] && strcmp(mem_before, mem_after) == 0,
+                   "a clone's writes reached the template file");
+    }
     ts_release(&a);
     ts_release(&b);
     harness_stop(&h);
@@ -145,26 +288,44 @@ scenario_restart(void)
     FILE *f = fopen(ghost, "w");
     TEST_CHECK(f != NULL, "create %s", ghost);
     fclose(f);
+    char ghost_tmpl[1200] = ""; /* template mode: a template of a pool that no longer exists */
+    if (template_mode) {
+        TEST_CHECK(h.template_dir != NULL, "no template directory");
+        snprintf(ghost_tmpl, sizeof(ghost_tmpl), "%s/ghost.mem", h.template_dir);
+        TEST_CHECK((f = fopen(ghost_tmpl, "w")) != NULL, "create %s", ghost_tmpl);
+        fclose(f);
+    }
 
     Harness r;
     harness_start_opts(&r, &again);
     wait_full(&r);
     TEST_CHECK(virt_pid_gone(old_pid), "leftover QEMU %d still runs after restart", (int) old_pid);
     TEST_CHECK(access(ghost, F_OK) < 0, "stale snapshot %s was not removed", ghost);
+    TEST_CHECK(!ghost_tmpl[0] || access(ghost_tmpl, F_OK) < 0, "stale template %s was not removed",
+               ghost_tmpl);
     PoolStatus st;
     pool_status(r.pool, &st);
     TEST_CHECK(st.boots == 0, "the restart made %llu new snapshots instead of reusing",
                (unsigned long long) st.boots);
     TEST_CHECK(harness_domain_count(&r) == 1, "expected exactly the one warm guest");
+    char tdir[1200] = "";
+    if (template_mode)
+        snprintf(tdir, sizeof(tdir), "%s", st.template_dir);
     harness_stop(&r);
     TEST_CHECK(harness_domain_count(&r) == 0, "domains left after a clean stop");
+    /* Template mode: a clean stop gives a tmpfs template's memory back (the harness's
+     * template_dir is the daemon's own choice, on /dev/shm here). */
+    bool tmpfs = tdir[0] && strncmp(tdir, "/dev/shm/", 9) == 0;
+    TEST_CHECK(!tmpfs || access(tdir, F_OK) < 0, "templates left on the tmpfs after a clean "
+               "stop: %s", tdir);
 
-    /* After a clean stop, a start finds nothing to reconcile and reuses the snapshot. */
+    /* After a clean stop, a start finds nothing to reconcile and reuses the snapshot (copy),
+     * or boots the one template again if the stop removed it from the tmpfs. */
     Harness t;
     harness_start_opts(&t, &again);
     wait_full(&t);
     pool_status(t.pool, &st);
-    TEST_CHECK(st.boots == 0 && st.destroys == 0,
+    TEST_CHECK(st.boots == (tmpfs ? 1u : 0u) && st.destroys == 0,
                "second start was not a no-op: boots=%llu "
                "destroys=%llu",
                (unsigned long long) st.boots, (unsigned long long) st.destroys);
@@ -173,6 +334,42 @@ scenario_restart(void)
            (int) old_pid);
     harness_cleanup(&t);
     free(state);
+}
+
+/* The template path failing at start (here: a template directory QEMU's user cannot reach)
+ * drops the pool to copy, loudly and with the reason; the pool fills and serves. */
+static void
+scenario_fallback(void)
+{
+    Harness h;
+    TestSession s;
+    char dir[1200];
+    const char *argv[] = {"echo", "copied", NULL};
+    const char *state = test_mkdtemp("stockade-pool");
+    snprintf(dir, sizeof(dir), "%s/private/templates", state);
+    TEST_CHECK(chmod(state, 0711) == 0, "chmod");
+    HarnessOptions o = {.image = "minimal", .warm = 1, .slots = 1, .state_dir = state,
+                        .guest_memory = "template", .template_dir = dir};
+    char private_dir[1200];
+    snprintf(private_dir, sizeof(private_dir), "%s/private", state);
+    TEST_CHECK(mkdir(private_dir, 0700) == 0, "mkdir %s", private_dir); /* root only */
+
+    template_mode = false; /* what must be in effect once full */
+    harness_start_opts(&h, &o);
+    wait_full(&h);
+    PoolStatus st;
+    pool_status(h.pool, &st);
+    printf("guest memory in effect: %s: %s\n", pool_guest_memory_to_string(st.guest_memory),
+           st.guest_memory_reason);
+    TEST_CHECK(strstr(st.guest_memory_reason, "cannot open") != NULL, "reason: %s",
+               st.guest_memory_reason);
+    TEST_CHECK(ts_take(&h, &s, "fallback"), "take: %s", s.error_message);
+    TEST_CHECK(ts_run(&s, argv, EXEC_TIMEOUT_USEC) == 0 && strcmp(s.out, "copied\n") == 0,
+               "exec: %s", s.error_message);
+    ts_release(&s);
+    harness_stop(&h);
+    TEST_CHECK(harness_domain_count(&h) == 0, "domains left after a clean stop");
+    harness_cleanup(&h);
 }
 
 static bool
@@ -487,17 +684,24 @@ int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s clones|refill|restart|wedged|impostor|probe-MODE\n",
+    signal(SIGPIPE, SIG_IGN); /* as the daemon: a libvirtd that dies must not kill the harness
+                               * before it destroys its guests */
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s clones|refill|restart|fallback|wedged|impostor|probe-MODE "
+                        "[copy|template]\n",
                 argv[0]);
         return 2;
     }
+    harness_default_guest_memory = argc == 3 ? argv[2] : "copy";
+    template_mode = strcmp(harness_default_guest_memory, "template") == 0;
     if (strcmp(argv[1], "clones") == 0)
         scenario_clones();
     else if (strcmp(argv[1], "refill") == 0)
         scenario_refill();
     else if (strcmp(argv[1], "restart") == 0)
         scenario_restart();
+    else if (strcmp(argv[1], "fallback") == 0)
+        scenario_fallback();
     else if (strcmp(argv[1], "wedged") == 0)
         scenario_wedged();
     else if (strcmp(argv[1], "impostor") == 0)

@@ -27,7 +27,11 @@ print("done", flush=True)
 """
 
 SLOW_WRITER = r"""
-import time, pathlib, os
+import time, pathlib, os, sys, threading
+def spin():  # stderr every 2 ms: a line from the guest is always in flight at the cancel
+    while True:
+        sys.stderr.write("spin\n"); sys.stderr.flush(); time.sleep(0.002)
+threading.Thread(target=spin, daemon=True).start()
 pathlib.Path("out").mkdir(exist_ok=True)
 for i in range(1, 1000):
     p = pathlib.Path(f"out/part{i:03}.txt")
@@ -106,11 +110,16 @@ def scenario_cancel(d):
     t0 = time.time()
     r = d.post(f"/v1/sessions/{sid}/cancel")
     answered = time.time() - t0
-    assert r["state"] == "stopping" and answered < 1.0, (r, answered)
+    # generous: a slow day is not a bug (figure printed); the bench measures speed
+    assert r["state"] == "stopping" and answered < 5.0, (r, answered)
+    for _ in range(3):  # cancels racing the end: each answered, none a second stop
+        assert d.post(f"/v1/sessions/{sid}/cancel")["state"] in ("stopping", "ended")
     events = list(d.events(sid, follow=True))
     check_seq(events)
-    cancel_at = next(i for i, e in enumerate(events) if e["type"] == "session.state"
-                     and e.get("reason") == "cancelled")
+    stops = [i for i, e in enumerate(events) if e["type"] == "session.state"
+             and e.get("state") == "stopping"]
+    assert len(stops) == 1 and events[stops[0]].get("reason") == "cancelled", stops
+    cancel_at = stops[0]
     after = [e for e in events[cancel_at:] if e["type"].startswith("exec.")
              or e["type"] == "file.changed"]
     assert not after, f"guest output accepted after the cancel event: {after}"

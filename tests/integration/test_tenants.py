@@ -17,14 +17,13 @@ import http.client
 import json
 import math
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from stockade_fixture import Daemon  # noqa: E402
+from stockade_fixture import Daemon, ledger_rows, ledger_want_charge, wall  # noqa: E402
 
 MINIMAL = {"minimal": dict(warm=1, slots=2)}
 WALLET_ONE = 300  # guest-seconds: one 1-vCPU session of 300 s; it runs and ends well within
@@ -83,12 +82,6 @@ def check_refusal(status, headers, body, quota, limit, used, retry):
     assert e["limit"] == limit and e["used"] == used, e
     assert e["retry_after"] == retry, e
     assert headers.get("Retry-After") == (None if retry is None else str(retry)), headers
-
-
-def wall(ts):
-    """RFC 3339 with ms from the API -> seconds."""
-    from datetime import datetime
-    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
 
 # ------------------------------------------------------------------ scenarios
@@ -173,17 +166,6 @@ def ledger_first_run(d, t):
     return ids
 
 
-def ledger_rows(state_dir):
-    db = sqlite3.connect(os.path.join(state_dir, "state", "stockade.db"))
-    db.row_factory = sqlite3.Row
-    res = {r["session_id"]: dict(r) for r in db.execute("SELECT * FROM reservations")}
-    ses = {r["id"]: dict(r) for r in db.execute("SELECT * FROM sessions")}
-    count = dict(db.execute("SELECT session_id, count(*) FROM reservations GROUP BY session_id")
-                 .fetchall())
-    db.close()
-    return res, ses, count
-
-
 def scenario_ledger():
     d = Daemon(pools=MINIMAL, keep_state=True).start()
     try:
@@ -212,8 +194,7 @@ def scenario_ledger():
         ran = s["started_usec"] > 0
         # the guest's life: hand-out to the destroy request, never the extraction after it
         assert not ran or 0 < s["stopped_usec"] <= s["ended_usec"], s
-        want = min(r["reserved_guest_s"], r["vcpus"] * math.ceil(
-            (s["stopped_usec"] - s["started_usec"]) / 1e6)) if ran else 0
+        want = ledger_want_charge(r, s)
         assert r["state"] == ("charged" if ran else "released"), (r, s)
         assert r["charged_guest_s"] == want, (sid, r, s, want)
         total += want

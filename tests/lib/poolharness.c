@@ -20,11 +20,14 @@
 
 #define HARNESS_EXIT_MAX 8
 
+const char *harness_default_guest_memory;
+
 /* Harnesses started in this process. A scenario that fails a TEST_CHECK exits from wherever
  * it is; its guests (and a state dir the harness made) must not outlive the test. */
 static struct {
     char prefix[POOL_PREFIX_MAX_BYTES + 1];
     char state_dir[1024]; /* "" when the test passed its own */
+    char template_dir[1024]; /* "" in copy mode, or when it is under state_dir */
 } exit_list[HARNESS_EXIT_MAX];
 static size_t n_exit;
 
@@ -46,6 +49,8 @@ harness_atexit(void)
         virt_strv_free(names);
         if (exit_list[i].state_dir[0])
             test_rm_rf(exit_list[i].state_dir);
+        if (exit_list[i].state_dir[0] && exit_list[i].template_dir[0])
+            test_rm_rf(exit_list[i].template_dir);
     }
     virt_close(v);
 }
@@ -64,6 +69,30 @@ harness_exit_register(const char *prefix, const char *own_state_dir)
     snprintf(exit_list[n_exit].state_dir, sizeof(exit_list[n_exit].state_dir), "%s",
              own_state_dir ? own_state_dir : "");
     n_exit++;
+}
+
+/* Templates outside the state directory (/dev/shm) go with it at exit. */
+static void
+harness_exit_template_dir(const char *prefix, const char *template_dir)
+{
+    for (size_t i = 0; i < n_exit; i++)
+        if (strcmp(exit_list[i].prefix, prefix) == 0)
+            snprintf(exit_list[i].template_dir, sizeof(exit_list[i].template_dir), "%s",
+                     template_dir);
+}
+
+static PoolGuestMemory
+harness_guest_memory(const HarnessOptions *o, PoolGuestMemory dflt)
+{
+    const char *m = o->guest_memory ? o->guest_memory : harness_default_guest_memory;
+    if (!m)
+        return dflt;
+    if (strcmp(m, "template") == 0)
+        return POOL_MEMORY_TEMPLATE;
+    if (strcmp(m, "copy") == 0)
+        return POOL_MEMORY_COPY;
+    fprintf(stderr, "harness: unknown guest_memory %s\n", m);
+    abort();
 }
 
 static void
@@ -116,6 +145,8 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
     h->cfg.accel = o->accel;
     h->cfg.kvm_probe_append = o->kvm_probe_append;
     h->cfg.kvm_probe_under_tcg = o->kvm_probe_under_tcg;
+    h->cfg.guest_memory = harness_guest_memory(o, h->cfg.guest_memory);
+    h->cfg.template_dir = o->template_dir;
     h->shape = (PoolShapeConfig){.name = o->image,
                                  .image_dir = h->image_dir,
                                  .vcpus = 1,
@@ -129,6 +160,13 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
         fprintf(stderr, "harness: %s\n", err->message);
         abort();
     }
+    PoolStatus st;
+    pool_status(h->pool, &st);
+    if (st.template_dir[0]) {
+        h->template_dir = strdup(st.template_dir);
+        harness_exit_template_dir(h->prefix, h->template_dir);
+    }
+    printf("harness: guest memory %s\n", st.guest_memory_reason);
     pool_start(h->pool);
 }
 
@@ -219,6 +257,11 @@ harness_abandon(Harness *h)
 void
 harness_cleanup(Harness *h)
 {
+    if (h->template_dir) {
+        test_rm_rf(h->template_dir);
+        free(h->template_dir);
+        h->template_dir = NULL;
+    }
     if (h->state_dir) {
         test_rm_rf(h->state_dir);
         free(h->state_dir);

@@ -21,6 +21,7 @@ typedef struct Harness {
     PoolConfig cfg;
     PoolShapeConfig shape;
     bool stopped;
+    char *template_dir; /* template mode: where the pool put its templates (removed on cleanup) */
 } Harness;
 
 typedef struct HarnessOptions {
@@ -34,7 +35,13 @@ typedef struct HarnessOptions {
     const char *kvm_probe_append;                     /* NULL: none */
     uint64_t kvm_probe_timeout_usec;                  /* 0: pool default */
     bool kvm_probe_under_tcg;                         /* the probe's fault, not the host's */
+    const char *guest_memory; /* "copy", "template"; NULL: harness_default_guest_memory */
+    const char *template_dir; /* NULL: the pool's choice */
 } HarnessOptions;
+
+/* guest_memory for harnesses whose options name none (a test binary's mode argument); NULL:
+ * the pool's default. */
+extern const char *harness_default_guest_memory;
 
 /* Skips (test_skip) when libvirtd or the image is missing. The pool is started; it is not
  * yet full. */

@@ -21,11 +21,13 @@ import contextlib
 import hashlib
 import http.client
 import json
+import math
 import os
 import secrets
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -72,13 +74,26 @@ class HttpError(Exception):
         self.body = body
 
 
+def guest_memory():
+    """STOCKADE_TEST_GUEST_MEMORY=template|copy runs every test daemon with that [daemon]
+    guest_memory (issue 15: the daemon suites on templated clones); unset: the default."""
+    mode = os.environ.get("STOCKADE_TEST_GUEST_MEMORY", "")
+    if mode not in ("", "template", "copy"):
+        raise ValueError(f"STOCKADE_TEST_GUEST_MEMORY={mode!r}: template or copy")
+    return mode
+
+
 def cached_state(build, pools, extra_conf):
     """A state directory shared by every test daemon of this build with the same pools and
     config, so snapshots (and the accel verdict) are made once per build, not once per test:
     a daemon start then restores instead of cold-booting every slot. The database, artifacts
     and logs of the previous test are removed; tests using it must not run at the same time
     (ctest RUN_SERIAL). STOCKADE_TEST_FRESH_STATE=1 gives every test a fresh directory."""
-    sig = hashlib.sha256(json.dumps([sorted(pools.items()), extra_conf],
+    # The build's path is part of the key: two checkouts testing on one host at once (a fresh
+    # clone's CI beside a working tree) once shared a domain prefix, and each daemon destroyed
+    # the other's guests as leftovers of its own.
+    sig = hashlib.sha256(json.dumps([os.path.realpath(build), sorted(pools.items()), extra_conf,
+                                     guest_memory()],
                                     sort_keys=True).encode()).hexdigest()[:8]
     root = os.path.join(build, "test-state", sig)
     os.makedirs(os.path.join(build, "test-state"), exist_ok=True)
@@ -95,9 +110,40 @@ def cached_state(build, pools, extra_conf):
     return root, f"stkc{sig[:6]}-"
 
 
+def wall(ts):
+    """An API time ("2026-11-29T23:13:30.101Z", UTC) as seconds since the epoch."""
+    from datetime import datetime, timezone
+    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) \
+        .timestamp()
+
+
+def ledger_rows(state_dir):
+    """The reservation ledger and the session records as the daemon stored them (read-only:
+    the daemon may be running): ({session_id: reservation}, {session_id: session},
+    {session_id: number of reservations})."""
+    path = os.path.join(state_dir, "state", "stockade.db")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    res = {r["session_id"]: dict(r) for r in db.execute("SELECT * FROM reservations")}
+    ses = {r["id"]: dict(r) for r in db.execute("SELECT * FROM sessions")}
+    count = dict(db.execute("SELECT session_id, count(*) FROM reservations GROUP BY session_id")
+                 .fetchall())
+    db.close()
+    return res, ses, count
+
+
+def ledger_want_charge(r, s):
+    """What hostd/api/API.md "Quotas" says a session is charged: its guest's life, vcpus x
+    ceil(stopped - started) whole seconds, at most what it reserved; 0 if it never ran."""
+    if s["started_usec"] <= 0:
+        return 0
+    return min(r["reserved_guest_s"],
+               r["vcpus"] * math.ceil((s["stopped_usec"] - s["started_usec"]) / 1e6))
+
+
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
-                 keep_state=False):
+                 keep_state=False, hosts=None):
         self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
         if not self.build:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
@@ -115,6 +161,7 @@ class Daemon:
         self.prefix = prefix or "stkit" + secrets.token_hex(3) + "-"
         self.port = free_port()
         self.keep_state = keep_state
+        self.hosts = hosts or {}  # name -> [address]: the daemon's own /etc/hosts lines
         self.proc = None
         self.log_path = os.path.join(self.state, "stockaded.log")
         self.socket_path = os.path.join(self.state, "state", "api.sock")
@@ -125,8 +172,10 @@ class Daemon:
     def config_text(self):
         lines = ["[daemon]", f"state_dir = {self.state}/state",
                  f"image_dir = {self.images}", f"domain_prefix = {self.prefix}",
-                 "workspace_mib = 128", "[api]", f"tcp_port = {self.port}",
-                 "request_timeout_s = 30"]
+                 "workspace_mib = 128"]
+        if guest_memory():
+            lines.append(f"guest_memory = {guest_memory()}")
+        lines += ["[api]", f"tcp_port = {self.port}", "request_timeout_s = 30"]
         for name, p in self.pools.items():
             lines += [f"[pool {name}]", f"image = {p.get('image', name)}",
                       f"memory_mib = {p.get('memory_mib', 256)}",
@@ -148,7 +197,8 @@ class Daemon:
         with open(conf, "w") as f:
             f.write(self.config_text())
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([exe, "-c", conf], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(self.private_hosts([exe, "-c", conf]), stdout=self.log,
+                                     stderr=self.log)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -160,6 +210,19 @@ class Daemon:
                     raise RuntimeError(f"stockaded exited: {self.tail_log()}")
                 time.sleep(0.1)
         raise RuntimeError(f"stockaded did not answer: {self.tail_log()}")
+
+    def private_hosts(self, argv):
+        """argv run with self.hosts added to /etc/hosts in a mount namespace of its own (the
+        machine's file is untouched): names with the answers a test needs. unshare and sh exec,
+        so the daemon keeps the pid Popen returns."""
+        if not self.hosts:
+            return argv
+        path = os.path.join(self.state, "hosts")
+        with open("/etc/hosts") as f, open(path, "w") as out:
+            out.write(f.read().rstrip("\n") + "\n")
+            out.writelines(f"{a} {name}\n" for name, addrs in self.hosts.items() for a in addrs)
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount --bind "$0" /etc/hosts && exec "$@"', path, *argv]
 
     def authorize(self):
         """Tokens for the TCP requests, made over the unix socket."""
@@ -219,7 +282,7 @@ class Daemon:
                 break
             time.sleep(0.1)
             left = self.leftover_domains()
-        if exc[0] is not None:
+        if exc[0] is not None or left or rc != 0:
             print("---- stockaded log (tail) ----\n" + self.tail_log(60), file=sys.stderr)
         for n in left:  # never leave guests behind, even on failure
             if n.startswith("qemu pid "):
@@ -232,6 +295,9 @@ class Daemon:
             shutil.rmtree(self.state, ignore_errors=True)
         if exc[0] is None:
             assert rc == 0, f"stockaded exited {rc} on SIGTERM"
+            bad = [line for line in self.tail_log(100000).splitlines()
+                   if "is not a session state transition" in line]
+            assert not bad, f"the daemon made a session state change it does not allow: {bad}"
             assert not left, f"domains or QEMU processes left after a clean stop: {left}"
         return False
 

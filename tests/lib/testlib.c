@@ -124,3 +124,25 @@ test_set_immutable(int dirfd, const char *name, bool on)
     errno = saved;
     return r;
 }
+
+char test_db[512];
+static char *test_db_dir;
+
+int
+test_db_setup(void **state)
+{
+    (void) state;
+    test_db_dir = test_mkdtemp("stockade-db");
+    snprintf(test_db, sizeof(test_db), "%s/stockade.db", test_db_dir);
+    return 0;
+}
+
+int
+test_db_teardown(void **state)
+{
+    (void) state;
+    test_rm_rf(test_db_dir);
+    free(test_db_dir);
+    test_db_dir = NULL;
+    return 0;
+}

@@ -30,6 +30,11 @@ char *test_mkdtemp(const char *prefix);
         }                                                                                          \
     } while (0)
 
+/* A store test's scratch: a fresh directory and the path of a database file in it, made by
+ * test_db_setup() and removed by test_db_teardown() (cmocka setup/teardown signatures). */
+extern char test_db[512];
+int test_db_setup(void **state);
+int test_db_teardown(void **state);
 /* rm -rf of a test's own scratch directory. */
 int test_rm_rf(const char *path);
 /* mkdir -p of the first len bytes of rel beneath dirfd, one component at a time through

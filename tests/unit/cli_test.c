@@ -532,7 +532,8 @@ test_exit_codes(void **state)
     w = watched("cancelled", false, -1, 0, false, false);
     assert_int_equal(watch_exit_code(&w, false), 130);
     static const char *const daemon_ends[] = {"output_limit",  "guest_error",  "no_capacity",
-                                              "host_shutdown", "host_restart", "closed"};
+                                              "host_error",    "host_shutdown", "host_restart",
+                                              "closed"};
     for (size_t i = 0; i < ELEMENTSOF(daemon_ends); i++) {
         w = watched(daemon_ends[i], false, -1, 0, false, false);
         assert_int_equal(watch_exit_code(&w, false), 125);

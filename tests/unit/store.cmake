@@ -1,2 +1,2 @@
 stockade_test(NAME unit_store LABEL unit SOURCES test_store.c
-              LIBS stockade_store stockade_sessions PkgConfig::CMOCKA)
+              LIBS stockade_store stockade_sessions stockade_render PkgConfig::CMOCKA)

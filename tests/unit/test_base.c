@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "base64.h"
+#include "fdutil.h"
 #include "error.h"
 #include "log.h"
 #include "procfs.h"
@@ -132,6 +134,37 @@ test_procfs_self(void **state)
     assert_false(proc_cmdline_contains(1 << 23, "x"));
 }
 
+/* mkdir_open_dir: makes or keeps a directory and opens it; a symlink in its place (to a
+ * directory the caller did not mean) is refused, not followed. */
+static void
+test_mkdir_open_dir(void **state)
+{
+    (void) state;
+    char base[] = "/tmp/stockade-fdutil-XXXXXX", dir[64], link[64], target[64];
+    assert_non_null(mkdtemp(base));
+    snprintf(dir, sizeof(dir), "%s/d", base);
+    snprintf(link, sizeof(link), "%s/l", base);
+    snprintf(target, sizeof(target), "%s/t", base);
+
+    int fd = mkdir_open_dir(dir, 0700); /* made */
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0700);
+    close(fd);
+    fd = mkdir_open_dir(dir, 0700); /* kept */
+    assert_true(fd >= 0);
+    close(fd);
+
+    assert_int_equal(mkdir(target, 0700), 0);
+    assert_int_equal(symlink(target, link), 0);
+    assert_int_equal(mkdir_open_dir(link, 0700), -1);
+    assert_true(errno == ELOOP || errno == ENOTDIR);
+
+    rmdir(dir), unlink(link), rmdir(target), rmdir(base);
+}
+
 int
 main(void)
 {
@@ -142,6 +175,7 @@ main(void)
         cmocka_unit_test(test_log_escape),
         cmocka_unit_test(test_base64),
         cmocka_unit_test(test_procfs_self),
+        cmocka_unit_test(test_mkdir_open_dir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

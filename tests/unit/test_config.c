@@ -40,6 +40,26 @@ test_defaults_and_file(void **state)
     assert_string_equal(cfg.shapes[0].image_dir, "/usr/share/stockade/images/python");
     assert_int_equal(cfg.shapes[0].warm, 3);
     assert_int_equal(cfg.shapes[0].memory_mib, 384);
+    assert_int_equal(cfg.pool.guest_memory, POOL_GUEST_MEMORY_DEFAULT);
+    assert_string_equal(cfg.pool.template_dir, "");
+}
+
+static void
+test_guest_memory(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(parse("[daemon]\nguest_memory = copy\n", &e), 0);
+    assert_int_equal(cfg.pool.guest_memory, POOL_MEMORY_COPY);
+    assert_int_equal(parse("[daemon]\nguest_memory = template\ntemplate_dir = /srv/t\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.pool.guest_memory, POOL_MEMORY_TEMPLATE);
+    assert_string_equal(cfg.pool.template_dir, "/srv/t");
+    /* QEMU would read what follows a ',' as more options of the memory backend */
+    assert_int_equal(parse("[daemon]\ntemplate_dir = /srv/t,share=on\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), -1);
+    assert_non_null(strstr(e->message, "template_dir"));
+    error_free(e);
 }
 
 static void
@@ -53,6 +73,7 @@ test_rejects(void **state)
         {"[daemon]\nstate_dri = /x\n", "line 2: unknown key"},
         {"state_dir = /x\n", "line 1: key outside a section"},
         {"[daemon]\naccel = fast\n", "accel must be"},
+        {"[daemon]\nguest_memory = shared\n", "guest_memory must be template or copy"},
         {"[daemon]\nworkspace_mib = 1\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = 12x\n", "workspace_mib must be a number"},
         {"[daemon]\nworkspace_mib = -5\n", "workspace_mib must be a number"},
@@ -93,13 +114,63 @@ test_long_line_and_nul(void **state)
     error_free(e);
 }
 
+/* [cluster] (issue 16): absent = a single host; present, every key is checked at finish. */
+static void
+test_cluster(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(parse("[daemon]\nstate_dir = /srv/stk\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_false(cluster_config_enabled(&cfg.cluster));
+    const char *ok = "[cluster]\ndatabase = host=/run/pg dbname=stockade user=stk\n"
+                     "host_id = host-a\nadvertise_url = http://10.0.0.1:8080\n"
+                     "host_token_file = /etc/stockade/host.token\n";
+    assert_int_equal(parse(ok, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_true(cluster_config_enabled(&cfg.cluster));
+    assert_string_equal(cfg.cluster.database, "host=/run/pg dbname=stockade user=stk");
+    assert_string_equal(cfg.cluster.host_id, "host-a");
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[cluster]\nhost_id = a\n", "needs database"},
+        {"[cluster]\ndatabase = x\nhost_id = Host_A\nadvertise_url = http://h\n"
+         "host_token_file = /t\n", "host_id must be"},
+        {"[cluster]\ndatabase = x\nhost_id = -a\nadvertise_url = http://h\n"
+         "host_token_file = /t\n", "host_id must be"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = ftp://h\n"
+         "host_token_file = /t\n", "advertise_url"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h/\"x\n"
+         "host_token_file = /t\n", "advertise_url"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://\n"
+         "host_token_file = /t\n", "advertise_url"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
+         "host_token_file = t\n", "absolute"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n", "absolute"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e = NULL;
+        if (parse(bad[i].text, &e) < 0 || config_finish(&cfg, &e) == 0)
+            fail_msg("accepted or failed to parse: %s", bad[i].text);
+        if (!strstr(e->message, bad[i].needle))
+            fail_msg("'%s' does not mention '%s'", e->message, bad[i].needle);
+        error_free(e);
+    }
+    e = NULL;
+    assert_int_equal(parse("[cluster]\ncolour = red\n", &e), -1);
+    error_free(e);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_file),
         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_guest_memory),
         cmocka_unit_test(test_long_line_and_nul),
+        cmocka_unit_test(test_cluster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "e2b.h"
+#include "e2b_config.h"
 #include "e2b_wire.h"
 
 #define ID "abcdefghijklmnopqrstuvwxyz"

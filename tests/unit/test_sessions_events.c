@@ -1,9 +1,25 @@
-/* The cap on events a session's workload can make without limit (issue 14), driven through
- * the real mirror and event code of hostd/sessions into a real SQLite store: 10^5
+/* hostd/sessions driven through its real mirror, event and end code into a real SQLite store.
+ *
+ * The cap on events a session's workload can make without limit (issue 14): 10^5
  * FileChanged{removed} records and a few over-budget ones, as a runner sends them for a task
  * that made and removed 100 000 files. At most max_guest_events + 2 rows are stored (the
  * recorded ones and two events.suppressed), and the count of the others is exact, in the
- * final event and in the session's record. */
+ * final event and in the session's record.
+ *
+ * Nothing from the guest after a session's end (API.md, cancel): frames of every kind that
+ * arrive after the cancel's session.state event, between repeated cancels, are dropped. The
+ * guest is a token pointer: pool_release() is wrapped at link time (sessions.cmake) so the
+ * end path runs for real up to the pool and the guest stays "being destroyed".
+ *
+ * A finalize the runner never answers (issue 13): a completed task's clean end asks the
+ * runner to finalize (guest_send is wrapped: the request goes nowhere) and the loop runs for
+ * real; the deadline gives way to the salvage (the guest is released, the fallback counted
+ * with its reason) no earlier than finalize_base and well before twice it.
+ *
+ * Never a guest without what the session was admitted with (issue 17): when its egress
+ * cannot be set up (egress_session_new wrapped to fail), the guest gets no Hello and the
+ * session ends host_error. And the state transition table itself. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,12 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "eventhub.h"
 #include "render.h"
 #include "session_internal.h"
 #include "testlib.h"
+#include "timeutil.h"
 
 #define CAP 1000
 #define REMOVED 100000
@@ -48,6 +67,7 @@ setup(void **state)
     fx.m.loop = fx.loop;
     fx.m.store = fx.store;
     fx.m.artifacts_dir = fx.dir;
+    assert_int_equal(eventhub_new(&fx.m.hub, &e), 0); /* commits publish to followers */
 
     Session *s = &fx.s;
     s->mgr = &fx.m;
@@ -74,6 +94,7 @@ teardown(void **state)
 {
     Fixture *fx = *state;
     store_close(fx->store);
+    eventhub_free(fx->m.hub);
     loop_free(fx->loop);
     test_rm_rf(fx->dir);
     free(fx->dir);
@@ -194,12 +215,279 @@ test_below_cap_all_recorded(void **state)
     event_records_free(v, n);
 }
 
+/* ------------------------------------------------------------------ after the end */
+
+static unsigned releases;
+static Loop *quit_on_release; /* set: a release ends loop_run() */
+
+void __wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata);
+void
+__wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata)
+{
+    (void) p, (void) g, (void) gone, (void) userdata;
+    releases++; /* the destroy is under way; the gone callback never comes here */
+    if (quit_on_release)
+        loop_quit(quit_on_release, 0);
+}
+
+static void
+guest_sends(Session *s, GuestMsg *m)
+{
+    session_guest_ops.message(s->guest, m, s);
+}
+
+static void
+guest_sends_everything(Session *s, uint32_t exec_id)
+{
+    Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT;
+    Stockade__Runner__ExecStarted st = STOCKADE__RUNNER__EXEC_STARTED__INIT;
+    Stockade__Runner__ExecExit x = STOCKADE__RUNNER__EXEC_EXIT__INIT;
+    Stockade__Runner__FileChanged fc = STOCKADE__RUNNER__FILE_CHANGED__INIT;
+    GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
+
+    o.exec_id = exec_id;
+    o.data.data = (uint8_t *) "late\n";
+    o.data.len = 5;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT;
+    m.output = &o;
+    guest_sends(s, &m);
+    o.stream = STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
+    guest_sends(s, &m);
+    st.exec_id = exec_id;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED;
+    m.exec_started = &st;
+    guest_sends(s, &m);
+    fc.path = (char *) "late.txt";
+    fc.removed = true;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED;
+    m.file_changed = &fc;
+    guest_sends(s, &m);
+    x.exec_id = exec_id;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT;
+    m.exec_exit = &x;
+    guest_sends(s, &m);
+}
+
+static void
+test_nothing_from_the_guest_after_a_cancel(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+    static char token_guest; /* never dereferenced: pool_release() is wrapped */
+    Exec ex = {.id = 1, .req_id = 7, .running = true, .session = s};
+    GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT;
+
+    s->execs = &ex;
+    s->guest = (Guest *) &token_guest;
+    s->output_limit_bytes = 1 << 20;
+    releases = 0;
+    o.exec_id = ex.id;
+    o.data.data = (uint8_t *) "before\n";
+    o.data.len = 7;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT;
+    m.output = &o;
+    guest_sends(s, &m); /* the control: a live session records it */
+    for (int i = 0; i < 3; i++) {
+        session_end(s, "cancelled");
+        guest_sends_everything(s, ex.id); /* a tight loop's frames, already on the channel */
+    }
+    assert_int_equal(store_commit(fx->store, &e), 0);
+
+    EventRecord *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    for (size_t i = 0; i < n; i++)
+        printf("# event %zu: %s %s\n", i, v[i].type, v[i].attrs ? v[i].attrs : "");
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].type, "exec.stdout");
+    assert_string_equal(v[1].type, "session.state");
+    assert_non_null(strstr(v[1].attrs, "\"cancelled\""));
+    event_records_free(v, n);
+    assert_int_equal(releases, 1); /* one destroy, whatever the number of cancels */
+    assert_int_equal(s->rec.output_bytes, 7);
+    s->execs = NULL;
+}
+
+/* ------------------------------------------------------------------ finalize deadline */
+
+#define FINALIZE_BASE_USEC 300000
+static char workspace_path[512]; /* a sparse file: the finalize caps sizes by the disk's */
+static uint32_t finalize_requests;
+
+int __wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp);
+int
+__wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp)
+{
+    (void) g, (void) errp;
+    finalize_requests += m->body_case == STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE;
+    if (ret_req_id)
+        *ret_req_id = 41;
+    return 0; /* sent, and never answered */
+}
+
+const char *__wrap_guest_workspace_path(const Guest *g);
+const char *
+__wrap_guest_workspace_path(const Guest *g)
+{
+    (void) g;
+    return workspace_path;
+}
+
+static void
+quit_loop(Loop *l, void *userdata)
+{
+    (void) userdata;
+    loop_quit(l, 1);
+}
+
+static void
+test_finalize_never_answered(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    static char token_guest;
+
+    snprintf(workspace_path, sizeof(workspace_path), "%s/workspace.raw", fx->dir);
+    FILE *f = fopen(workspace_path, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 64 << 20), 0);
+    fclose(f);
+    fx->m.cfg.finalize_base_usec = FINALIZE_BASE_USEC;
+    fx->m.cfg.finalize_usec_per_mib = 0;
+    s->guest = (Guest *) &token_guest;
+    releases = 0;
+    finalize_requests = 0;
+    quit_on_release = fx->loop;
+
+    uint64_t t0 = now_usec();
+    session_end(s, "completed");
+    assert_int_equal(finalize_requests, 1);
+    assert_int_equal(releases, 0); /* the guest is kept while the runner finalizes */
+    (void) loop_add_timer(fx->loop, t0 + 20 * FINALIZE_BASE_USEC, quit_loop, NULL);
+    assert_int_equal(loop_run(fx->loop), 0); /* 0: the release quit it, not the guard */
+    uint64_t took = now_usec() - t0;
+    printf("# finalize never answered: salvage after %.0f ms (deadline %d ms)\n",
+           (double) took / 1000.0, FINALIZE_BASE_USEC / 1000);
+    assert_int_equal(releases, 1);
+    assert_non_null(s->fin_fallback);
+    assert_string_equal(s->fin_fallback, "deadline");
+    assert_int_equal(fx->m.stats.finalize_fallbacks, 1);
+    assert_true(took >= FINALIZE_BASE_USEC);
+    assert_null(s->fin);
+    quit_on_release = NULL;
+}
+
+/* ------------------------------------------------------------------ bind failures */
+
+static unsigned hellos;
+
+int __wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+                       Error **errp);
+int
+__wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
+                   Error **errp)
+{
+    (void) g, (void) cfg, (void) ret_req_id, (void) errp;
+    hellos++;
+    return 0;
+}
+
+const char *__wrap_guest_name(const Guest *g);
+const char *
+__wrap_guest_name(const Guest *g)
+{
+    (void) g;
+    return "stktest-minimal-0";
+}
+
+size_t __wrap_guest_disk_index(const Guest *g);
+size_t
+__wrap_guest_disk_index(const Guest *g)
+{
+    (void) g;
+    return 0;
+}
+
+int __wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowed,
+                              const EgressLimits *lim, const EgressOps *ops, void *userdata,
+                              EgressSession **ret, Error **errp);
+int
+__wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowed,
+                          const EgressLimits *lim, const EgressOps *ops, void *userdata,
+                          EgressSession **ret, Error **errp)
+{
+    (void) l, (void) r, (void) allowed, (void) lim, (void) ops, (void) userdata;
+    *ret = NULL;
+    return error_set(errp, E_INTERNAL, ENOMEM, "injected: egress session");
+}
+
+static void
+test_no_guest_without_its_egress(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+    static char token_guest, token_resolver;
+
+    fx->m.egress_resolver = (EgressResolver *) &token_resolver;
+    s->spec.egress_all = true;
+    s->state = ST_PENDING;
+    s->guest = NULL;
+    releases = hellos = 0;
+    session_bind_guest(s, (Guest *) &token_guest);
+    assert_int_equal(hellos, 0);   /* the runner was never told to start the session */
+    assert_int_equal(releases, 1); /* the guest goes */
+    assert_null(s->egress);
+    assert_int_equal(store_commit(fx->store, &e), 0);
+
+    EventRecord *v = NULL;
+    size_t n = 0;
+    bool ended_host_error = false;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    for (size_t i = 0; i < n; i++)
+        ended_host_error |= strcmp(v[i].type, "session.state") == 0 &&
+                            strstr(v[i].attrs, "\"host_error\"") != NULL;
+    event_records_free(v, n);
+    assert_true(ended_host_error);
+    fx->m.egress_resolver = NULL;
+    s->spec.egress_all = false;
+}
+
+/* The transition table (API.md "Sessions"): nothing leaves ended, nothing skips stopping
+ * once a guest ran, nothing goes back. */
+static void
+test_state_transitions(void **state)
+{
+    (void) state;
+    static const SessionState order[] = {ST_PENDING,  ST_STARTING,   ST_RUNNING,
+                                         ST_STOPPING, ST_EXTRACTING, ST_ENDED};
+    for (size_t i = 0; i + 1 < ELEMENTSOF(order); i++)
+        assert_true(session_state_can_go(order[i], order[i + 1])); /* the main line */
+    for (size_t i = 0; i < ELEMENTSOF(order); i++)
+        for (size_t j = 0; j <= i; j++)
+            assert_false(session_state_can_go(order[i], order[j])); /* never back, nor stay */
+    for (size_t i = 0; i < ELEMENTSOF(order); i++)
+        assert_false(session_state_can_go(ST_ENDED, order[i]));
+    assert_true(session_state_can_go(ST_PENDING, ST_ENDED));     /* ended unbound */
+    assert_true(session_state_can_go(ST_STARTING, ST_STOPPING)); /* its guest failed */
+    assert_true(session_state_can_go(ST_STOPPING, ST_ENDED));    /* no disk to read */
+    assert_false(session_state_can_go(ST_RUNNING, ST_ENDED));    /* a live guest stops first */
+    assert_false(session_state_can_go(ST_PENDING, ST_RUNNING));  /* only through a Hello */
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
+        cmocka_unit_test(test_state_transitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

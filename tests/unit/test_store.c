@@ -17,26 +17,6 @@
 #include "testlib.h"
 #include "timeutil.h"
 
-static char *dir, db[512];
-
-static int
-setup(void **state)
-{
-    (void) state;
-    dir = test_mkdtemp("stockade-store");
-    snprintf(db, sizeof(db), "%s/stockade.db", dir);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void) state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
-
 static SessionRecord
 record(const char *id, const char *tenant, int64_t created)
 {
@@ -57,7 +37,7 @@ test_sessions_roundtrip_and_reopen(void **state)
     (void) state;
     Store *s;
     Error *e = NULL;
-    assert_int_equal(store_open(db, &s, &e), 0);
+    assert_int_equal(store_open(test_db, &s, &e), 0);
     SessionRecord a = record("ses_a", "t1", 100), b = record("ses_b", "t2", 200);
     a.spec = "{\"pool\":\"python\"}";
     assert_int_equal(store_session_insert(s, &a, NULL), 0);
@@ -72,7 +52,7 @@ test_sessions_roundtrip_and_reopen(void **state)
     assert_int_equal(store_session_update(s, &a, NULL), 0);
     store_close(s);
 
-    assert_int_equal(store_open(db, &s, NULL), 0); /* migrations are a no-op the second time */
+    assert_int_equal(store_open(test_db, &s, NULL), 0); /* migrations are a no-op the second time */
     SessionRecord got;
     assert_int_equal(store_session_get(s, "ses_a", &got, NULL), 0);
     assert_string_equal(got.state, "ended");
@@ -108,14 +88,18 @@ test_events_batches_and_readers(void **state)
     (void) state;
     Store *w;
     StoreReaders *readers;
-    assert_int_equal(store_open(db, &w, NULL), 0);
+    assert_int_equal(store_open(test_db, &w, NULL), 0);
     SessionRecord r = record("ses_e", "t1", 1);
     assert_int_equal(store_session_insert(w, &r, NULL), 0);
-    assert_int_equal(store_readers_new(db, 2, &readers, NULL), 0);
+    assert_int_equal(store_readers_new(test_db, 2, &readers, NULL), 0);
     assert_int_equal(store_begin(w, NULL), 0);
     for (uint64_t i = 1; i <= 100; i++) {
-        EventRecord e = {.seq = i, .ts_usec = (int64_t) i, .exec_id = 1,
-                         .data = (uint8_t *) "abc", .data_len = 3, .attrs = "{\"k\":1}"};
+        EventRecord e = {.seq = i,
+                         .ts_usec = (int64_t) i,
+                         .exec_id = 1,
+                         .data = (uint8_t *) "abc",
+                         .data_len = 3,
+                         .attrs = "{\"k\":1}"};
         snprintf(e.type, sizeof(e.type), "exec.stdout");
         assert_int_equal(store_event_append(w, "ses_e", &e, NULL), 0);
     }
@@ -148,8 +132,12 @@ static void
 test_render(void **state)
 {
     (void) state;
-    EventRecord e = {.seq = 7, .ts_usec = 1764454200123456, .exec_id = 2,
-                     .data = (uint8_t *) "hi\n", .data_len = 3, .attrs = "{\"pid\":5}"};
+    EventRecord e = {.seq = 7,
+                     .ts_usec = 1764454200123456,
+                     .exec_id = 2,
+                     .data = (uint8_t *) "hi\n",
+                     .data_len = 3,
+                     .attrs = "{\"pid\":5}"};
     snprintf(e.type, sizeof(e.type), "exec.stdout");
     json_t *o = render_event(&e);
     char *text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
@@ -177,8 +165,7 @@ static void *
 waiter_main(void *arg)
 {
     Waiter *w = arg;
-    w->known = eventhub_wait(w->hub, "ses_x", 5, now_usec() + 5 * USEC_PER_SEC, &w->seq,
-                             &w->ended);
+    w->known = eventhub_wait(w->hub, "ses_x", 5, now_usec() + 5 * USEC_PER_SEC, &w->seq, &w->ended);
     return NULL;
 }
 
@@ -212,8 +199,10 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_sessions_roundtrip_and_reopen, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_events_batches_and_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sessions_roundtrip_and_reopen, test_db_setup,
+                                        test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_events_batches_and_readers, test_db_setup,
+                                        test_db_teardown),
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_eventhub),
     };

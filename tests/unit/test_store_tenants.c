@@ -15,26 +15,6 @@
 #include "store_tenants.h"
 #include "testlib.h"
 
-static char *dir, db[512];
-
-static int
-setup(void **state)
-{
-    (void) state;
-    dir = test_mkdtemp("stockade-tenants");
-    snprintf(db, sizeof(db), "%s/stockade.db", dir);
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    (void) state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
-
 static const AdmitQuota defaults = {4, 3600, 2, 1024, 600, 60, 1 << 20, 1 << 20};
 
 static TenantRecord
@@ -70,7 +50,7 @@ test_tenants_and_quotas(void **state)
     Store *s;
     Error *e = NULL;
     AdmitQuota q, mine = defaults;
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
     TenantRecord got, a = tenant("ten_a", "acme"), dup = tenant("ten_b", "acme");
 
     assert_int_equal(store_tenant_get(s, STORE_TENANT_DEFAULT, &got, NULL), 0); /* the schema's */
@@ -107,7 +87,7 @@ test_tokens(void **state)
     Store *s;
     Error *e = NULL;
     TokenRecord t = {.created_usec = 10}, got;
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
     snprintf(t.id, sizeof(t.id), "tok_1");
     snprintf(t.tenant_id, sizeof(t.tenant_id), "%s", STORE_TENANT_DEFAULT);
     admit_token_hash("stk_secret", t.hash);
@@ -115,6 +95,13 @@ test_tokens(void **state)
     assert_int_equal(store_token_by_hash(s, t.hash, &got, NULL), 0);
     assert_string_equal(got.id, "tok_1");
     assert_int_equal(got.revoked_usec, 0);
+    StoreReaders *rd;
+    uint8_t live_hash[SHA256_BYTES];
+    memcpy(live_hash, t.hash, sizeof(live_hash));
+    assert_int_equal(store_commit(s, NULL), 0); /* readers see committed rows */
+    assert_int_equal(store_readers_new(test_db, 1, &rd, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, live_hash, &got, NULL), 0); /* the API's */
+    assert_string_equal(got.id, "tok_1");
     uint8_t other[SHA256_BYTES];
     admit_token_hash("stk_other", other);
     assert_int_equal(store_token_by_hash(s, other, &got, &e), -1);
@@ -128,6 +115,11 @@ test_tokens(void **state)
     e = NULL;
 
     assert_int_equal(store_token_revoke(s, "tok_1", 100, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, live_hash, &got, &e), -1); /* revoked: */
+    assert_int_equal(category(e), E_NOT_FOUND); /* answered like an unknown one */
+    e = NULL;
+    store_readers_free(rd);
     assert_int_equal(store_token_revoke(s, "tok_1", 200, NULL), 0); /* idempotent */
     assert_int_equal(store_token_get(s, "tok_1", &got, NULL), 0);
     assert_int_equal(got.revoked_usec, 100); /* the first time stays */
@@ -147,7 +139,7 @@ static int
 raw_sql(const char *sql)
 {
     sqlite3 *h;
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_open(test_db, &h), SQLITE_OK);
     int rc = sqlite3_exec(h, sql, NULL, NULL, NULL);
     sqlite3_close(h);
     return rc;
@@ -164,7 +156,7 @@ test_ledger(void **state)
                       b = reservation("default", "ses_b", 50);
     ReservationRecord got, *v;
     size_t n;
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
     assert_int_equal(store_reservation_insert(s, &a, NULL), 0);
     assert_int_equal(store_reservation_insert(s, &b, NULL), 0);
     assert_true(b.id > a.id);
@@ -232,7 +224,7 @@ test_savepoint_and_bucket(void **state)
     AdmitUsage u;
     ReservationRecord a = reservation("default", "ses_s", 10);
     AdmitBucket bk = {.level_milli = 1234, .updated_usec = 77};
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
 
     assert_int_equal(store_savepoint(s, NULL), 0); /* opens the transaction too */
     assert_int_equal(store_reservation_insert(s, &a, NULL), 0);
@@ -248,7 +240,7 @@ test_savepoint_and_bucket(void **state)
     assert_int_equal(store_savepoint_release(s, NULL), 0);
     assert_int_equal(store_commit(s, NULL), 0);
     store_close(s);
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
     assert_int_equal(store_usage_get(s, "default", &u, NULL), 0);
     assert_int_equal(u.open_sessions, 1);
     assert_int_equal(u.reserved_guest_s, 10);
@@ -286,7 +278,7 @@ test_migration_from_v1(void **state)
                 " 'ended', 1, 1);"
                 "PRAGMA user_version = 1;"),
         SQLITE_OK);
-    assert_int_equal(store_open(db, &s, NULL), 0);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
     assert_int_equal(store_session_get(s, "ses_old", &r, NULL), 0);
     session_record_clear(&r);
     TenantRecord t;
@@ -298,11 +290,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_tenants_and_quotas, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_savepoint_and_bucket, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_migration_from_v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tenants_and_quotas, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_tokens, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_ledger, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_savepoint_and_bucket, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_migration_from_v1, test_db_setup, test_db_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,82 @@
+/* The HTTP layer's configuration (HttpConfig, its defaults) and the types it names: what the
+ * config parser needs of the layer, without libmicrohttpd. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define HTTP_DEFAULT_TCP_ADDRESS "127.0.0.1"
+#define HTTP_DEFAULT_TCP_PORT 8787
+#define HTTP_DEFAULT_UNIX_MODE 0660
+#define HTTP_DEFAULT_MAX_BODY_BYTES ((size_t) 64 << 20)
+#define HTTP_DEFAULT_MAX_HEADER_BYTES ((size_t) 32 << 10)
+#define HTTP_DEFAULT_IDLE_TIMEOUT_S 30
+#define HTTP_DEFAULT_REQUEST_TIMEOUT_S 60
+#define HTTP_DEFAULT_MAX_CONNECTIONS 512
+#define HTTP_DEFAULT_MAX_PER_IP 64
+#define HTTP_DEFAULT_HEAD_TIMEOUT_S 10
+#define HTTP_DEFAULT_MAX_PENDING 16384
+#define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
+#define HTTP_DEFAULT_SPOOL_MIN_BYTES ((size_t) 1 << 20) /* smaller bodies stay in memory */
+
+/* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
+#define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
+#define HTTP_MAX_HEADER_BYTES_FLOOR ((size_t) 1 << 10)
+#define HTTP_MAX_HEADER_BYTES_CEILING ((size_t) 1 << 20)
+#define HTTP_MAX_CONNECTIONS_CEILING 4096u
+#define HTTP_MAX_PENDING_CEILING 262144u
+#define HTTP_BODY_BUDGET_BYTES_CEILING ((size_t) 16 << 30)
+#define HTTP_TIMEOUT_S_CEILING 86400u
+
+/* One request. Valid from the handler call until the handler's http_respond_*() call;
+ * neither the handler nor anyone it hands req to may touch it after that. Its accessors
+ * may be called from any thread, one at a time. */
+typedef struct HttpRequest HttpRequest;
+
+/* Called on the connection's thread once the request head is in and passed the layer's
+ * checks, before a single body byte is read (http_body() is empty here). Returns true to go
+ * on: the body is read and the handler called. Or it answers with exactly one
+ * http_respond_*() call before returning (not a stream) and returns false: the answer goes
+ * out at once, the body is never read and the connection is closed. This is where
+ * authentication belongs, so a caller without credentials cannot make the server read,
+ * let alone buffer, a body. It may leave state for the handler (http_request_set_context()). */
+typedef bool (*HttpGuard)(HttpRequest *req, void *userdata);
+
+/* Bytes of request bodies held in memory at once, shared by every server given it (the
+ * daemon's API and E2B listeners): a body is admitted only if its Content-Length (a chunked
+ * body: each growth of its buffer) fits, else 503 (a chunked body: the connection closes).
+ * Thread-safe. */
+typedef struct HttpBudget HttpBudget;
+
+typedef struct HttpConfig {
+    const char *tcp_address;    /* numeric IPv4/IPv6 address; NULL = no TCP listener */
+    uint16_t tcp_port;          /* 0 = any (tests; see http_server_tcp_port()) */
+    const char *unix_path;      /* NULL = none; a stale socket there is replaced */
+    mode_t unix_mode;           /* of the socket file */
+    size_t max_body_bytes;      /* over it: 413 (or close, for chunked bodies) */
+    size_t max_header_bytes;    /* request line + header lines */
+    unsigned idle_timeout_s;    /* no byte in either direction for this long: close */
+    unsigned request_timeout_s; /* absolute, from accept (or the previous response) until
+                                 * the request head and body are in */
+    unsigned max_connections;   /* both listeners together */
+    unsigned max_per_ip;        /* TCP only: connections of one address waiting for their
+                                 * head, and (separately) connections MHD serves */
+    unsigned head_timeout_s;    /* TCP: from accept until the request head is complete (no
+                                 * longer than the two timeouts above) */
+    unsigned max_pending;       /* TCP connections waiting for their head; when full, the
+                                 * oldest is closed for a new one */
+    size_t body_budget_bytes;   /* the server's own budget when body_budget is NULL */
+    HttpBudget *body_budget;    /* shared; not owned; NULL: a budget of body_budget_bytes */
+    const char *spool_dir;      /* a body of spool_min_bytes or more (its Content-Length, or a
+                                 * chunked one) is written, as it arrives, to an unlinked file
+                                 * here (O_TMPFILE) and mapped read-only for the handler: it
+                                 * sits in the page cache, not the heap. NULL: memory only.
+                                 * The budget above counts it the same either way. */
+    size_t spool_min_bytes;
+    HttpGuard guard;            /* NULL: every head passes */
+} HttpConfig;
+
+/* The defaults above; unix_path NULL. */
+void http_config_defaults(HttpConfig *c);

@@ -1,0 +1,299 @@
+/* The connection, the query helpers, migrations and this host's row. See cluster.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cluster_internal.h"
+#include "fdutil.h"
+#include "timeutil.h"
+
+const char *
+cluster_num(char buf[CLUSTER_NUM_BYTES], int64_t v)
+{
+    snprintf(buf, CLUSTER_NUM_BYTES, "%" PRId64, v);
+    return buf;
+}
+
+int64_t
+cluster_get_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static bool
+connection_ok(Cluster *c)
+{
+    if (PQstatus(c->conn) == CONNECTION_OK)
+        return true;
+    uint64_t now = now_usec();
+    if (c->last_reset_usec && now - c->last_reset_usec < CLUSTER_RECONNECT_BACKOFF_USEC)
+        return false;
+    c->last_reset_usec = now;
+    PQreset(c->conn); /* the server came back (or moved): one try, then the caller's error */
+    return PQstatus(c->conn) == CONNECTION_OK;
+}
+
+/* The category of a failed statement: the server's SQLSTATE says whether it is away. */
+static ErrorCategory
+result_category(Cluster *c, const PGresult *r)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (PQstatus(c->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57P", 3) == 0)
+        return E_UNAVAILABLE;
+    if (strcmp(state, "23505") == 0 || strcmp(state, "23P01") == 0 || strcmp(state, "P0001") == 0)
+        return E_CONFLICT;
+    return E_INTERNAL;
+}
+
+static int
+query_fail(Cluster *c, const PGresult *r, Error **errp)
+{
+    const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!msg)
+        msg = PQerrorMessage(c->conn);
+    return error_set(errp, result_category(c, r), 0, "cluster database: %.300s", msg);
+}
+
+int
+cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGresult **ret,
+              Error **errp)
+{
+    /* A broken connection holds no transaction (its status is PQTRANS_UNKNOWN, not idle):
+     * the caller stopped at the statement that found it broken, so this call starts afresh
+     * and may reconnect; without this a server that went away was never reconnected to. */
+    bool idle = PQstatus(c->conn) != CONNECTION_OK ||
+                PQtransactionStatus(c->conn) == PQTRANS_IDLE;
+    if (idle && !connection_ok(c))
+        return error_set(errp, E_UNAVAILABLE, 0, "cluster database unreachable: %.300s",
+                         PQerrorMessage(c->conn));
+    _cleanup_pgresult_ PGresult *r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    /* The server restarted since the last call: outside a transaction nothing was lost with
+     * the old connection, so reconnect and run the statement once more. */
+    if (st == PGRES_FATAL_ERROR && idle && PQstatus(c->conn) != CONNECTION_OK && connection_ok(c)) {
+        PQclear(TAKE_PTR(r));
+        r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+        st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    }
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return query_fail(c, r, errp);
+    if (ret)
+        *ret = TAKE_PTR(r);
+    return 0;
+}
+
+int
+cluster_begin(Cluster *c, Error **errp)
+{
+    return cluster_query(c, "BEGIN", 0, NULL, NULL, errp);
+}
+
+int
+cluster_commit(Cluster *c, Error **errp)
+{
+    return cluster_query(c, "COMMIT", 0, NULL, NULL, errp);
+}
+
+void
+cluster_rollback(Cluster *c)
+{
+    if (PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+        PQclear(PQexec(c->conn, "ROLLBACK"));
+}
+
+/* ------------------------------------------------------------------ schema */
+
+int
+cluster_schema_latest(void)
+{
+    return (int) cluster_n_migrations;
+}
+
+int
+cluster_schema_version(Cluster *c, int *ret, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    if (cluster_query(c, "SELECT to_regclass('schema_version') IS NOT NULL", 0, NULL, &r, errp) < 0)
+        return -1;
+    if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+        *ret = 0;
+        return 0;
+    }
+    PQclear(TAKE_PTR(r));
+    if (cluster_query(c, "SELECT coalesce(max(version), 0) FROM schema_version", 0, NULL, &r,
+                      errp) < 0)
+        return -1;
+    *ret = (int) cluster_get_i64(r, 0, 0);
+    return 0;
+}
+
+/* One migration and its version row, in one transaction. */
+static int
+migrate_one(Cluster *c, size_t i, Error **errp)
+{
+    char v[CLUSTER_NUM_BYTES], now[CLUSTER_NUM_BYTES];
+    const char *p[] = {cluster_num(v, (int64_t) i + 1), cluster_num(now, (int64_t) wall_usec()),
+                       c->cfg.host_id};
+    if (cluster_begin(c, errp) < 0)
+        return -1;
+    _cleanup_pgresult_ PGresult *r = PQexec(c->conn, cluster_migrations[i]);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        query_fail(c, r, errp);
+        cluster_rollback(c);
+        return error_prefix(errp, "schema migration %zu", i + 1);
+    }
+    if (cluster_query(c,
+                      "INSERT INTO schema_version (version, applied_usec, host_id)"
+                      " VALUES ($1, $2, $3)",
+                      3, p, NULL, errp) < 0 ||
+        cluster_commit(c, errp) < 0) {
+        cluster_rollback(c);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+migrate_locked(Cluster *c, Error **errp)
+{
+    int have;
+    if (cluster_query(c,
+                      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+                      " applied_usec BIGINT NOT NULL, host_id TEXT NOT NULL)",
+                      0, NULL, NULL, errp) < 0 ||
+        cluster_schema_version(c, &have, errp) < 0)
+        return -1;
+    if (have > cluster_schema_latest()) /* a newer build migrated it: do not guess */
+        return error_set(errp, E_INVALID, 0,
+                         "cluster database schema is version %d, this build knows %d", have,
+                         cluster_schema_latest());
+    for (size_t i = (size_t) have; i < cluster_n_migrations; i++)
+        if (migrate_one(c, i, errp) < 0)
+            return -1;
+    return 0;
+}
+
+/* The advisory lock makes every other host wait here while one migrates; each then finds
+ * the version current and does nothing. It is a session lock: a host that dies mid-way
+ * drops it with its connection, and its half-done migration rolled back with it. */
+int
+cluster_migrate(Cluster *c, Error **errp)
+{
+    char key[CLUSTER_NUM_BYTES];
+    const char *p[] = {cluster_num(key, CLUSTER_SCHEMA_LOCK_KEY)};
+    if (cluster_query(c, "SELECT pg_advisory_lock($1)", 1, p, NULL, errp) < 0)
+        return -1;
+    int r = migrate_locked(c, errp);
+    PQclear(PQexecParams(c->conn, "SELECT pg_advisory_unlock($1)", 1, NULL, p, NULL, NULL, 0));
+    return r;
+}
+
+/* ------------------------------------------------------------------ connection */
+
+/* The server's NOTICEs ("relation already exists, skipping") are not ours to print: libpq's
+ * default writes them to stderr. Errors reach the caller through Error. */
+static void
+notice_ignore(void *arg, const char *message)
+{
+    (void) arg;
+    (void) message;
+}
+
+static int
+host_register(Cluster *c, Error **errp)
+{
+    char now[CLUSTER_NUM_BYTES];
+    const char *p[] = {c->cfg.host_id, c->cfg.advertise_url,
+                       cluster_num(now, (int64_t) wall_usec())};
+    return cluster_query(
+        c,
+        "INSERT INTO hosts (id, url, started_usec, heartbeat_usec)"
+        " VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp())"
+        " * 1000000)::bigint) ON CONFLICT (id) DO UPDATE"
+        " SET url = $2, started_usec = $3, heartbeat_usec = EXCLUDED.heartbeat_usec",
+        3, p, NULL, errp);
+}
+
+/* The host-to-host credential: a secret, so the file must be the daemon's alone (no group
+ * or other bits), CLUSTER_TOKEN_MIN..MAX_BYTES of printable text (one trailing newline
+ * allowed). */
+static int
+host_token_read(Cluster *c, const char *path, Error **errp)
+{
+    struct stat st;
+    size_t len;
+    if (stat(path, &st) < 0)
+        return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 077))
+        return error_set(errp, E_INVALID, 0,
+                         "host_token_file %.200s must be a regular file of mode 0600 or less",
+                         path);
+    if (read_file_bounded(path, CLUSTER_TOKEN_MAX_BYTES, &c->host_token, &len) < 0)
+        return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
+    if (len > 0 && c->host_token[len - 1] == '\n')
+        c->host_token[--len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char) c->host_token[i] <= ' ' || c->host_token[i] == 0x7f)
+            return error_set(errp, E_INVALID, 0, "host_token_file: not one word of printable text");
+    if (len < CLUSTER_TOKEN_MIN_BYTES)
+        return error_set(errp, E_INVALID, 0, "host_token_file: fewer than %d bytes",
+                         CLUSTER_TOKEN_MIN_BYTES);
+    return 0;
+}
+
+int
+cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
+{
+    if (cluster_config_check(cfg, errp) < 0)
+        return -1;
+    if (!cluster_config_enabled(cfg))
+        return error_set(errp, E_INVALID, 0, "not a cluster: [cluster] database is empty");
+    _cleanup_cluster_ Cluster *c = calloc(1, sizeof(*c));
+    if (!c)
+        return error_set(errp, E_INTERNAL, ENOMEM, "cluster");
+    c->cfg = *cfg;
+    if (host_token_read(c, cfg->host_token_file, errp) < 0)
+        return -1;
+    char *parse_err = NULL;
+    PQconninfoOption *opts = PQconninfoParse(cfg->database, &parse_err);
+    if (!opts) {
+        error_set(errp, E_INVALID, 0, "[cluster] database: %.200s",
+                  parse_err ? parse_err : "out of memory");
+        PQfreemem(parse_err);
+        return -1;
+    }
+    PQconninfoFree(opts);
+    /* Our defaults first: the expanded conninfo (dbname) comes after and overrides them. */
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {CLUSTER_CONNECT_TIMEOUT_S, "stockaded", cfg->database, NULL};
+    c->conn = PQconnectdbParams(keys, vals, 1);
+    if (!c->conn)
+        return error_set(errp, E_INTERNAL, ENOMEM, "cluster connection");
+    if (PQstatus(c->conn) != CONNECTION_OK)
+        return error_set(errp, E_UNAVAILABLE, 0, "cluster database: %.300s",
+                         PQerrorMessage(c->conn));
+    PQsetNoticeProcessor(c->conn, notice_ignore, NULL);
+    if (cluster_migrate(c, errp) < 0 || host_register(c, errp) < 0)
+        return -1;
+    *ret = TAKE_PTR(c);
+    return 0;
+}
+
+void
+cluster_free(Cluster *c)
+{
+    if (!c)
+        return;
+    if (c->conn)
+        PQfinish(c->conn);
+    if (c->host_token)
+        explicit_bzero(c->host_token, strlen(c->host_token));
+    free(c->host_token);
+    free(c);
+}

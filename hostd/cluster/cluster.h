@@ -1,0 +1,132 @@
+/* Cluster mode (issue 16): many hosts, one PostgreSQL, one set of quotas.
+ *
+ * The only module that speaks to PostgreSQL (libpq). Without a [cluster] section none of it
+ * runs and the single host keeps its SQLite ledger exactly as before. With it, PostgreSQL is
+ * the single source of truth for what must be exact across hosts: the tenants' quota rows,
+ * the reservation ledger and its rate buckets, a session index (which host owns which
+ * session), the hosts themselves, and the tenants and tokens (each host authenticates with
+ * its own copy, pulled from here). Events, artifacts and guests stay on the owning host.
+ *
+ * Threading: a Cluster is one connection, owned by one thread (the loop thread): every call
+ * is a blocking round trip to the server. A call that finds the connection broken resets it
+ * once; if the server is still away it fails with E_UNAVAILABLE (HTTP 503) and changes
+ * nothing, so a caller may simply retry later.
+ *
+ * Admission is exact across hosts: cluster_admit() is one transaction that locks the
+ * tenant's row (SELECT ... FOR UPDATE) before it reads the usage, runs the pure decision of
+ * hostd/admit and appends the reservation, so concurrent creates on any number of hosts are
+ * serialised per tenant by the database. The ledger has the SQLite store's rules: rows are
+ * never deleted and each reservation ends exactly once (triggers refuse anything else). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "admit.h"
+#include "cluster_config.h"
+#include "error.h"
+#include "store_tenants.h"
+
+typedef struct Cluster Cluster;
+
+/* Connects, migrates the schema (once per cluster: under an advisory lock, safe when
+ * several hosts start at once) and registers this host (upsert of its hosts row, heartbeat
+ * now). E_UNAVAILABLE when the server cannot be reached; E_INVALID for a bad conninfo. */
+int cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp);
+void cluster_free(Cluster *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Cluster, cluster_free)
+#define _cleanup_cluster_ _cleanup_(cluster_freep)
+
+/* The schema version the database is at, and the one this build migrates to. */
+int cluster_schema_version(Cluster *c, int *ret, Error **errp);
+int cluster_schema_latest(void);
+/* Runs the migrations this database lacks (also done by cluster_open). Idempotent. */
+int cluster_migrate(Cluster *c, Error **errp);
+
+/* One admission, in one transaction with the tenant's row locked: the tenant's row is made
+ * if the cluster has not seen it (its quota row, if any, wins over *fallback), the pure
+ * decision runs on the ledger's usage at now_usec, and if admitted the reservation (*res:
+ * tenant_id, session_id, vcpus, output/workspace caps filled in by the caller; the reserved
+ * amount, id and state by this call) and the session's index row (owned by this host) are
+ * written and the bucket updated. *ret is always the decision; a refusal writes nothing and
+ * returns 0. -1 only on a database error (nothing written). output_cap_bytes bounds the
+ * quota's output_bytes (the host's own output limit). */
+int cluster_admit(Cluster *c, const AdmitQuota *fallback, const AdmitRequest *rq,
+                  uint64_t output_cap_bytes, int64_t now_usec, ReservationRecord *res,
+                  AdmitDecision *ret, Error **errp);
+/* The reservation of a session (any state). E_NOT_FOUND if none. */
+int cluster_reservation_for_session(Cluster *c, const char *session_id, ReservationRecord *ret,
+                                    Error **errp);
+/* Ends an open reservation (charged or released) and marks its session ended in the index,
+ * in one transaction. E_CONFLICT if it ended already (exactly once). */
+int cluster_reservation_end(Cluster *c, int64_t id, ReservationState state,
+                            uint64_t charged_guest_s, int64_t ended_usec, Error **errp);
+/* Open reservations of sessions this host owns, oldest first. *ret is malloc'd. */
+int cluster_reservations_open(Cluster *c, ReservationRecord **ret, size_t *ret_n, Error **errp);
+/* The tenant's quota in the cluster (its row), E_NOT_FOUND if it has none. */
+int cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp);
+/* Writes the tenant's quota row (making the tenant's row if the cluster has not seen it):
+ * from the next admission on, every host uses it. */
+int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_t now_usec,
+                      Error **errp);
+
+/* ------------------------------------------------------------------ tenants and tokens
+ * (cluster_tenancy.c). The cluster's tenants and tokens; each host keeps a copy in its store
+ * (hostd/store/store_sync.h) for authentication, pulled by cluster_tenancy_pull. Every write
+ * is one transaction that holds CLUSTER_TENANCY_LOCK_KEY and numbers each row it changes
+ * (migration 2): the numbers commit in order, so a pull of "everything after N" never misses
+ * a change. E_UNAVAILABLE when the server is away (nothing written). */
+
+#define CLUSTER_TENANCY_PULL_MAX_ROWS 512 /* rows of one pull; more: pull again */
+
+/* A new tenant, its quota row (q) and its first token, together. E_CONFLICT: the name (or
+ * an id) is taken. */
+int cluster_tenant_create(Cluster *c, const TenantRecord *t, const AdmitQuota *q,
+                          const TokenRecord *tok, Error **errp);
+/* A new token of an existing tenant (tenant: this host's record of it, published with the
+ * token if the cluster only knew it from its ledger rows). */
+int cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok,
+                         Error **errp);
+/* Revokes a token once (a second revoke keeps the first time); *ret gets the cluster's
+ * record of it (its hash left zero). E_NOT_FOUND if the cluster has no such token (one this
+ * host made before it joined a cluster: it exists here only). */
+int cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *ret,
+                         Error **errp);
+
+typedef struct ClusterTenancy {
+    TenantRecord *tenants; /* malloc'd: cluster_tenancy_clear() */
+    size_t n_tenants;
+    TokenRecord *tokens;
+    size_t n_tokens;
+    size_t n_invalid; /* rows over the store's bounds (a too long id or name, a bad hash) */
+    int64_t last_seq; /* the change number to pull after next time */
+    bool more;        /* CLUSTER_TENANCY_PULL_MAX_ROWS came: pull again */
+    bool rewound;     /* the database's numbers went back (a restore): last_seq is 0 */
+} ClusterTenancy;
+
+/* The tenants and tokens changed after after_seq, in change order, one snapshot. Fields are
+ * bounded to the store's sizes here; their forms are checked by store_sync. */
+int cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error **errp);
+void cluster_tenancy_clear(ClusterTenancy *t);
+
+/* ------------------------------------------------------------------ hosts (cluster_hosts.c) */
+
+#define CLUSTER_POOLS_JSON_MAX_BYTES (64 * 1024) /* a host's pools row, as JSON text */
+#define CLUSTER_ACCEL_MAX_BYTES 15
+
+typedef struct ClusterHost {
+    char id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char url[CLUSTER_URL_MAX_BYTES + 1];
+    char accel[CLUSTER_ACCEL_MAX_BYTES + 1];
+    int64_t started_usec;
+    int64_t heartbeat_age_usec; /* by the database's clock: no two hosts' clocks compared */
+    uint64_t open_sessions;     /* in the index, not ended, owned by this host */
+    char *pools_json;           /* the pools as the host last wrote them (a JSON array) */
+} ClusterHost;
+
+/* This host is alive: heartbeat now (the database's clock), its accel and its pools (a JSON
+ * array, at most CLUSTER_POOLS_JSON_MAX_BYTES). */
+int cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp);
+/* Every host of the cluster, by id. *ret is malloc'd: cluster_hosts_free(). */
+int cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp);
+void cluster_hosts_free(ClusterHost *v, size_t n);

@@ -1,0 +1,59 @@
+/* [cluster] checks: pure, unit-tested (tests/unit/test_cluster.c) and reached by the config
+ * fuzzer through config_finish(). See cluster.h. */
+#include <string.h>
+
+#include "cluster_config.h"
+
+bool
+cluster_config_enabled(const ClusterConfig *c)
+{
+    return c->database[0] != '\0';
+}
+
+bool
+cluster_host_id_is_valid(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > CLUSTER_HOST_ID_MAX_BYTES || id[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
+            return false;
+    return true;
+}
+
+/* http(s)://authority[/path]: what another host puts in front of a request path. No
+ * whitespace, quotes or control bytes: it is written into headers and the database. */
+static bool
+url_is_valid(const char *u)
+{
+    const char *rest = strncmp(u, "http://", 7) == 0    ? u + 7
+                       : strncmp(u, "https://", 8) == 0 ? u + 8
+                                                        : NULL;
+    if (!rest || rest[0] == '\0' || rest[0] == '/')
+        return false;
+    for (const char *p = u; *p; p++)
+        if ((unsigned char) *p <= ' ' || *p == 0x7f || *p == '"' || *p == '\'' || *p == '\\')
+            return false;
+    return true;
+}
+
+int
+cluster_config_check(const ClusterConfig *c, Error **errp)
+{
+    if (!cluster_config_enabled(c)) {
+        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0])
+            return error_set(errp, E_INVALID, 0, "[cluster] needs database (a libpq conninfo)");
+        return 0;
+    }
+    if (!cluster_host_id_is_valid(c->host_id))
+        return error_set(errp, E_INVALID, 0,
+                         "[cluster] host_id must be 1..%d of [a-z0-9-], not starting with '-'",
+                         CLUSTER_HOST_ID_MAX_BYTES);
+    if (!url_is_valid(c->advertise_url))
+        return error_set(errp, E_INVALID, 0,
+                         "[cluster] advertise_url must be http://HOST[:PORT] or https://...");
+    if (c->host_token_file[0] != '/')
+        return error_set(errp, E_INVALID, 0, "[cluster] host_token_file must be an absolute path");
+    return 0;
+}

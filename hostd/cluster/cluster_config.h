@@ -1,0 +1,33 @@
+/* [cluster] in stockaded.conf: its type and pure checks (the config parser and its fuzzer
+ * link only this, not libpq). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define CLUSTER_CONNINFO_MAX_BYTES 1024
+#define CLUSTER_HOST_ID_MAX_BYTES 63 /* [a-z0-9-], also used in logs and URLs */
+#define CLUSTER_URL_MAX_BYTES 255
+#define CLUSTER_PATH_MAX_BYTES 1024
+#define CLUSTER_TOKEN_MIN_BYTES 32 /* the host-to-host credential: at least 256 bits of text */
+#define CLUSTER_TOKEN_MAX_BYTES 4096
+/* The pg_advisory_lock key of schema migrations ("StckClus"). */
+#define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
+/* The pg_advisory_xact_lock key every write of tenants and tokens holds ("StckTnnt"). */
+#define CLUSTER_TENANCY_LOCK_KEY INT64_C(0x5374636b546e6e74)
+
+/* [cluster] in stockaded.conf (hostd/config.c). database "" = not a cluster. */
+typedef struct ClusterConfig {
+    char database[CLUSTER_CONNINFO_MAX_BYTES + 1]; /* libpq conninfo or postgresql:// URI */
+    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char advertise_url[CLUSTER_URL_MAX_BYTES + 1]; /* how the other hosts reach this one */
+    char host_token_file[CLUSTER_PATH_MAX_BYTES + 1];
+} ClusterConfig;
+
+/* Pure checks of a [cluster] section: E_INVALID naming the key. An empty database with any
+ * other key set is an error (a half-configured cluster must not run as a single host). */
+int cluster_config_check(const ClusterConfig *c, Error **errp);
+bool cluster_config_enabled(const ClusterConfig *c);
+bool cluster_host_id_is_valid(const char *id);

@@ -1,0 +1,75 @@
+/* The hosts table: heartbeats and the list `stockade hosts` shows. See cluster.h.
+ * Times of liveness are the database's (clock_timestamp()), so a host whose clock is off
+ * neither looks dead nor immortal to the others. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_internal.h"
+
+#define DB_NOW_USEC "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+int
+cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp)
+{
+    if (strlen(pools_json) > CLUSTER_POOLS_JSON_MAX_BYTES ||
+        strlen(accel) > CLUSTER_ACCEL_MAX_BYTES)
+        return error_set(errp, E_INVALID, 0, "cluster: heartbeat over its size limits");
+    const char *p[] = {c->cfg.host_id, accel, pools_json};
+    return cluster_query(c,
+                         "UPDATE hosts SET heartbeat_usec = " DB_NOW_USEC ", accel = $2,"
+                         " pools = $3::jsonb WHERE id = $1",
+                         3, p, NULL, errp);
+}
+
+static int
+row_to_host(const PGresult *r, int row, ClusterHost *h, Error **errp)
+{
+    memset(h, 0, sizeof(*h));
+    snprintf(h->id, sizeof(h->id), "%s", PQgetvalue(r, row, 0));
+    snprintf(h->url, sizeof(h->url), "%s", PQgetvalue(r, row, 1));
+    snprintf(h->accel, sizeof(h->accel), "%s", PQgetvalue(r, row, 2));
+    h->started_usec = cluster_get_i64(r, row, 3);
+    h->heartbeat_age_usec = cluster_get_i64(r, row, 4);
+    h->open_sessions = (uint64_t) MAX(cluster_get_i64(r, row, 5), 0);
+    if (PQgetlength(r, row, 6) > CLUSTER_POOLS_JSON_MAX_BYTES)
+        return error_set(errp, E_INTERNAL, 0, "cluster: host %s: pools over %d bytes", h->id,
+                         CLUSTER_POOLS_JSON_MAX_BYTES);
+    if (!(h->pools_json = strdup(PQgetvalue(r, row, 6))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "cluster: hosts");
+    return 0;
+}
+
+int
+cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    if (cluster_query(c,
+                      "SELECT h.id, h.url, h.accel, h.started_usec,"
+                      " " DB_NOW_USEC " - h.heartbeat_usec, (SELECT count(*) FROM sessions s"
+                      " WHERE s.host_id = h.id AND s.state <> 'ended'), h.pools::text"
+                      " FROM hosts h ORDER BY h.id",
+                      0, NULL, &r, errp) < 0)
+        return -1;
+    size_t n = (size_t) PQntuples(r);
+    ClusterHost *v = calloc(n ? n : 1, sizeof(*v));
+    if (!v)
+        return error_set(errp, E_INTERNAL, ENOMEM, "cluster: hosts");
+    for (size_t i = 0; i < n; i++)
+        if (row_to_host(r, (int) i, &v[i], errp) < 0) {
+            cluster_hosts_free(v, i + 1);
+            return -1;
+        }
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
+void
+cluster_hosts_free(ClusterHost *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i].pools_json);
+    free(v);
+}

@@ -1,0 +1,54 @@
+/* Inside the cluster module: the connection and the query helpers every file uses. */
+#pragma once
+
+#include <libpq-fe.h>
+
+#include "cluster.h"
+#include "macro.h"
+#include "timeutil.h"
+
+#define CLUSTER_PARAMS_MAX 12 /* the most parameters one statement binds */
+#define CLUSTER_NUM_BYTES 24  /* an int64 as decimal text, with sign and NUL */
+#define CLUSTER_CONNECT_TIMEOUT_S "5"
+/* While the server is away, a reconnect is tried at most this often; calls in between fail
+ * at once instead of each blocking the caller (the loop thread) for a connect. */
+#define CLUSTER_RECONNECT_BACKOFF_USEC (1 * USEC_PER_SEC)
+
+struct Cluster {
+    PGconn *conn;
+    uint64_t last_reset_usec; /* monotonic time of the last reconnect attempt */
+    ClusterConfig cfg;
+    char *host_token; /* the host-to-host credential (host_token_file), NUL-terminated */
+};
+
+static inline void
+pg_clearp(PGresult **r)
+{
+    if (*r)
+        PQclear(*r);
+}
+#define _cleanup_pgresult_ _cleanup_(pg_clearp)
+
+/* Runs one statement with text parameters (NULL entries are SQL NULL). Resets a broken
+ * connection once before it. *ret (may be NULL) gets the result of a statement that returns
+ * rows. Errors: E_UNAVAILABLE when the server is away, E_CONFLICT for a unique or
+ * exclusion violation and the ledger's triggers, E_INTERNAL otherwise. */
+int cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGresult **ret,
+                  Error **errp);
+/* BEGIN / COMMIT / ROLLBACK. Rollback is best effort: the first error wins. */
+int cluster_begin(Cluster *c, Error **errp);
+int cluster_commit(Cluster *c, Error **errp);
+void cluster_rollback(Cluster *c);
+
+/* Decimal text of v in buf, returned. */
+const char *cluster_num(char buf[CLUSTER_NUM_BYTES], int64_t v);
+/* The column as an int64 (0 for NULL or non-numeric text: columns are BIGINT). */
+int64_t cluster_get_i64(const PGresult *r, int row, int col);
+
+/* Inserts or replaces the tenant's quota row, inside the caller's transaction (the tenant's
+ * row must exist). */
+int cluster_quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp);
+
+/* The schema: each entry migrates from version i to i + 1 (cluster_schema.c). */
+extern const char *const cluster_migrations[];
+extern const size_t cluster_n_migrations;

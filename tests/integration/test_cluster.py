@@ -1,0 +1,323 @@
+"""Cluster mode (issue 16) with a real PostgreSQL and three real stockaded on this machine.
+
+    test_cluster.py race
+
+race: a throw-away PostgreSQL (tests/lib/pgtemp.py); three hosts started at the same
+moment (the schema is migrated once), each with its own state folder, port, domain prefix
+and a pool of one minimal guest (warm=1 slots=1). max_sessions=1 is set through host a's
+admin API, which writes the cluster's quota row (hosts b and c have never been told; their
+own [quota] default would allow 16). 100 creates leave
+together, spread over the three hosts: exactly one is admitted, 99 are refused 429
+max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
+`stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
+owner's busy guest and open session; `stockade doctor` says the database answers. Cancelled, the session settles its reservation exactly once (charged, at most what it
+reserved) and the index says ended.
+
+tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
+only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
+and its token authenticates on b within the sync bound (SYNC_BOUND_S: the pull runs with
+the 2 s heartbeat); host c, started after the tenant was made, knows it at once. A token
+revoked through c answers 401 on a and b within the bound. Host b stopped, a token revoked
+through a, b started again: 401 on b from its first answer (a revocation it missed is not
+lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
+changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
+started again: a create works again and its token reaches the other hosts (the resync).
+Standard library only."""
+import http.client
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from pgtemp import TempPostgres  # noqa: E402
+from stockade_fixture import Daemon, HttpError  # noqa: E402
+
+HOSTS = ("a", "b", "c")
+CREATES = 100
+# A change to tenants or tokens reaches every host within one pull: the daemon pulls with
+# its heartbeat, every 2 s (hostd/cluster/README.md); 3 s more for a loaded machine.
+SYNC_BOUND_S = 2 + 3
+
+
+def cluster_conf(pg, host_id, port, token_file):
+    return (f"[cluster]\ndatabase = {pg.conninfo}\nhost_id = {host_id}\n"
+            f"advertise_url = http://127.0.0.1:{port}\nhost_token_file = {token_file}\n")
+
+
+def make_hosts(pg, scratch, warm=1):
+    token_file = os.path.join(scratch, "host.token")
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, (secrets.token_hex(32) + "\n").encode())
+    os.close(fd)
+    hosts = {}
+    for h in HOSTS:
+        d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
+                   prefix=f"stkcl{secrets.token_hex(2)}{h}-")
+        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file)
+        hosts[h] = d
+    return hosts
+
+
+def start_together(hosts):
+    """Every host starts at the same moment: the migrations race (and must not)."""
+    errors = []
+
+    def start(d):
+        try:
+            d.start()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(d,)) for d in hosts.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def burst(hosts):
+    """CREATES creates at once, round-robin over the hosts; [(host, status, body)]."""
+    order = list(hosts)
+    gate, results, lock = threading.Barrier(CREATES), [], threading.Lock()
+
+    def one(i):
+        h = order[i % len(order)]
+        d = hosts[h]
+        # 64 TCP connections per client address per host (api/README.md): spread them
+        conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=120,
+                                          source_address=(f"127.0.0.{2 + i % 4}", 0))
+        conn.connect()
+        gate.wait()
+        conn.request("POST", "/v1/sessions",
+                     body=json.dumps({"pool": "minimal", "timeout_s": 120}),
+                     headers={"Authorization": f"Bearer {d.token}",
+                              "Content-Type": "application/json"})
+        r = conn.getresponse()
+        body = r.read()
+        with lock:
+            results.append((h, r.status, json.loads(body) if body else None))
+        conn.close()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(CREATES)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def stockade_hosts(d):
+    """`stockade hosts --json` through d's unix socket (the operator's way in)."""
+    exe = os.path.join(d.build, "tools", "stockade")
+    r = subprocess.run([exe, "--socket", d.socket_path, "--json", "hosts"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["hosts"]
+
+
+def hosts_until(hosts, via, cond, timeout=60):
+    """The hosts list as seen through host `via`, once cond holds (heartbeats every 2 s)."""
+    last = []
+
+    def ok():
+        nonlocal last
+        last = stockade_hosts(hosts[via])
+        return cond(last)
+
+    try:
+        hosts[via].wait(ok, timeout, "the hosts list", step=0.5)
+    except AssertionError:
+        raise AssertionError(f"stockade hosts: {last}") from None
+    return last
+
+
+def scenario_race(pg, hosts):
+    start_together(hosts)
+    versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
+    assert versions[0] == versions[1], f"schema migrated more than once: {versions}"
+    assert len(pg.psql("SELECT id FROM hosts")) == len(HOSTS)
+    for d in hosts.values():
+        d.wait(d.pool_full, 600, "a full pool")
+    # set through one host's admin API: the row is the cluster's, every host obeys it
+    hosts["a"].unix_call("PUT", "/v1/admin/tenants/default/quota", {"max_sessions": 1})
+    assert pg.psql("SELECT max_sessions FROM quotas WHERE tenant_id = 'default'") == [["1"]]
+
+    t0 = time.time()
+    results = burst(hosts)
+    took = time.time() - t0
+    ok = [(h, b) for h, s, b in results if s == 201]
+    refused = [b for h, s, b in results if s == 429]
+    assert len(ok) == 1 and len(refused) == CREATES - 1, sorted(s for _, s, _ in results)
+    for b in refused:
+        e = b["error"]
+        assert e["quota"] == "max_sessions" and e["limit"] == 1 and e["used"] == 1, e
+    owner, made = ok[0]
+    sid = made["id"]
+    rows = pg.psql("SELECT r.session_id, s.host_id, r.state FROM reservations r"
+                   " JOIN sessions s ON s.id = r.session_id WHERE r.tenant_id = 'default'")
+    assert rows == [[sid, f"host-{owner}", "open"]], rows
+    per_host = {h: sum(1 for x, _, _ in results if x == h) for h in hosts}
+
+    d = hosts[owner]
+    d.wait_state(sid, "running", 300)
+    for other in (h for h in hosts if h != owner):  # not theirs: routing is not built yet
+        try:
+            hosts[other].session(sid)
+            raise AssertionError(f"host {other} answered for {owner}'s session")
+        except HttpError as e:
+            assert e.status == 404, e
+    seen = hosts_until(hosts, "b", lambda hs: any(
+        h["id"] == f"host-{owner}" and h["sessions"] == 1 and
+        h["pools"][0]["busy"] == 1 for h in hs))
+    assert [h["id"] for h in seen] == [f"host-{h}" for h in HOSTS], seen
+    assert all(h["heartbeat_age_ms"] < 10000 and h["url"].startswith("http://127.0.0.1:")
+               for h in seen), seen
+    doc = subprocess.run([os.path.join(d.build, "tools", "stockade"), "--socket",
+                          hosts["c"].socket_path, "doctor"], capture_output=True, text=True,
+                         timeout=120).stdout
+    line = next((x for x in doc.splitlines() if x.split()[1:2] == ["cluster"]), "")
+    assert line.startswith("OK") and "3 hosts, every heartbeat fresh" in line, doc
+    d.post(f"/v1/sessions/{sid}/cancel")
+    d.wait_state(sid, "ended", 300)
+    led = pg.psql("SELECT state, charged_guest_s, reserved_guest_s, ended_usec > 0"
+                  " FROM reservations WHERE tenant_id = 'default'")
+    assert len(led) == 1, led
+    state, charged, reserved, ended = led[0]
+    assert state == "charged" and 0 < int(charged) <= int(reserved) and ended == "t", led
+    idx = pg.psql(f"SELECT state, ended_usec > 0 FROM sessions WHERE id = '{sid}'")
+    assert idx == [["ended", "t"]], idx
+    print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
+          f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
+          f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
+          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}")
+
+
+def auth_status(d, token):
+    """The status of an authenticated read through d with this tenant token."""
+    return d.request("GET", "/v1/sessions", token=token)[0]
+
+
+def until_status(d, token, want, what):
+    """Seconds until d answers want for token; fails past SYNC_BOUND_S."""
+    t0 = time.time()
+    d.wait(lambda: auth_status(d, token) == want, SYNC_BOUND_S, what, step=0.1)
+    return time.time() - t0
+
+
+def tenants_reach_every_host(pg, hosts, took):
+    """A tenant made on a reaches b within the bound and c, started later, at once; a revoke
+    through c reaches a and b within the bound. The tenant's id and a live token back."""
+    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    made = a.unix_call("POST", "/v1/admin/tenants", {"name": "acme"})
+    tid, first = made["id"], made["token"]
+    assert pg.psql(f"SELECT name, changed_seq > 0 FROM tenants WHERE id = '{tid}'") == \
+        [["acme", "t"]], "the tenant is not the cluster's"
+    assert auth_status(a, first) == 200
+    took["b"] = until_status(b, first, 200, "a's new tenant token on host b")
+    assert any(t["id"] == tid for t in b.unix_call("GET", "/v1/admin/tenants")["tenants"])
+    c.start()  # after the tenant was made: its first pull, before the API answers, has it
+    assert auth_status(c, first) == 200, "host c, started later, does not know the tenant"
+    second = b.call("POST", f"/v1/admin/tenants/{tid}/tokens")["token"]
+    for h in (a, c):
+        until_status(h, second, 200, "b's second token")
+    c.call("DELETE", f"/v1/admin/tokens/{made['token_id']}")
+    assert auth_status(c, first) == 401
+    took["revoke a"] = until_status(a, first, 401, "c's revocation on host a")
+    took["revoke b"] = until_status(b, first, 401, "c's revocation on host b")
+    assert auth_status(a, second) == 200 and auth_status(b, second) == 200
+    return tid, first, second
+
+
+def tenants_missed_revoke(hosts, tid, live):
+    """A host away while a token is revoked learns it before it answers anyone."""
+    a, b = hosts["a"], hosts["b"]
+    third = a.call("POST", f"/v1/admin/tenants/{tid}/tokens")
+    until_status(b, third["token"], 200, "a's third token on host b")
+    assert b.stop() == 0
+    a.call("DELETE", f"/v1/admin/tokens/{third['id']}")
+    b.start()
+    assert auth_status(b, third["token"]) == 401, "host b forgot a revocation it missed"
+    assert auth_status(b, live) == 200
+    return third["id"]
+
+
+def tenants_outage(pg, hosts, tid, revoked_tok, revoked_id, live, took):
+    """PostgreSQL stopped: admin writes 503 and change nothing, tokens still authenticate;
+    started again: a create works (the refused one wrote nothing: no 409) and reaches c."""
+    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    pg.stop_server()
+    for d, method, path, body in ((a, "POST", "/v1/admin/tenants", {"name": "late"}),
+                                  (b, "POST", f"/v1/admin/tenants/{tid}/tokens", None),
+                                  (c, "DELETE", f"/v1/admin/tokens/{revoked_id}", None)):
+        status, _, payload = d.request(method, path, body=body)
+        assert status == 503, (path, status, payload)
+        assert "nothing changed" in json.loads(payload)["error"]["message"], payload
+    assert not any(t["name"] == "late" for t in a.unix_call("GET", "/v1/admin/tenants")["tenants"])
+    time.sleep(SYNC_BOUND_S)  # a few pulls fail meanwhile: the copies must stay
+    for h, d in hosts.items():
+        assert auth_status(d, live) == 200, f"host {h} stopped authenticating without PG"
+        assert auth_status(d, revoked_tok) == 401
+    pg.restart_server(start_only=True)
+    late = {}
+
+    def create_late():
+        status, _, payload = a.request("POST", "/v1/admin/tenants", body={"name": "late"})
+        late.update(json.loads(payload) if status == 201 else {})
+        return status == 201
+
+    a.wait(create_late, 30, "a create once PostgreSQL is back", step=0.5)
+    took["after outage c"] = until_status(c, late["token"], 200, "a token made after the outage")
+
+
+def scenario_tenants(pg, hosts):
+    took = {}
+    start_together({"a": hosts["a"], "b": hosts["b"]})
+    tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
+    revoked_id = tenants_missed_revoke(hosts, tid, live)
+    tenants_outage(pg, hosts, tid, revoked, revoked_id, live, took)
+    print("tenants ok: a tenant and its tokens made on one host authenticate on every host, "
+          f"revocations reach every host, nothing changes while PostgreSQL is away; "
+          f"seconds to reach another host: { {k: round(v, 2) for k, v in took.items()} }")
+
+
+def stop_all(hosts, exc):
+    """Each started host stopped and checked by the fixture (no guests left), even when an
+    earlier one's check fails; the first failure is raised after all of them."""
+    first = None
+    for d in hosts.values():
+        if d.proc is None:
+            continue
+        try:
+            d.__exit__(*exc)
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            first = first or e
+    if first and exc[0] is None:
+        raise first
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in ("race", "tenants"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    scenario = globals()[f"scenario_{sys.argv[1]}"]
+    with tempfile.TemporaryDirectory(prefix="stockade-cluster.") as scratch, \
+            TempPostgres() as pg:
+        hosts = make_hosts(pg, scratch, warm=0 if sys.argv[1] == "tenants" else 1)
+        try:
+            scenario(pg, hosts)
+        except BaseException:
+            stop_all(hosts, sys.exc_info())
+            raise
+        stop_all(hosts, (None, None, None))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
