@@ -85,10 +85,12 @@ run_attrs(CodeContext *c, uint32_t run, json_t *attrs /* stolen, may be NULL */)
 static int
 kernel_start(Session *s, CodeContext *c, Error **errp)
 {
-    char *argv[] = {"python3", SESSIONS_CODE_KERNEL};
+    char *argv[] = {POOL_CODE_KERNEL_ARGV};
+    /* adopt: the first context of a guest whose pool pre-started the kernel takes that one,
+     * imports done; any other starts its own (runner.proto Prestart, Exec.adopt) */
     ExecSpec spec = {.argv = argv, .argc = ELEMENTSOF(argv), .env = c->env, .n_env = c->n_env,
                      .cwd = c->cwd, .timeout_usec = s->mgr->cfg.max_timeout_usec,
-                     .stdin_open = true};
+                     .stdin_open = true, .adopt = true};
     uint32_t exec_id;
     if (session_send_exec(s, &spec, &exec_id, errp) < 0)
         return -1;

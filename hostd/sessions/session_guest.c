@@ -214,6 +214,7 @@ session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, Error
     ex.n_env = spec->n_env;
     ex.cwd = spec->cwd ? spec->cwd : "";
     ex.stdin_open = spec->stdin_open;
+    ex.adopt = spec->adopt;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &ex;
     if (guest_send(s->guest, &m, &e->req_id, errp) < 0) {
@@ -333,7 +334,8 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
         if (e && e->id == m->exec_started->exec_id) {
             e->running = true;
             session_event(s, "exec.started", e->id, NULL, 0,
-                          json_pack("{s:i}", "pid", (int) m->exec_started->pid));
+                          json_pack("{s:i,s:b}", "pid", (int) m->exec_started->pid, "adopted",
+                                    m->exec_started->adopted));
         }
         break;
     }

@@ -85,6 +85,7 @@ typedef struct ExecSpec {
     char *cwd;
     uint64_t timeout_usec;     /* 0 = default */
     bool stdin_open;
+    bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
 } ExecSpec;
 
 /* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
@@ -190,8 +191,9 @@ int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKi
                    Error **errp);
 void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 
-/* Stateful code contexts (issue 18): each is a kernel (SESSIONS_CODE_KERNEL, in the data
- * image) run as an exec of the session with stdin open, so timeouts, signals, cgroups and the
+/* Stateful code contexts (issue 18): each is a kernel (POOL_CODE_KERNEL_PATH, in the data
+ * image; a pool with code_kernel pre-starts one per guest, which the first context adopts) run
+ * as an exec of the session with stdin open, so timeouts, signals, cgroups and the
  * output limit apply as to any exec. A run writes one request line to its kernel; the
  * kernel's lines become events with the kernel's exec_id: code.requested, code.stdout,
  * code.stderr (data = the text), code.result {main, data{mime: value}}, code.error {name,
@@ -200,7 +202,6 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
  * order; a kernel that exits fails its queued runs (KernelExited) and the next run starts a
  * fresh one. Context and run ids are per session, from 1; context 0 asks for the default
  * context (made on first use). Everything the kernel sends is checked (code_wire.h). */
-#define SESSIONS_CODE_KERNEL "/usr/lib/stockade/kernel.py"
 #define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
 #define SESSIONS_CODE_QUEUED_MAX 16   /* runs waiting in one context */
 typedef struct SessionsCodeRun {

@@ -9,6 +9,9 @@ cell runs (their timestamps apart); a matplotlib figure comes back as image/png 
 as a PNG; a DataFrame as text/html; 1/0 as ZeroDivisionError; a while-True cell with
 timeout_ms ends as TimeoutError and the context still has x; two contexts keep separate
 globals; restart clears them; an interrupt ends a running cell with KeyboardInterrupt.
+The pool pre-starts the kernel (code_kernel, the default of the data pool): the first context
+adopts it (exec.started says adopted, pandas is imported already, and it has the session's
+cwd and environment), a second context starts its own.
 """
 import base64
 import datetime
@@ -19,11 +22,19 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from stockade_fixture import Daemon, skip  # noqa: E402
 
-POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024)}
+POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
 
 
 def ts(ev):
     return datetime.datetime.strptime(ev["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def adopted(d, sid, exec_id):
+    started = [ev for ev in d.events(sid) if ev["type"] == "exec.started" and
+               ev.get("exec_id") == exec_id]
+    if len(started) != 1:
+        raise AssertionError(f"exec {exec_id}: exec.started events {started}")
+    return started[0]["adopted"]
 
 
 def run(d, sid, code, context=None, timeout_ms=None, wait=600):
@@ -33,7 +44,8 @@ def run(d, sid, code, context=None, timeout_ms=None, wait=600):
     if timeout_ms:
         body["timeout_ms"] = timeout_ms
     r = d.post(f"/v1/sessions/{sid}/code", body)
-    out = {"stdout": [], "stderr": [], "results": [], "error": None, "ctx": r["context"]}
+    out = {"stdout": [], "stderr": [], "results": [], "error": None, "ctx": r["context"],
+           "exec_id": r["exec_id"]}
     for ev in d.events(sid, after=r["after"], follow=True, timeout=wait):
         if not ev["type"].startswith("code.") or ev.get("run") != r["run"]:
             continue
@@ -68,12 +80,19 @@ def main():
         skip("the data image is not built")
     with Daemon(pools=POOLS) as d:
         d.wait_ready()
-        sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800})["id"]
+        sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800,
+                                      "env": {"STOCKADE_TEST_VAR": "from-session"}})["id"]
         d.wait_state(sid, "running")
         t0 = time.monotonic()
         a = run(d, sid, "x = 41")
-        print(f"first run (kernel start + x = 41): {time.monotonic() - t0:.2f} s")
+        print(f"first run (adopted kernel + x = 41): {time.monotonic() - t0:.2f} s")
         check(a["error"] is None and a["results"] == [], "x = 41 has no result")
+        check(adopted(d, sid, a["exec_id"]) is True, "the first context adopted the pre-started kernel")
+        e = run(d, sid, "import os, sys\n"
+                "('pandas' in sys.modules, os.getcwd(), os.environ.get('STOCKADE_TEST_VAR'), "
+                "os.environ.get('HOME'))")
+        check(main_text(e) == "(True, '/workspace', 'from-session', '/workspace')",
+              f"pandas imported before, the session's cwd and environment ({main_text(e)})")
         b = run(d, sid, "x + 1")
         check(main_text(b) == "42", f"x + 1 -> 42 (got {main_text(b)!r})")
         p = run(d, sid, "import time\nfor i in range(3):\n    print('line', i)\n    time.sleep(0.5)")
@@ -97,8 +116,11 @@ def main():
         check(w["error"] and w["error"]["name"] == "TimeoutError", "while True -> TimeoutError")
         check(main_text(run(d, sid, "x")) == "41", "the context still has x after the timeout")
         ctx2 = d.post(f"/v1/sessions/{sid}/contexts", {})["context"]
+        t0 = time.monotonic()
         n = run(d, sid, "x", context=ctx2)
+        print(f"first run of a second context (its own kernel): {time.monotonic() - t0:.2f} s")
         check(n["error"] and n["error"]["name"] == "NameError", "a second context has no x")
+        check(adopted(d, sid, n["exec_id"]) is False, "the second context started its own kernel")
         run(d, sid, "y = 'two'", context=ctx2)
         check(main_text(run(d, sid, "y", context=ctx2)) == "'two'", "the second context keeps y")
         check(run(d, sid, "y")["error"]["name"] == "NameError", "the first context has no y")

@@ -1,8 +1,13 @@
 """Stockade's code kernel: one stateful Python interpreter per code context (issue 18).
 
 The host starts this as an ordinary exec of the session (stdin open), so the runner's
-cgroups, output caps, signals and the session's lifetime apply to it unchanged. It reads one
-JSON request per line on stdin and answers with JSON lines on its original stdout:
+cgroups, output caps, signals and the session's lifetime apply to it unchanged. A pool with
+code_kernel starts one in each guest before the guest is saved (runner.proto Prestart): it
+imports numpy, pandas and matplotlib there, says "ready", and waits; the session's first
+context adopts it (Exec.adopt), and the runner then writes one header before any request:
+"STOCKADE-ADOPT <n>\n" and n bytes, the cwd and the exec's environment as NUL-ended
+strings, which the kernel takes as its own. Otherwise it reads one JSON request per line on
+stdin and answers with JSON lines on its original stdout:
 
   in:  {"run": N, "code": "...", "timeout_ms": T (0 = none), "env": {"NAME": "value"}}
   out: {"type": "ready", "pid": P}                       once, when it can take cells
@@ -28,6 +33,7 @@ running cell. Everything here is the workload's side: the host trusts none of it
 """
 import ast
 import base64
+import importlib
 import io
 import json
 import os
@@ -36,6 +42,10 @@ import sys
 import traceback
 
 TEXT_MAX = 1 << 20  # one rendered representation; the host caps again
+ADOPT = b"STOCKADE-ADOPT "
+ADOPT_MAX = 1 << 20  # the runner's header: cwd and environment (256 KiB of it at most)
+# imported before "ready": in a pre-started kernel, once per snapshot instead of per session
+PRELOAD = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
 MIMES = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
          ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"),
          ("text/latex", "_repr_latex_"), ("application/json", "_repr_json_"))
@@ -149,21 +159,50 @@ def report_error(run, exc):
           "traceback": "".join(lines)})
 
 
+def preload():
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # an image without it: the cell's own import says so
+            pass
+
+
+def adopt(stdin, line):
+    """Takes the runner's adopt header: the exec's cwd and environment become the kernel's."""
+    try:
+        n = int(line[len(ADOPT):])
+    except ValueError:
+        return
+    body = stdin.read(min(max(n, 0), ADOPT_MAX))
+    parts = body.split(b"\0")
+    env = [p.partition(b"=") for p in parts[1:] if b"=" in p]
+    os.environb.clear()
+    os.environb.update({k: v for k, _, v in env})
+    try:
+        os.chdir(parts[0])
+    except OSError:
+        pass
+
+
 def serve():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    preload()
     out, err = Stream("stdout"), Stream("stderr")
     sys.stdout, sys.stderr = out, err
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     count = 0
     send({"type": "ready", "pid": os.getpid()})
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    stdin = sys.stdin.buffer
     while True:
-        line = stdin.readline()
-        if not line:
+        raw = stdin.readline()
+        if not raw:
             return
+        if raw.startswith(ADOPT):
+            adopt(stdin, raw)
+            continue
         try:
-            req = json.loads(line)
+            req = json.loads(raw.decode("utf-8", errors="replace"))
             run = int(req.get("run", 0))
         except (ValueError, AttributeError, TypeError):
             continue
