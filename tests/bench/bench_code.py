@@ -141,10 +141,9 @@ def report(accel, code, echo, warm, pandas):
     if accel != "kvm":
         print("note: guests ran under TCG (software emulation). KVM runs guest code 10-50x "
               "faster but not the host's share (HTTP, hand-out, event stream: the hand-out "
-              "figures above): both ratios narrow there, first run / echo because its excess is "
-              "guest work (an interpreter starting), pandas exec / warm run because a warm run "
-              "is mostly host. A first run / echo met here is met on KVM; pandas / warm run "
-              "holds there if its margin here is wide")
+              "figures above): the ratios are what carries over, and both narrow there, first "
+              "run / echo because its excess is guest work (an interpreter starting), pandas "
+              "exec / warm run because much of a warm run is the host's")
     print(json.dumps(out))
 
 
