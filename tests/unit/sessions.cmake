@@ -18,4 +18,4 @@ stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_arti
 
 # hostd/sessions/code_wire.c: the code kernel's lines (hostile) and the request line.
 stockade_test(NAME unit_code_wire LABEL unit SOURCES test_code_wire.c
-              LIBS stockade_sessions PkgConfig::CMOCKA)
+              LIBS stockade_code_wire PkgConfig::CMOCKA)
