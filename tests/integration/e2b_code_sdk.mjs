@@ -98,3 +98,6 @@ report('refusals', {
 
 await sbx.kill()
 report('done', {})
+// runCode leaves its requestTimeoutMs timer armed when the answer is an error (the 404
+// above): without this, node would wait it out before exiting.
+process.exit(0)

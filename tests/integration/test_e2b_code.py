@@ -133,6 +133,10 @@ def main():
         sid = steps["create"]["id"]
         killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
         check(killed["end_reason"] == "closed", "kill closed the session")
+        # the cell given up by timeoutMs ended by the interrupt, not by running on
+        names = [ev.get("name") for ev in d.events(f"ses_{sid}") if ev["type"] == "code.error"]
+        check("KeyboardInterrupt" in names,
+              f"the abandoned cell was interrupted (code.error names: {names})")
     print("PASS")
 
 
