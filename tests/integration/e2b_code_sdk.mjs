@@ -59,10 +59,12 @@ c0 = now()
 const loop = await expectThrow(() => sbx.runCode('while True:\n    pass', { timeoutMs: 8000 }))
 const loopSeconds = now() - c0
 c0 = now()
-const after = await sbx.runCode('x', SLOW)
+// 120 s: far beyond a cell in a running kernel, short of waiting out a loop nobody stopped
+const after = await expectThrow(() => sbx.runCode('x', { timeoutMs: 120_000 }))
 report('timeout', {
   threw: loop.threw, isTimeout: loop.e instanceof TimeoutError, name: loop.name, message: loop.message,
-  seconds: loopSeconds, after: summary(after), afterSeconds: now() - c0,
+  seconds: loopSeconds, afterSeconds: now() - c0,
+  after: after.threw ? { text: null, error: { name: after.name, value: after.message } } : summary(after.value),
 })
 
 // 7. a second context: its own globals; restart clears them; delete removes it
