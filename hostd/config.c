@@ -210,6 +210,10 @@ config_add_data_pool(DaemonConfig *c)
         add_default_pool(c, CONFIG_DATA_POOL, 1024, 1, 2);
         c->shapes[c->pool.n_shapes - 1].code_kernel = true; /* its kernel, imports done */
     }
+    /* The code interpreter SDK's default template runs there (hostd/e2b/README.md). */
+    for (size_t i = 0; i < c->pool.n_shapes; i++)
+        if (strcmp(c->shape_names[i], CONFIG_DATA_POOL) == 0)
+            e2b_config_default_template(&c->e2b, E2B_CODE_TEMPLATE, CONFIG_DATA_POOL);
 }
 
 static char *
