@@ -506,13 +506,13 @@ exec_poll_add(ExecTable *t, struct pollfd *pfd, size_t cap)
         if (!e)
             continue;
         n = exec_poll_one(t, pfd, n, cap, i, e->report_fd, POLLIN, POLL_REPORT);
+        if (e->in_len > 0)
+            n = exec_poll_one(t, pfd, n, cap, i, e->in_fd, POLLOUT, POLL_STDIN);
         if (e->park != PARK_NONE) { /* nothing read: only whether it has spoken */
             if (e->park == PARK_WAITING && e->state == EXEC_RUNNING)
                 n = exec_poll_one(t, pfd, n, cap, i, e->out_fd[0], POLLIN, POLL_PARKED);
             continue;
         }
-        if (e->in_len > 0)
-            n = exec_poll_one(t, pfd, n, cap, i, e->in_fd, POLLOUT, POLL_STDIN);
         if (!room || e->state == EXEC_STARTING)
             continue; /* no Output before ExecStarted; none while the queue is full */
         n = exec_poll_one(t, pfd, n, cap, i, e->out_fd[0], POLLIN, POLL_STDOUT);

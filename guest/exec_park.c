@@ -80,6 +80,18 @@ exec_park_on_exit(ExecTable *t, Exec *e, Error **errp)
     return 0;
 }
 
+void
+exec_park_warm(ExecTable *t)
+{
+    static const char line[] = "STOCKADE-WARMUP\n";
+
+    for (size_t i = 0; i < EXEC_TABLE_MAX; i++) {
+        Exec *e = t->slots[i];
+        if (e && e->park == PARK_READY && e->in_fd >= 0)
+            (void) exec_queue_stdin(t, e, (const uint8_t *) line, sizeof(line) - 1, NULL);
+    }
+}
+
 static Exec *
 park_match(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x)
 {

@@ -123,6 +123,8 @@ session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id, 
     if (ws < 0)
         return error_set(errp, E_IO, errno, "open the workspace");
     session_warm_hello_paths(ws);
+    if (p->warm_parked)
+        exec_park_warm(s->execs);
     if (s->cfg->pid1 && session_workspace_check(s->cfg->workspace, true, errp) < 0)
         return -1;
     if (p->n_warmup_argv == 0)

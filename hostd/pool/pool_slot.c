@@ -165,6 +165,7 @@ slot_send_prepare(Guest *g)
     prep.workspace_device = "/dev/vdb";
     prep.warmup_argv = argv;
     prep.n_warmup_argv = ELEMENTSOF(argv);
+    prep.warm_parked = g->shape->code_kernel; /* its code kernel's request path too */
     m.req_id = channel_next_req_id(g->ch);
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE;
     m.prepare = &prep;

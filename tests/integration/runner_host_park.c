@@ -36,7 +36,8 @@ park_prestart(const char *const *argv, uint32_t uid)
     return rh_call(&m);
 }
 
-/* Before Hello: answered by Ack only once the process has written; once only; hidden. */
+/* Before Hello: answered by Ack only once the process has written; once only; hidden; a
+ * Prepare with warm_parked writes it the warm-up line. */
 static void
 test_park_prestart(void **state)
 {
@@ -60,6 +61,18 @@ test_park_prestart(void **state)
     if (runner_client_next(fx.c, 300, &stray) == 0)
         fail_msg("a message while parked: body %d", stray->body_case);
     assert_int_equal(rh_count_procs(PARK_CMDLINE), 1);
+
+    /* Prepare.warm_parked: the warm-up line reaches it (test_park_adopt reads it back) */
+    HostMsg pm = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Prepare prep = STOCKADE__RUNNER__PREPARE__INIT;
+    uint8_t entropy[HELLO_ENTROPY_BYTES] = {4, 5, 6};
+    prep.workspace_device = "/dev/vdb"; /* ignored in host mode */
+    prep.wall_time_ns = 1;
+    prep.entropy = (ProtobufCBinaryData){sizeof(entropy), entropy};
+    prep.warm_parked = true;
+    pm.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE;
+    pm.prepare = &prep;
+    rh_expect_ack(rh_call(&pm));
 }
 
 static GuestMsg *
@@ -140,7 +153,7 @@ test_park_adopt(void **state)
     if (runner_client_send(fx.c, &in_m, RH_TIMEOUT_MS, NULL) < 0)
         fail_msg("stdin: %s", runner_client_error(fx.c));
     rh_collect(id, RH_TIMEOUT_MS, &r);
-    const char *ready = "parked-ready\n";
+    const char *ready = "parked-ready\nSTOCKADE-WARMUP\n"; /* its words, then Prepare's line */
     assert_true(r.out_len > strlen(ready));
     assert_memory_equal(r.out, ready, strlen(ready));
     const char *h = r.out + strlen(ready);

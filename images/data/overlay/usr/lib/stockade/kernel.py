@@ -6,7 +6,10 @@ code_kernel starts one in each guest before the guest is saved (runner.proto Pre
 imports numpy, pandas and matplotlib there, says "ready", and waits; the session's first
 context adopts it (Exec.adopt), and the runner then writes one header before any request:
 "STOCKADE-ADOPT <n>\n" and n bytes, the cwd and the exec's environment as NUL-ended
-strings, which the kernel takes as its own. Otherwise it reads one JSON request per line on
+strings, which the kernel takes as its own. A restored guest's Prepare may first send
+"STOCKADE-WARMUP\n" (runner.proto Prepare.warm_parked): the kernel then runs a cell of its own
+through the whole request path, silently, so that under TCG the emulator has translated that
+path again before a session waits on it. Otherwise it reads one JSON request per line on
 stdin and answers with JSON lines on its original stdout:
 
   in:  {"run": N, "code": "...", "timeout_ms": T (0 = none), "env": {"NAME": "value"}}
@@ -43,6 +46,8 @@ import traceback
 
 TEXT_MAX = 1 << 20  # one rendered representation; the host caps again
 ADOPT = b"STOCKADE-ADOPT "
+WARMUP = b"STOCKADE-WARMUP\n"
+WARMUP_CELL = "x = 41\nprint(end='')\nx + 1"
 ADOPT_MAX = 1 << 20  # the runner's header: cwd and environment (256 KiB of it at most)
 # imported before "ready": in a pre-started kernel, once per snapshot instead of per session
 PRELOAD = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
@@ -184,6 +189,16 @@ def adopt(stdin, line):
         pass
 
 
+def warm():
+    """One cell through parse, exec, render and encode, in a namespace of its own; sends nothing."""
+    try:
+        ns = {"__name__": "__warmup__", "__builtins__": __builtins__}
+        results = run_cell({"code": WARMUP_CELL}, ns)
+        json.dumps([dict(r, run=0, type="result") for r in results], ensure_ascii=False)
+    except Exception:
+        pass
+
+
 def serve():
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     preload()
@@ -200,6 +215,9 @@ def serve():
             return
         if raw.startswith(ADOPT):
             adopt(stdin, raw)
+            continue
+        if raw == WARMUP:
+            warm()
             continue
         try:
             req = json.loads(raw.decode("utf-8", errors="replace"))
