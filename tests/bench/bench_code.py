@@ -141,9 +141,10 @@ def report(accel, code, echo, warm, pandas):
     if accel != "kvm":
         print("note: guests ran under TCG (software emulation). KVM runs guest code 10-50x "
               "faster but not the host's share (HTTP, hand-out, event stream: the hand-out "
-              "figures above): the ratios are what carries over, and both narrow there, first "
-              "run / echo because its excess is guest work (an interpreter starting), pandas "
-              "exec / warm run because much of a warm run is the host's")
+              "figures above): the ratios are what carries over. Under KVM the warm-ups that "
+              "fill TCG's translation cache after a restore (Prepare's) have nothing to do, "
+              "first run / echo stays near 1 + the cell's share, and pandas exec / warm run "
+              "narrows because much of a warm run is the host's")
     print(json.dumps(out))
 
 
