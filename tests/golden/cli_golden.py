@@ -90,7 +90,7 @@ def counts_out(text):
         cells = re.split(r" {2,}", m.group(0))
         keep = {"pool": 1, "image": 3}["image" if len(cells) == 7 else "pool"]
         return "  ".join(cells[:keep] + ["<X>"] * (len(cells) - keep))
-    return squeeze(re.sub(r"(?m)^(python|minimal) .*$", row, text))
+    return squeeze(re.sub(r"(?m)^(python|minimal|data) .*$", row, text))
 
 
 def seq_out(text):
