@@ -178,6 +178,22 @@ dispatch_prepare(Server *s, const HostMsg *m)
         dispatch_queue_failed(m->req_id);
 }
 
+static void
+dispatch_prestart(Server *s, const HostMsg *m)
+{
+    _cleanup_error_ Error *err = NULL;
+
+    if (s->session.ready || s->session.prepared || s->session.prestarted) {
+        if (reply_error(&s->q, m->req_id, ERRC(NOT_READY),
+                        "prestart: only once, before prepare and hello") < 0)
+            dispatch_queue_failed(m->req_id);
+        return;
+    }
+    s->session.prestarted = true;
+    if (session_prestart(s, m->prestart, m->req_id, &err) < 0) /* else Ack once it is ready */
+        dispatch_reply_error(s, m->req_id, err);
+}
+
 /* Finalize once; afterwards the host may only read files (FileGet), ping or shut down. */
 static bool
 dispatch_finalize_gate(Server *s, const HostMsg *m)
@@ -213,6 +229,9 @@ dispatch_msg(Server *s, const HostMsg *m)
         return;
     case HBODY(PREPARE):
         dispatch_prepare(s, m);
+        return;
+    case HBODY(PRESTART):
+        dispatch_prestart(s, m);
         return;
     default:
         break;

@@ -39,6 +39,7 @@ exec_free(ExecTable *t, Exec *e)
         exec_close_out(e, s);
     e->report_fd = safe_close(e->report_fd);
     tree_destroy(&t->root, &e->tree);
+    free(e->park_argv);
     free(e);
 }
 
@@ -61,11 +62,12 @@ exec_table_free(ExecTable *t)
     free(t);
 }
 
+/* The host's execs: a parked process is no exec of the host's until adopted. */
 static ssize_t
 exec_find(const ExecTable *t, uint32_t id)
 {
     for (size_t i = 0; i < EXEC_TABLE_MAX; i++)
-        if (t->slots[i] && t->slots[i]->id == id)
+        if (t->slots[i] && t->slots[i]->park == PARK_NONE && t->slots[i]->id == id)
             return (ssize_t) i;
     return -1;
 }
@@ -178,18 +180,21 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
 }
 
 int
-exec_start(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x, uint32_t req_id,
-           Error **errp)
+exec_start_new(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x,
+               uint32_t req_id, Exec **ret, Error **errp)
 {
     const char *cwd_rel;
 
     if (exec_find(t, x->exec_id) >= 0)
         return error_set(errp, E_CONFLICT, 0, "exec %u already exists", x->exec_id);
+    if (!wspath_cwd_relative(x->cwd, &cwd_rel))
+        return error_set(errp, E_INVALID, 0, "cwd must be inside %s", WS_LOGICAL_PATH);
+    int adopted = exec_park_adopt(t, ctx, x, cwd_rel, req_id, errp);
+    if (adopted != 0)
+        return adopted < 0 ? -1 : 0;
     ssize_t slot = exec_free_slot(t);
     if (slot < 0)
         return error_set(errp, E_UNAVAILABLE, 0, "too many execs (max %d)", EXEC_MAX_CONCURRENT);
-    if (!wspath_cwd_relative(x->cwd, &cwd_rel))
-        return error_set(errp, E_INVALID, 0, "cwd must be inside %s", WS_LOGICAL_PATH);
     Exec *e = calloc(1, sizeof(*e));
     if (!e)
         return error_set(errp, E_UNAVAILABLE, ENOMEM, "exec %u", x->exec_id);
@@ -205,7 +210,16 @@ exec_start(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x
         return -1;
     }
     t->slots[slot] = e;
+    if (ret)
+        *ret = e;
     return 0;
+}
+
+int
+exec_start(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x, uint32_t req_id,
+           Error **errp)
+{
+    return exec_start_new(t, ctx, x, req_id, NULL, errp);
 }
 
 /* The report pipe said EOF (running) or carried a SpawnReport (failed). */
@@ -239,6 +253,8 @@ exec_resolve_start(ExecTable *t, Exec *e, Error **errp)
         return 0;
     }
     e->state = EXEC_RUNNING;
+    if (e->park != PARK_NONE)
+        return 0; /* parked: the host hears of it when it is adopted */
     started.exec_id = e->id;
     started.pid = (uint32_t) e->pid;
     m.req_id = e->req_id;
@@ -317,6 +333,11 @@ exec_on_leader_exit(ExecTable *t, size_t slot, int status, const struct rusage *
     if (e->state == EXEC_FAILED || e->state == EXEC_STARTING) {
         exec_release(t, slot); /* never started: no ExecExit */
         return 0;
+    }
+    if (e->park != PARK_NONE) { /* never adopted: no ExecExit either */
+        int r = exec_park_on_exit(t, e, errp);
+        exec_release(t, slot);
+        return r;
     }
     e->state = EXEC_LEADER_EXITED;
     e->deadline_usec = e->exit_usec + EXEC_DRAIN_GRACE_MSEC * USEC_PER_MSEC;
@@ -487,6 +508,11 @@ exec_poll_add(ExecTable *t, struct pollfd *pfd, size_t cap)
         n = exec_poll_one(t, pfd, n, cap, i, e->report_fd, POLLIN, POLL_REPORT);
         if (e->in_len > 0)
             n = exec_poll_one(t, pfd, n, cap, i, e->in_fd, POLLOUT, POLL_STDIN);
+        if (e->park != PARK_NONE) { /* nothing read: only whether it has spoken */
+            if (e->park == PARK_WAITING && e->state == EXEC_RUNNING)
+                n = exec_poll_one(t, pfd, n, cap, i, e->out_fd[0], POLLIN, POLL_PARKED);
+            continue;
+        }
         if (!room || e->state == EXEC_STARTING)
             continue; /* no Output before ExecStarted; none while the queue is full */
         n = exec_poll_one(t, pfd, n, cap, i, e->out_fd[0], POLLIN, POLL_STDOUT);
@@ -503,6 +529,8 @@ exec_poll_event(ExecTable *t, Exec *e, PollKind kind, Error **errp)
         return e->state == EXEC_STARTING ? exec_resolve_start(t, e, errp) : 0;
     case POLL_STDIN:
         return e->in_fd >= 0 ? exec_flush_stdin(t, e, errp) : 0;
+    case POLL_PARKED:
+        return exec_park_on_ready(t, e, errp);
     case POLL_STDOUT:
     case POLL_STDERR: {
         int s = kind == POLL_STDOUT ? EXEC_OUT_STDOUT : EXEC_OUT_STDERR;

@@ -54,6 +54,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ExecTable, exec_table_free)
 
 int exec_start(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x,
                uint32_t req_id, Error **errp);
+/* Prestart (runner.proto): starts argv as the parked process; Ack or Error follows. */
+int exec_park(ExecTable *t, const ExecContext *ctx, char **argv, size_t n_argv, uint32_t req_id,
+              Error **errp);
+/* Prepare.warm_parked: "STOCKADE-WARMUP\n" to the parked process's stdin, if one is ready. */
+void exec_park_warm(ExecTable *t);
 int exec_signal(ExecTable *t, uint32_t exec_id, int signo, Error **errp);
 /* Queues stdin bytes (bounded by STDIN_PENDING_MAX_BYTES per exec); eof closes the pipe
  * once they are written. */

@@ -18,6 +18,12 @@ typedef enum {
 
 enum { EXEC_OUT_STDOUT, EXEC_OUT_STDERR, EXEC_OUT_COUNT };
 
+typedef enum {
+    PARK_NONE,    /* an ordinary exec (or an adopted one) */
+    PARK_WAITING, /* Prestart: Ack once stdout has bytes (req_id is the Prestart's) */
+    PARK_READY,   /* acked; waiting for Exec.adopt, nothing read */
+} ParkState;
+
 typedef struct Exec {
     uint32_t id;
     uint32_t req_id; /* of the Exec request, until it is answered */
@@ -35,9 +41,14 @@ typedef struct Exec {
     int wait_status;
     struct rusage ru;
     Tree tree;
+    ParkState park;
+    char *park_argv; /* argv as NUL-ended strings, for Exec.adopt to compare */
+    size_t park_argv_len;
+    uid_t park_uid;
+    gid_t park_gid;
 } Exec;
 
-typedef enum { POLL_REPORT, POLL_STDOUT, POLL_STDERR, POLL_STDIN } PollKind;
+typedef enum { POLL_REPORT, POLL_STDOUT, POLL_STDERR, POLL_STDIN, POLL_PARKED } PollKind;
 
 struct ExecTable {
     OutQueue *q;
@@ -50,6 +61,17 @@ struct ExecTable {
     } refs[EXEC_POLL_FDS_MAX];
     uint8_t buf[OUTPUT_CHUNK_MAX_BYTES];
 };
+
+/* exec.c: starts x as a new exec; *ret is its table entry. */
+int exec_start_new(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x,
+                   uint32_t req_id, Exec **ret, Error **errp);
+
+/* exec_park.c. Adopt: 1 adopted (ExecStarted sent), 0 nothing to adopt, -1 error. */
+int exec_park_adopt(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x,
+                    const char *cwd_rel, uint32_t req_id, Error **errp);
+int exec_park_on_ready(ExecTable *t, Exec *e, Error **errp);
+/* The parked leader was reaped: an Error for a Prestart not yet answered; the tree killed. */
+int exec_park_on_exit(ExecTable *t, Exec *e, Error **errp);
 
 /* exec_io.c */
 void exec_close_stdin(ExecTable *t, Exec *e);

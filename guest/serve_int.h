@@ -17,6 +17,7 @@ typedef struct Session {
     bool ready;    /* Hello succeeded */
     bool mounted;  /* PID 1: the workspace device is mounted */
     bool prepared; /* Prepare was received (it is allowed once, before Hello) */
+    bool prestarted; /* Prestart was received (once, before Prepare and Hello) */
     uid_t uid;
     gid_t gid;
     EnvList env;
@@ -49,6 +50,9 @@ int session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp);
  * a warm-up exec was started (it then answers with ExecStarted and ExecExit itself). */
 int session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id,
                     bool *ret_started, Error **errp);
+/* Prestart: park argv as uid/gid (exec_park); it answers Ack or Error itself. */
+int session_prestart(Server *s, const Stockade__Runner__Prestart *p, uint32_t req_id,
+                     Error **errp);
 /* The workspace is mounted read-write and (with sync) its disk takes writes: E_IO if not. */
 int session_workspace_check(const char *workspace, bool sync, Error **errp);
 /* Kills every exec and waits (bounded) for the trees to empty; then, for PID 1, syncs and

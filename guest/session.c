@@ -123,6 +123,8 @@ session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id, 
     if (ws < 0)
         return error_set(errp, E_IO, errno, "open the workspace");
     session_warm_hello_paths(ws);
+    if (p->warm_parked)
+        exec_park_warm(s->execs);
     if (s->cfg->pid1 && session_workspace_check(s->cfg->workspace, true, errp) < 0)
         return -1;
     if (p->n_warmup_argv == 0)
@@ -140,6 +142,22 @@ session_prepare(Server *s, const Stockade__Runner__Prepare *p, uint32_t req_id, 
         return -1;
     *ret_started = true;
     return 0;
+}
+
+int
+session_prestart(Server *s, const Stockade__Runner__Prestart *p, uint32_t req_id, Error **errp)
+{
+    EnvList none = {0};
+    /* cwd /: the workspace is not mounted yet (Prepare does it), nor the session's (Hello) */
+    _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return error_set(errp, E_IO, errno, "open /");
+    ExecContext ctx = {.ws_fd = root,
+                       .home = s->cfg->workspace,
+                       .uid = p->uid,
+                       .gid = p->gid,
+                       .session_env = &none};
+    return exec_park(s->execs, &ctx, p->argv, p->n_argv, req_id, errp); /* forks here */
 }
 
 static int

@@ -125,7 +125,7 @@ static const Key keys[] = {
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
-typedef enum { PK_IMAGE, PK_VCPUS, PK_MEMORY, PK_WARM, PK_SLOTS } PoolKey;
+typedef enum { PK_IMAGE, PK_VCPUS, PK_MEMORY, PK_WARM, PK_SLOTS, PK_CODE_KERNEL } PoolKey;
 static const struct {
     const char *name;
     PoolKey key;
@@ -133,7 +133,7 @@ static const struct {
 } pool_keys[] = {
     {"image", PK_IMAGE, 0, 0},           {"vcpus", PK_VCPUS, 1, 64},
     {"memory_mib", PK_MEMORY, 64, 65536}, {"warm", PK_WARM, 0, POOL_SLOTS_MAX},
-    {"slots", PK_SLOTS, 1, POOL_SLOTS_MAX},
+    {"slots", PK_SLOTS, 1, POOL_SLOTS_MAX}, {"code_kernel", PK_CODE_KERNEL, 0, 0},
 };
 
 int
@@ -199,6 +199,21 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     c->artifact_max_total_gib = (unsigned) (c->sessions.artifact_max_total_bytes >> 30);
     add_default_pool(c, "python", 512, 2, 4);
     add_default_pool(c, "minimal", 256, 1, 2);
+}
+
+void
+config_add_data_pool(DaemonConfig *c)
+{
+    /* The data image is large (numpy, pandas, matplotlib, scipy): its pool holds one warm
+     * guest, and a guest needs more memory for the imports than a python one. */
+    if (!c->pools_from_file && c->pool.n_shapes < POOL_SHAPES_MAX) {
+        add_default_pool(c, CONFIG_DATA_POOL, 1024, 1, 2);
+        c->shapes[c->pool.n_shapes - 1].code_kernel = true; /* its kernel, imports done */
+    }
+    /* The code interpreter SDK's default template runs there (hostd/e2b/README.md). */
+    for (size_t i = 0; i < c->pool.n_shapes; i++)
+        if (strcmp(c->shape_names[i], CONFIG_DATA_POOL) == 0)
+            e2b_config_default_template(&c->e2b, E2B_CODE_TEMPLATE, CONFIG_DATA_POOL);
 }
 
 static char *
@@ -285,6 +300,13 @@ set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, unsigne
                 return error_set(errp, E_INVALID, 0, "line %u: image must be a simple name",
                                  line);
             memcpy(c->shape_images[i], v, n + 1);
+            return 0;
+        }
+        if (pool_keys[k].key == PK_CODE_KERNEL) {
+            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+                return error_set(errp, E_INVALID, 0, "line %u: code_kernel must be true or false",
+                                 line);
+            c->shapes[i].code_kernel = strcmp(v, "true") == 0;
             return 0;
         }
         uint64_t n;

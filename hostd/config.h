@@ -87,5 +87,10 @@ int config_parse(DaemonConfig *c, const char *text, size_t len, Error **errp);
 int config_load_file(DaemonConfig *c, const char *path, Error **errp);
 /* Resolves image directories and string pointers; call after the last change to c. */
 int config_finish(DaemonConfig *c, Error **errp);
+/* The default pools include "data" (stateful code contexts, issue 18) only when its image is
+ * built: the caller checks <image_dir>/data/manifest.json (config.c stays free of I/O). Does
+ * nothing when the config file has [pool] sections: they replace the defaults. */
+#define CONFIG_DATA_POOL "data"
+void config_add_data_pool(DaemonConfig *c);
 int config_parse_accel(const char *s, AccelMode *ret);
 int config_parse_guest_memory(const char *s, PoolGuestMemory *ret);

@@ -85,6 +85,15 @@ default_image_dir(void)
     return STOCKADE_BUILD_IMAGE_DIR;
 }
 
+static bool
+data_image_is_built(const char *image_dir)
+{
+    _cleanup_free_ char *manifest = NULL;
+    if (asprintf(&manifest, "%s/" CONFIG_DATA_POOL "/manifest.json", image_dir) < 0)
+        return false;
+    return access(manifest, R_OK) == 0;
+}
+
 static int
 apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
 {
@@ -101,6 +110,8 @@ apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
         snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", a->log_level);
     if (a->accel && config_parse_accel(a->accel, &cfg->pool.accel) < 0)
         return error_set(errp, E_INVALID, 0, "--accel must be auto, kvm or tcg");
+    if (data_image_is_built(cfg->image_dir))
+        config_add_data_pool(cfg);
     return config_finish(cfg, errp);
 }
 

@@ -104,7 +104,7 @@ def build_root(tmp, debs, common, recipe, timer):
     links = rootfs.busybox_links(tree)
     rootfs.copy_overlay(os.path.join(HERE, "overlay"), tree)
     rootfs.copy_overlay(os.path.join(recipe["dir"], "overlay"), tree)
-    rootfs.symlinks(tree, common.get("symlinks", {}))
+    rootfs.symlinks(tree, {**common.get("symlinks", {}), **recipe.get("symlinks", {})})
     rootfs.mountpoints(tree, common["mountpoints"])
     timer.step(f"root tree ({len(debs)} packages, {links} busybox links)")
     rootfs.bytecompile(tree, recipe["bytecompile"])

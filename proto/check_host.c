@@ -56,8 +56,8 @@ check_exec(const Stockade__Runner__Exec *e, char *err, size_t errcap)
 
     if (!check_known(&e->base))
         return FAIL("exec: unknown fields");
-    if (e->exec_id == 0 || e->exec_id == EXEC_ID_WARMUP)
-        return FAIL("exec.exec_id: must be 1..%u", EXEC_ID_WARMUP - 1);
+    if (e->exec_id == 0 || e->exec_id >= EXEC_ID_PARKED) /* the runner's own two ids */
+        return FAIL("exec.exec_id: must be 1..%u", EXEC_ID_PARKED - 1);
     if (e->n_argv == 0 || e->n_argv > ARGV_MAX_COUNT)
         return FAIL("exec.argv: 1..%d entries", ARGV_MAX_COUNT);
     for (size_t i = 0; i < e->n_argv; i++) {
@@ -109,6 +109,17 @@ check_fs_op(const Stockade__Runner__FsOp *o, char *err, size_t errcap)
 }
 
 static int
+check_argv_short(char *const *argv, size_t n, const char *what, char *err, size_t errcap)
+{
+    if (n > WARMUP_ARGV_MAX_COUNT)
+        return FAIL("%s: at most %d entries", what, WARMUP_ARGV_MAX_COUNT);
+    for (size_t i = 0; i < n; i++)
+        if (!check_len(argv[i], WARMUP_ARG_MAX_BYTES, false))
+            return FAIL("%s[%zu]: 1..%d bytes", what, i, WARMUP_ARG_MAX_BYTES);
+    return 0;
+}
+
+static int
 check_prepare(const Stockade__Runner__Prepare *p, char *err, size_t errcap)
 {
     const char *d = p->workspace_device;
@@ -119,12 +130,19 @@ check_prepare(const Stockade__Runner__Prepare *p, char *err, size_t errcap)
     if (p->wall_time_ns == 0 || p->entropy.len != HELLO_ENTROPY_BYTES)
         return FAIL("prepare: needs wall_time_ns and exactly %d bytes of entropy",
                     HELLO_ENTROPY_BYTES);
-    if (p->n_warmup_argv > WARMUP_ARGV_MAX_COUNT)
-        return FAIL("prepare.warmup_argv: at most %d entries", WARMUP_ARGV_MAX_COUNT);
-    for (size_t i = 0; i < p->n_warmup_argv; i++)
-        if (!check_len(p->warmup_argv[i], WARMUP_ARG_MAX_BYTES, false))
-            return FAIL("prepare.warmup_argv[%zu]: 1..%d bytes", i, WARMUP_ARG_MAX_BYTES);
-    return 0;
+    return check_argv_short(p->warmup_argv, p->n_warmup_argv, "prepare.warmup_argv", err, errcap);
+}
+
+static int
+check_prestart(const Stockade__Runner__Prestart *p, char *err, size_t errcap)
+{
+    if (!check_known(&p->base))
+        return FAIL("prestart: unknown fields");
+    if (p->n_argv == 0)
+        return FAIL("prestart.argv: 1..%d entries", WARMUP_ARGV_MAX_COUNT);
+    if (p->uid < EXEC_MIN_UID || p->gid < EXEC_MIN_UID)
+        return FAIL("prestart: uid and gid must be >= %d", EXEC_MIN_UID);
+    return check_argv_short(p->argv, p->n_argv, "prestart.argv", err, errcap);
 }
 
 bool
@@ -175,6 +193,8 @@ check_host_body(const HostMsg *m, char *err, size_t errcap)
         return check_known(&m->ping->base) ? 0 : FAIL("ping: unknown fields");
     case STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE:
         return check_prepare(m->prepare, err, errcap);
+    case STOCKADE__RUNNER__HOST_MSG__BODY_PRESTART:
+        return check_prestart(m->prestart, err, errcap);
     case STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE:
         if (!check_known(&m->finalize->base) || m->finalize->max_entries == 0 ||
             m->finalize->max_entries > FINALIZE_MAX_ENTRIES || m->finalize->max_path_bytes == 0 ||

@@ -22,7 +22,8 @@
 #define ARG_MAX_BYTES (128u * 1024u)
 #define EXEC_TOTAL_MAX_BYTES (256u * 1024u)
 #define EXEC_MAX_CONCURRENT 64
-#define EXEC_ID_WARMUP 0xffffffffu /* the Prepare warm-up exec; sessions use 1..this-1 */
+#define EXEC_ID_WARMUP 0xffffffffu /* the Prepare warm-up exec */
+#define EXEC_ID_PARKED 0xfffffffeu /* the Prestart process until adopted; sessions use 1..this-1 */
 #define WARMUP_UID 65534
 #define WARMUP_ARGV_MAX_COUNT 8
 #define WARMUP_ARG_MAX_BYTES 256

@@ -110,6 +110,7 @@ void cli_catch_sigint(void);
 /* Verbs: each returns the process's exit code. argv[0] is the verb's name. */
 int cmd_run(Cli *cli, int argc, char **argv);
 int cmd_exec(Cli *cli, int argc, char **argv);
+int cmd_code(Cli *cli, int argc, char **argv);
 int cmd_sessions(Cli *cli, int argc, char **argv);
 int cmd_logs(Cli *cli, int argc, char **argv);
 int cmd_cancel(Cli *cli, int argc, char **argv);

@@ -16,6 +16,7 @@ static const char main_help[] =
     "                                its files; exit with its code\n"
     "  sessions ls|get|rm|new        list, show, close or start sessions\n"
     "  exec SESSION -- CMD...        run CMD in a running session, follow its output\n"
+    "  code SESSION [FILE]           run Python from FILE or stdin in a stateful context\n"
     "  logs [-f] [--after SEQ] ID    print a session's events (-f follows, resuming by seq)\n"
     "  cancel [--wait] ID...         hard-stop sessions or tasks (files are salvaged)\n"
     "  cp SRC DST                    copy files: LOCAL ID:PATH (upload), ID:PATH LOCAL, ID: DIR\n"
@@ -54,6 +55,7 @@ typedef struct Verb {
 static const Verb verbs[] = {
     {"run", cmd_run},
     {"exec", cmd_exec},
+    {"code", cmd_code},
     {"sessions", cmd_sessions},
     {"session", cmd_sessions},
     {"logs", cmd_logs},

@@ -67,6 +67,13 @@ void route_exec(ApiCtx *c);
 void route_exec_signal(ApiCtx *c);
 void route_exec_stdin(ApiCtx *c);
 void route_events(ApiCtx *c);
+/* routes_code.c */
+void route_code_run(ApiCtx *c);
+void route_context_list(ApiCtx *c);
+void route_context_create(ApiCtx *c);
+void route_context_delete(ApiCtx *c);
+void route_context_restart(ApiCtx *c);
+void route_context_interrupt(ApiCtx *c);
 void route_file_put(ApiCtx *c);
 void route_file_get(ApiCtx *c);
 void route_workspace(ApiCtx *c);

@@ -17,6 +17,7 @@ target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade
                       PRIVATE stockade_proto_limits)
 add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
+            ${CMAKE_CURRENT_LIST_DIR}/routes_code.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)

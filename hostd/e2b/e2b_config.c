@@ -5,7 +5,8 @@
  *   api_port      control plane (default 3000; 0: any free port, logged; for tests)
  *   envd_port     envd face (default 49983; 0 likewise)
  *   domain        returned as each sandbox's domain; Hosts <port>-<id>.<domain> route to it
- *   template_map  name=pool[,name=pool...]: replaces the default "base=python"
+ *   template_map  name=pool[,name=pool...]: replaces the default "base=python" (and
+ *                 "code-interpreter-v1=data" when the data pool is configured)
  *   lifetime_s    lifetime admitted per sandbox (default 3600, at most 86400)
  *   create_wait_s how long a create waits for its guest (default 50, at most 600) */
 #include <arpa/inet.h>
@@ -169,8 +170,12 @@ e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp)
         return set_text(c->domain, sizeof(c->domain), value, is_domain) < 0
                    ? error_set(errp, E_INVALID, 0, "domain must be a DNS name")
                    : 0;
-    if (strcmp(key, "template_map") == 0)
-        return parse_template_map(c, value, errp);
+    if (strcmp(key, "template_map") == 0) {
+        if (parse_template_map(c, value, errp) < 0)
+            return -1;
+        c->template_map_set = true;
+        return 0;
+    }
     unsigned *port = strcmp(key, "api_port") == 0    ? &c->api_port
                      : strcmp(key, "envd_port") == 0 ? &c->envd_port
                                                      : NULL;
@@ -187,6 +192,18 @@ e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp)
         return 0;
     }
     return error_set(errp, E_INVALID, 0, "unknown key '%.64s' in [e2b]", key);
+}
+
+void
+e2b_config_default_template(E2bConfig *c, const char *name, const char *pool)
+{
+    if (c->template_map_set || c->n_templates == E2B_TEMPLATES_MAX ||
+        e2b_config_template_pool(c, name) || strlen(name) > E2B_TEMPLATE_NAME_MAX_BYTES ||
+        strlen(pool) > E2B_POOL_NAME_MAX_BYTES)
+        return;
+    E2bTemplate *t = &c->templates[c->n_templates++];
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    snprintf(t->pool, sizeof(t->pool), "%s", pool);
 }
 
 const char *

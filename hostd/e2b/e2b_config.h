@@ -13,6 +13,8 @@
 #define E2B_DEFAULT_ENVD_PORT 49983 /* the SDK's envd port: part of <port>-<id>.<domain> hosts */
 #define E2B_DEFAULT_DOMAIN "stockade.local"
 #define E2B_DEFAULT_TEMPLATE_MAP "base=python" /* "base" is the SDK's default template */
+/* @e2b/code-interpreter's default template: mapped to the data pool when there is one. */
+#define E2B_CODE_TEMPLATE "code-interpreter-v1"
 #define E2B_DEFAULT_LIFETIME_S 3600
 #define E2B_DEFAULT_CREATE_WAIT_S 50 /* under the SDK's 60 s request timeout */
 
@@ -37,6 +39,7 @@ typedef struct E2bConfig {
     char domain[E2B_DOMAIN_MAX_BYTES + 1];    /* returned as the sandboxes' domain */
     E2bTemplate templates[E2B_TEMPLATES_MAX]; /* template_map; a pool name also works as is */
     size_t n_templates;
+    bool template_map_set;     /* template_map was given: the defaults stay out of it */
     uint64_t lifetime_usec;    /* admitted per sandbox (quota, wallet): its TTL may grow to it */
     uint64_t create_wait_usec; /* create answers once the guest runs, or gives up after this */
 } E2bConfig;
@@ -45,5 +48,8 @@ void e2b_config_defaults(E2bConfig *c);
 /* Sets one [e2b] key from its text (pure: the config parser and its fuzzer call it).
  * E_INVALID naming the key on an unknown key or a bad value; c is unchanged then. */
 int e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp);
+/* Adds name=pool to the default map: not when template_map was given, the name is mapped
+ * already or the map is full. */
+void e2b_config_default_template(E2bConfig *c, const char *name, const char *pool);
 /* The pool a template name maps to, or NULL when the map does not name it. */
 const char *e2b_config_template_pool(const E2bConfig *c, const char *template_name);

@@ -101,22 +101,28 @@ e2b_envd_sandbox(E2b *e, const E2bEnvdAuth *auth, Error **errp)
     return sb;
 }
 
-/* The sandbox a request is routed to: E2b-Sandbox-Id, else the Host. -1 if neither names
- * one (or the Host names another port: Stockade does not proxy a sandbox's own ports). */
+/* The sandbox a request is routed to: E2b-Sandbox-Id, else the Host; and the port it is for:
+ * E2b-Sandbox-Port 49999 (or a Host 49999-<id>) is the code interpreter, anything else envd.
+ * -1 if neither names one (or the Host names another port: Stockade does not proxy a
+ * sandbox's own ports). */
 static int
 envd_route(E2b *e, HttpRequest *req, E2bEnvdAuth *a, const char **ret_why)
 {
     const char *id = http_header(req, E2B_SANDBOX_ID_HEADER), *host = http_header(req, "Host");
+    const char *port_h = http_header(req, E2B_SANDBOX_PORT_HEADER);
     unsigned port;
 
     if (id && e2b_sandbox_id_is_valid(id)) {
         snprintf(a->id, sizeof(a->id), "%s", id);
+        a->code = port_h && strcmp(port_h, "49999") == 0;
         return 0;
     }
     if (!id && host && e2b_host_route(host, e->cfg.domain, &port, a->id) == 0) {
-        if (port == E2B_DEFAULT_ENVD_PORT)
+        a->code = port == E2B_CODE_PORT;
+        if (port == E2B_DEFAULT_ENVD_PORT || a->code)
             return 0;
-        *ret_why = "Stockade serves only envd (port 49983) of a sandbox, not its other ports";
+        *ret_why = "Stockade serves only envd (port 49983) and the code interpreter (49999) of "
+                   "a sandbox, not its other ports";
         return -1;
     }
     *ret_why = "no sandbox named: send E2b-Sandbox-Id, or a Host <port>-<sandbox id>.<domain>";
@@ -371,16 +377,31 @@ check_on_loop(E2bCall *c)
     e2b_call_done(c, err);
 }
 
-/* X-Access-Token, and for /files a signed URL's parts. */
+/* X-Access-Token, and for /files a signed URL's parts. The code interpreter's context calls
+ * send the same token only as E2B-Traffic-Access-Token (create hands it out as both). */
 static void
 envd_credentials(HttpRequest *req, E2bEnvdAuth *auth)
 {
     const char *token = http_header(req, E2B_ACCESS_TOKEN_HEADER);
+    if (!token && auth->code)
+        token = http_header(req, E2B_TRAFFIC_TOKEN_HEADER);
 
     if (token && strlen(token) < sizeof(auth->token))
         snprintf(auth->token, sizeof(auth->token), "%s", token);
-    if (strcmp(http_path(req), "/files") == 0)
+    if (strcmp(http_path(req), "/files") == 0 && !auth->code)
         envd_signature(req, auth);
+}
+
+/* An /execute body over its bound is refused from its Content-Length, before it is read. */
+static bool
+code_body_fits(HttpRequest *req)
+{
+    const char *cl = http_header(req, "Content-Length");
+    char *end = NULL;
+    unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
+    if (!cl || !*cl || *end)
+        return true; /* chunked: the layer's bound, then code_body()'s */
+    return n <= E2B_CODE_MAX_BODY_BYTES;
 }
 
 /* A request with a body has its credentials checked on the loop before a body byte is read:
@@ -406,11 +427,16 @@ e2b_envd_guard(HttpRequest *req, void *userdata)
         return false;
     }
     envd_credentials(req, &cc->auth);
+    bool code = cc->auth.code;
     int r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
     e2b_call_unref(&cc->c);
+    if (r == 0 && code && !code_body_fits(req)) {
+        error_set(&err, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);
+        r = -1;
+    }
     if (r == 0)
         return true;
-    if (strcmp(http_path(req), "/files") == 0)
+    if (strcmp(http_path(req), "/files") == 0 || code)
         e2b_files_error(req, err);
     else
         e2b_rpc_error(req, err);
@@ -516,7 +542,9 @@ e2b_envd_handle(HttpRequest *req, void *userdata)
     }
     envd_credentials(req, &auth);
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strcmp(path, "/health") == 0 && get) {
+    if (auth.code) {
+        e2b_code_handle(e, req, &auth);
+    } else if (strcmp(path, "/health") == 0 && get) {
         envd_health(e, req, &auth);
     } else if (strcmp(path, "/files") == 0 && (get || strcmp(method, "POST") == 0)) {
         if (get)

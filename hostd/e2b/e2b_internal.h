@@ -5,6 +5,7 @@
  *   e2b_envd.c    the envd face: routing, access tokens, dispatch, unary process calls
  *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
  *   e2b_files.c   /files and the filesystem calls
+ *   e2b_code.c    the code interpreter (port 49999): /execute, /contexts
  *   e2b_config.c, connect.c, multipart.c, e2b_wire.c, e2b_json.c: pure */
 #pragma once
 
@@ -34,6 +35,11 @@
 #define E2B_API_KEY_HEADER "X-API-KEY"
 #define E2B_ACCESS_TOKEN_HEADER "X-Access-Token"
 #define E2B_SANDBOX_ID_HEADER "E2b-Sandbox-Id"
+#define E2B_SANDBOX_PORT_HEADER "E2b-Sandbox-Port"
+#define E2B_TRAFFIC_TOKEN_HEADER "E2B-Traffic-Access-Token"
+/* An /execute body: code of CODE_SOURCE_MAX_BYTES JSON-escaped (up to 6 bytes a byte) and
+ * env_vars; refused from its Content-Length before it is read. */
+#define E2B_CODE_MAX_BODY_BYTES ((size_t) 12 << 20)
 
 typedef struct E2bProc {
     uint32_t pid; /* the exec id: unique in its session, never reused */
@@ -82,12 +88,12 @@ typedef void (*E2bReplyFn)(E2bCall *c, HttpRequest *req, const Error *err);
 struct E2bCall {
     E2b *e;
     E2bCallFn fn;
-    void (*free_fn)(E2bCall *c);            /* frees the operation's fields (not c); may be NULL */
+    void (*free_fn)(E2bCall *c); /* frees the operation's fields (not c); may be NULL */
     unsigned refs; /* under e->lock: the waiter's, the loop's, and the trampoline's while fn runs */
     bool started, running, cancelled, done; /* under e->lock */
     Error *err;
-    E2bReplyFn reply;  /* e2b_post() */
-    HttpLoopCall *hl;  /* e2b_post(): the loop side's, from fn until e2b_call_done() */
+    E2bReplyFn reply; /* e2b_post() */
+    HttpLoopCall *hl; /* e2b_post(): the loop side's, from fn until e2b_call_done() */
 };
 
 /* Runs fn(c) on the loop thread and waits (this thread only, bounded by timeout_usec and
@@ -154,6 +160,7 @@ typedef struct E2bEnvdAuth {
     char token[E2B_TOKEN_BYTES];                 /* X-Access-Token ("" when absent or too long) */
     char signature[E2B_SIGNATURE_MAX_BYTES + 1]; /* /files signed URLs: "v1_..." or "" */
     char *sig_prefix, *sig_suffix; /* "<path>:<op>:<user>:" and "" or ":<expiration>" */
+    bool code;                     /* for the code interpreter (port 49999), not envd */
 } E2bEnvdAuth;
 
 void e2b_envd_auth_clear(E2bEnvdAuth *a);
@@ -183,3 +190,13 @@ void e2b_fs_list_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
 void e2b_fs_remove(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg);
 void e2b_files_get(E2b *e, HttpRequest *req, E2bEnvdAuth *auth);
 void e2b_files_post(E2b *e, HttpRequest *req, E2bEnvdAuth *auth);
+
+/* e2b_code.c: the code interpreter face (auth: routed, credentials read, not yet checked). */
+void e2b_code_handle(E2b *e, HttpRequest *req, E2bEnvdAuth *auth);
+/* SIGINT to a context's kernel, from any thread (posted to the loop; not waited for). */
+void e2b_code_interrupt(E2b *e, const char *session_id, uint32_t context);
+/* e2b_stream.c: answers req (loop thread) with the NDJSON lines of one code run: its events
+ * after `after` until its code.done. ahead: runs of the context queued before it. A client
+ * that leaves while the run is the context's current cell has it interrupted. */
+void e2b_code_stream(E2b *e, HttpRequest *req, const char *session_id, uint32_t context,
+                     uint32_t run, uint64_t after, unsigned ahead);

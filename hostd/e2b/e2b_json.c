@@ -132,10 +132,12 @@ e2b_parse_timeout(json_t *body, bool required, uint64_t *ret_s, Error **errp)
 json_t *
 e2b_render_sandbox(const E2bSandboxView *v)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "sandboxID", v->id, "templateID",
+    /* trafficAccessToken is the same token: the code interpreter SDK sends it (as
+     * E2B-Traffic-Access-Token) on its context calls, which carry no X-Access-Token. */
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "sandboxID", v->id, "templateID",
                      v->template_id, "alias", v->template_id, "clientID", E2B_CLIENT_ID,
-                     "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", v->token, "domain",
-                     v->domain);
+                     "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", v->token,
+                     "trafficAccessToken", v->token, "domain", v->domain);
 }
 
 json_t *
@@ -438,4 +440,167 @@ e2b_json_string_lossy(const char *s, size_t len)
         i += n;
     }
     return json_stringn(out, o);
+}
+
+/* ------------------------------------------------------------------ code interpreter */
+
+int
+e2b_code_context_parse(const char *s, uint32_t *ret)
+{
+    uint64_t v = 0;
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > E2B_CODE_CONTEXT_ID_MAX_BYTES || s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t) (s[i] - '0');
+    }
+    if (v > UINT32_MAX)
+        return -1;
+    *ret = (uint32_t) v;
+    return 0;
+}
+
+/* Only the keys in allowed[] (the SDK's), so a typo or a newer SDK's field is a clear 400
+ * rather than silently ignored. */
+static int
+only_keys(json_t *body, const char *const *allowed, size_t n, Error **errp)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v)
+    {
+        size_t i = 0;
+        while (i < n && strcmp(k, allowed[i]) != 0)
+            i++;
+        if (i == n)
+            return error_set(errp, E_INVALID, 0, "unknown field '%.64s'", k);
+    }
+    return 0;
+}
+
+static int
+code_language(json_t *body, Error **errp)
+{
+    json_t *lang = optional_field(body, "language");
+    if (lang && (!json_is_string(lang) || strcmp(json_string_value(lang), "python") != 0))
+        return error_set(errp, E_INVALID, 0,
+                         "language: Stockade's code contexts run python only (got %.32s)",
+                         json_is_string(lang) ? json_string_value(lang) : "a non-string");
+    return 0;
+}
+
+int
+e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **errp)
+{
+    static const char *const keys[] = {"code", "context_id", "language", "env_vars"};
+    E2bExecute x = {0};
+    json_t *code = json_object_get(body, "code"), *ctx = optional_field(body, "context_id");
+    json_t *env = optional_field(body, "env_vars");
+
+    if (!json_is_object(body))
+        return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
+    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, errp) < 0)
+        return -1;
+    if (!is_plain_string(code, 0, code_max))
+        return error_set(errp, E_INVALID, 0, "code must be a string of at most %zu bytes",
+                         code_max);
+    if (ctx && optional_field(body, "language"))
+        return error_set(errp, E_INVALID, 0, "give context_id or language, not both");
+    if (ctx &&
+        (!json_is_string(ctx) || e2b_code_context_parse(json_string_value(ctx), &x.context) < 0))
+        return error_set(errp, E_INVALID, 0, "context_id must be a context's id");
+    if (env &&
+        string_map(env, "env_vars", E2B_ENV_MAX, ENV_NAME_MAX_BYTES, ENV_VALUE_MAX_BYTES, errp) < 0)
+        return -1;
+    x.code = json_string_value(code);
+    x.code_len = json_string_length(code);
+    x.env = env;
+    *ret = x;
+    return 0;
+}
+
+int
+e2b_code_parse_context_new(json_t *body, const char **ret_cwd, Error **errp)
+{
+    static const char *const keys[] = {"language", "cwd"};
+    json_t *cwd = json_is_object(body) ? optional_field(body, "cwd") : NULL;
+
+    if (!json_is_object(body))
+        return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
+    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, errp) < 0)
+        return -1;
+    if (cwd && !is_plain_string(cwd, 1, PATH_MAX_BYTES))
+        return error_set(errp, E_INVALID, 0, "cwd must be a path of 1..%d bytes", PATH_MAX_BYTES);
+    *ret_cwd = cwd ? json_string_value(cwd) : NULL;
+    return 0;
+}
+
+json_t *
+e2b_code_render_context(uint32_t id, const char *cwd)
+{
+    char s[16];
+    snprintf(s, sizeof(s), "%" PRIu32, id);
+    return json_pack("{s:s,s:s,s:s}", "id", s, "language", "python", "cwd",
+                     cwd ? cwd : E2B_HOME_ALIAS);
+}
+
+/* A result's formats by the names the SDK reads (Result in @e2b/code-interpreter); formats
+ * without a name there pass under their MIME type and land in the SDK's `extra`. */
+static const struct {
+    const char *mime, *name;
+} result_formats[] = {
+    {"text/plain", "text"},        {"text/html", "html"},
+    {"text/markdown", "markdown"}, {"text/latex", "latex"},
+    {"image/png", "png"},          {"image/svg+xml", "svg"},
+    {"image/jpeg", "jpeg"},        {"application/json", "json"},
+    {"application/pdf", "pdf"},    {"application/javascript", "javascript"},
+};
+
+static json_t *
+code_result(json_t *attrs)
+{
+    json_t *data = json_object_get(attrs, "data"), *v;
+    json_t *o = json_pack("{s:s,s:b}", "type", "result", "is_main_result",
+                          json_is_true(json_object_get(attrs, "main")));
+    const char *mime;
+
+    json_object_foreach(data, mime, v)
+    {
+        const char *name = mime;
+        for (size_t i = 0; i < ELEMENTSOF(result_formats); i++)
+            if (strcmp(mime, result_formats[i].mime) == 0)
+                name = result_formats[i].name;
+        json_object_set(o, name, v); /* opaque: PNG and HTML are never looked into */
+    }
+    return o;
+}
+
+json_t *
+e2b_code_event_message(const char *type, const char *data, size_t len, json_t *attrs,
+                       bool *ret_last)
+{
+    *ret_last = false;
+    if (strcmp(type, "code.stdout") == 0 || strcmp(type, "code.stderr") == 0)
+        return json_pack("{s:s,s:o}", "type", type + 5, "text",
+                         e2b_json_string_lossy(data ? data : "", data ? len : 0));
+    if (strcmp(type, "code.result") == 0)
+        return code_result(attrs);
+    if (strcmp(type, "code.error") == 0) {
+        const char *name = json_string_value(json_object_get(attrs, "name"));
+        const char *value = json_string_value(json_object_get(attrs, "value"));
+        const char *tb = json_string_value(json_object_get(attrs, "traceback"));
+        return json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", name ? name : "Error",
+                         "value", value ? value : "", "traceback", tb ? tb : "");
+    }
+    if (strcmp(type, "code.done") == 0) {
+        json_t *n = json_object_get(attrs, "execution_count");
+        *ret_last = true;
+        return json_is_integer(n) ? json_pack("{s:s,s:I}", "type", "number_of_executions",
+                                              "execution_count", json_integer_value(n))
+                                  : json_pack("{s:s}", "type", "end_of_execution");
+    }
+    return NULL;
 }

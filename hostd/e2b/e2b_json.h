@@ -115,3 +115,34 @@ json_t *e2b_render_fs_event(const char *name, bool removed, json_t *entry);
 json_t *e2b_render_write_info(const char *name, const char *path);
 /* A JSON string of arbitrary bytes: as is when UTF-8, else each bad byte as U+FFFD. */
 json_t *e2b_json_string_lossy(const char *s, size_t len);
+
+/* ------------------------------------------------------------------ code interpreter */
+
+/* @e2b/code-interpreter's face (port 49999): /execute, /contexts. An E2B context id is the
+ * native context number in decimal: "1".."4294967295", no sign, no leading zero. */
+#define E2B_CODE_PORT 49999
+#define E2B_CODE_CONTEXT_ID_MAX_BYTES 10
+int e2b_code_context_parse(const char *s, uint32_t *ret);
+
+typedef struct E2bExecute {
+    const char *code; /* UTF-8 without NUL, code_len bytes */
+    size_t code_len;
+    uint32_t context; /* 0: the session's default context */
+    json_t *env;      /* env_vars: an object of strings, or NULL */
+} E2bExecute;
+
+/* POST /execute {code, context_id?, language?, env_vars?}: exactly those keys, code of at
+ * most code_max bytes, language "python" (or absent; not with context_id), env as an exec's.
+ * E_INVALID naming the field; *ret untouched then. */
+int e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **errp);
+/* POST /contexts {language?, cwd?}: *ret_cwd the caller's cwd (NULL: none). */
+int e2b_code_parse_context_new(json_t *body, const char **ret_cwd, Error **errp);
+/* Context {id, language: "python", cwd} (cwd NULL: /home/user). */
+json_t *e2b_code_render_context(uint32_t id, const char *cwd);
+/* One NDJSON message of /execute for a code.* event of the run (attrs: the event's), or NULL
+ * for events that have none. stdout/stderr {type, text}; result {type, is_main_result, text,
+ * html, png, ...} with every format passed through untouched; error {type, name, value,
+ * traceback}; code.done {type: number_of_executions, execution_count}, which is the run's
+ * last (*ret_last). */
+json_t *e2b_code_event_message(const char *type, const char *data, size_t len, json_t *attrs,
+                               bool *ret_last);

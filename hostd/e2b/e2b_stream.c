@@ -10,7 +10,13 @@
  * ends with an end-stream envelope: {} after the process's end event, or an error:
  * deadline_exceeded (its Connect-Timeout-Ms passed and it was killed), unavailable (the
  * sandbox stopped). A client that goes away ends only its stream: the process runs on
- * (commands.connect(pid) picks it up again). */
+ * (commands.connect(pid) picks it up again).
+ *
+ * The code interpreter's /execute (e2b_code.c) follows a code run the same way, as NDJSON
+ * lines instead of envelopes and without keepalives; it ends after the run's code.done. A
+ * client that goes away while its cell runs has the cell interrupted (its context stays
+ * usable: the SDK's timeoutMs is only the client giving up), unless runs queued before it
+ * in that context are still being served: those are someone else's cells. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +31,7 @@
 #define KEEPALIVE_MAX_S 3600
 #define CONNECT_TIMEOUT_MAX_MS (UINT64_C(24) * 3600 * 1000)
 
-typedef enum { FOLLOW_PROCESS, FOLLOW_WATCH } FollowKind;
+typedef enum { FOLLOW_PROCESS, FOLLOW_WATCH, FOLLOW_CODE } FollowKind;
 
 typedef struct Follower {
     E2b *e;
@@ -34,7 +40,10 @@ typedef struct Follower {
     uint32_t pid; /* FOLLOW_PROCESS: its exec id */
     E2bPath dir;  /* FOLLOW_WATCH */
     bool recursive, include_entry;
-    uint64_t after; /* the last event seq read */
+    uint32_t context, run;      /* FOLLOW_CODE */
+    unsigned ahead, done_ahead; /* runs of the context before it: queued, since done */
+    bool aborted;               /* FOLLOW_CODE: a line could not be queued: cut the stream */
+    uint64_t after;             /* the last event seq read */
     int sub_fd;
     uint64_t keepalive_usec, last_send_usec;
     uint8_t *out; /* envelopes not yet sent */
@@ -48,9 +57,30 @@ follower_free(void *userdata)
     Follower *f = userdata;
     if (!f)
         return;
+    if (f->kind == FOLLOW_CODE && !f->finished && f->done_ahead >= f->ahead)
+        e2b_code_interrupt(f->e, f->session_id, f->context); /* the client left mid-cell */
     eventhub_unsubscribe(f->e->d.hub, f->sub_fd);
     free(f->out);
     free(f);
+}
+
+/* Appends msg (stolen) as one NDJSON line; a line that cannot be queued cuts the stream
+ * (the client sees a truncated body, never a silent gap). */
+static void
+queue_line(Follower *f, json_t *msg)
+{
+    _cleanup_free_ char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    size_t n = text ? strlen(text) : 0;
+    uint8_t *p = text ? realloc(f->out, f->out_len + n + 1) : NULL;
+    if (!p) {
+        f->aborted = f->finished = true;
+        return;
+    }
+    f->out = p;
+    memcpy(p + f->out_len, text, n);
+    p[f->out_len + n] = '\n';
+    f->out_len += n + 1;
 }
 
 /* Appends msg (stolen) as one envelope. A message that cannot be queued (out of memory)
@@ -58,6 +88,10 @@ follower_free(void *userdata)
 static void
 queue(Follower *f, uint8_t flags, json_t *msg)
 {
+    if (f->kind == FOLLOW_CODE) {
+        queue_line(f, msg);
+        return;
+    }
     _cleanup_free_ char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
     json_decref(msg);
     size_t n = text ? strlen(text) : 0;
@@ -86,7 +120,14 @@ finish(Follower *f, bool ok, ConnectCode code, const char *message)
 {
     if (f->finished)
         return;
-    queue(f, CONNECT_FLAG_END_STREAM, e2b_end_stream(ok, code, message));
+    if (f->kind == FOLLOW_CODE) /* the SDK reads only an error; E2B's server says this too */
+        queue_line(f, ok ? NULL
+                         : json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", "StockadeError",
+                                     "value", message, "traceback", ""));
+    if (f->kind == FOLLOW_CODE && !ok)
+        queue_line(f, json_pack("{s:s}", "type", "unexpected_end_of_execution"));
+    else if (f->kind != FOLLOW_CODE)
+        queue(f, CONNECT_FLAG_END_STREAM, e2b_end_stream(ok, code, message));
     f->finished = true;
 }
 
@@ -149,6 +190,32 @@ on_file_event(Follower *f, json_t *attrs)
     queue(f, 0, e2b_render_fs_event(name, removed, entry));
 }
 
+/* A code.* event of the followed context: the run's become lines; the runs before it are
+ * counted as they finish (then the cell being run is this one). */
+static void
+on_code_event(Follower *f, const EventRecord *ev, json_t *attrs)
+{
+    json_int_t ctx = json_integer_value(json_object_get(attrs, "context"));
+    json_int_t run = json_integer_value(json_object_get(attrs, "run"));
+    const char *state = json_string_value(json_object_get(attrs, "state"));
+    bool last = false;
+
+    if (strncmp(ev->type, "code.", 5) != 0 || ctx != (json_int_t) f->context)
+        return;
+    if (strcmp(ev->type, "code.context") == 0 && state && strcmp(state, "deleted") == 0) {
+        finish(f, false, CONNECT_UNKNOWN, "the code context was deleted");
+    } else if (run == (json_int_t) f->run) {
+        json_t *msg =
+            e2b_code_event_message(ev->type, (const char *) ev->data, ev->data_len, attrs, &last);
+        if (msg)
+            queue_line(f, msg);
+        if (last)
+            f->finished = true;
+    } else if (strcmp(ev->type, "code.done") == 0 && run != 0) {
+        f->done_ahead++;
+    }
+}
+
 static void
 on_event(Follower *f, const EventRecord *ev)
 {
@@ -165,6 +232,8 @@ on_event(Follower *f, const EventRecord *ev)
         on_exec_event(f, ev, attrs);
     } else if (f->kind == FOLLOW_WATCH && strcmp(ev->type, "file.changed") == 0) {
         on_file_event(f, attrs);
+    } else if (f->kind == FOLLOW_CODE) {
+        on_code_event(f, ev, attrs);
     }
     json_decref(attrs);
 }
@@ -216,6 +285,8 @@ produce(HttpStream *st, void *userdata, uint8_t *buf, size_t cap)
 {
     Follower *f = userdata;
     for (;;) {
+        if (f->aborted)
+            return -1;
         if (f->out_len > f->out_off)
             return drain(f, buf, cap);
         if (f->finished)
@@ -230,9 +301,10 @@ produce(HttpStream *st, void *userdata, uint8_t *buf, size_t cap)
             finish(f, false, CONNECT_UNAVAILABLE, "the sandbox stopped");
             continue;
         }
-        int w = http_stream_wait(st, f->sub_fd, f->last_send_usec + f->keepalive_usec);
+        bool quiet = f->kind == FOLLOW_CODE; /* NDJSON has no keepalive message */
+        int w = http_stream_wait(st, f->sub_fd, quiet ? 0 : f->last_send_usec + f->keepalive_usec);
         if (w < 0)
-            return -1; /* the client left: the process runs on */
+            return -1; /* the client left: a process runs on, a cell is interrupted */
         if (w == 0) {
             queue(f, 0, e2b_event_keepalive(f->kind == FOLLOW_PROCESS));
             continue;
@@ -284,11 +356,37 @@ stream_begin(E2b *e, HttpRequest *req, Follower *f)
     f->keepalive_usec = keepalive_usec(req);
     f->last_send_usec = now_usec();
     if ((f->sub_fd = eventhub_subscribe(e->d.hub, f->session_id, &err)) < 0) {
+        bool code = f->kind == FOLLOW_CODE;
+        f->finished = true; /* nothing to interrupt: the stream never began */
         follower_free(f);
-        stream_error(req, e, err);
+        if (code)
+            e2b_files_error(req, err);
+        else
+            stream_error(req, e, err);
         return;
     }
-    http_respond_stream(req, 200, "application/connect+json", produce, f, follower_free);
+    http_respond_stream(
+        req, 200, f->kind == FOLLOW_CODE ? "application/x-ndjson" : "application/connect+json",
+        produce, f, follower_free);
+}
+
+void
+e2b_code_stream(E2b *e, HttpRequest *req, const char *session_id, uint32_t context, uint32_t run,
+                uint64_t after, unsigned ahead)
+{
+    Follower *f = calloc(1, sizeof(*f));
+    if (!f) {
+        http_respond_json(req, 500, e2b_render_api_error(500, "out of memory"));
+        return;
+    }
+    f->kind = FOLLOW_CODE;
+    f->sub_fd = -1;
+    snprintf(f->session_id, sizeof(f->session_id), "%s", session_id);
+    f->context = context;
+    f->run = run;
+    f->after = after;
+    f->ahead = ahead;
+    stream_begin(e, req, f);
 }
 
 /* ------------------------------------------------------------------ Start, Connect */

@@ -155,7 +155,7 @@ pool_init_shapes(Pool *p, const PoolConfig *cfg, Error **errp)
         const PoolShapeConfig *c = &cfg->shapes[i];
         Shape *s = &p->shapes[p->n_shapes++];
         *s = (Shape){.vcpus = c->vcpus, .memory_mib = c->memory_mib, .warm = c->warm,
-                     .n_slots = c->slots};
+                     .n_slots = c->slots, .code_kernel = c->code_kernel};
         if (!(s->name = strdup(c->name)) || !(s->image_dir = strdup(c->image_dir)) ||
             !(s->slots = calloc(c->slots, sizeof(Guest))))
             return error_set(errp, E_INTERNAL, ENOMEM, "pool");

@@ -34,7 +34,15 @@ typedef struct PoolShapeConfig {
     unsigned memory_mib;
     unsigned warm;         /* idle guests to keep ready */
     unsigned slots;        /* guests alive at most (idle + busy + being reset); >= warm */
+    /* Start the code kernel (POOL_CODE_KERNEL_ARGV) in each guest before it is saved, so a
+     * session's first code context adopts a kernel with its imports done (issue 18). */
+    bool code_kernel;
 } PoolShapeConfig;
+
+/* The stateful code kernel of the data image (images/data/overlay/usr/lib/stockade/kernel.py);
+ * sessions start it as an exec with Exec.adopt, the pool pre-starts it (runner.proto Prestart). */
+#define POOL_CODE_KERNEL_PATH "/usr/lib/stockade/kernel.py"
+#define POOL_CODE_KERNEL_ARGV "python3", POOL_CODE_KERNEL_PATH
 
 typedef struct PoolConfig {
     const char *state_dir;

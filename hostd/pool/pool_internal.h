@@ -56,6 +56,8 @@ struct Guest {
     TimerId timer;  /* health ping, ping deadline or backoff, by state */
     uint32_t ping_req_id;
     uint32_t prepare_req_id;
+    uint32_t prestart_req_id; /* SLOT_BOOT_SYNC: Prestart sent, its answer awaited */
+    uint64_t prestart_started_usec;
     /* while handed out */
     const GuestOps *ops;
     void *userdata;
@@ -76,6 +78,8 @@ struct Shape {
     char *name;
     char *image_dir;
     unsigned vcpus, memory_mib, warm, n_slots;
+    bool code_kernel;        /* configured: pre-start the code kernel before the save */
+    bool code_kernel_failed; /* it did not come up once: later saves go without it */
     Image *image;
     Guest *slots;
     /* guest_memory = template: the template guest and its files in template_dir. The guest

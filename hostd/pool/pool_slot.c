@@ -89,6 +89,12 @@ slot_prepare_xml(Guest *g, Error **errp)
     sha256_init(&h);
     sha256_update(&h, g->xml, strlen(g->xml));
     sha256_update(&h, s->image->content_hash, strlen(s->image->content_hash));
+    if (s->code_kernel) { /* the snapshot holds the kernel, started as this user */
+        char ck[64];
+        int n = snprintf(ck, sizeof(ck), "\ncode-kernel %u:%u", (unsigned) g->pool->cfg.exec_uid,
+                         (unsigned) g->pool->cfg.exec_gid);
+        sha256_update(&h, ck, (size_t) n);
+    }
     sha256_final(&h, digest);
     hex_encode(digest, sizeof(digest), g->key);
     return 0;
@@ -159,6 +165,7 @@ slot_send_prepare(Guest *g)
     prep.workspace_device = "/dev/vdb";
     prep.warmup_argv = argv;
     prep.n_warmup_argv = ELEMENTSOF(argv);
+    prep.warm_parked = g->shape->code_kernel; /* its code kernel's request path too */
     m.req_id = channel_next_req_id(g->ch);
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PREPARE;
     m.prepare = &prep;
@@ -171,6 +178,79 @@ slot_send_prepare(Guest *g)
     g->prepare_req_id = m.req_id;
     g->state = SLOT_PREPARING;
     slot_arm_timer(g, g->pool->cfg.sync_timeout_usec, slot_on_prepare_timeout);
+}
+
+/* ------------------------------------------------------------------ code kernel */
+
+static void slot_on_saved(Guest *g, Error *err);
+
+static void
+slot_start_save(Guest *g)
+{
+    g->state = SLOT_SAVING;
+    job_save(g, slot_on_saved);
+}
+
+static void
+shape_code_kernel_failed(Guest *g, const char *why)
+{
+    log_warn("pool %s: the code kernel did not start in %s (%s): its guests are saved without "
+             "it from now on, and sessions start their kernels themselves",
+             g->shape->name, g->name, why);
+    g->shape->code_kernel_failed = true;
+}
+
+static void
+slot_on_prestart_timeout(Loop *l, void *userdata)
+{
+    Guest *g = userdata;
+    (void) l;
+    g->timer = 0;
+    g->prestart_req_id = 0;
+    shape_code_kernel_failed(g, "no answer to Prestart in time");
+    slot_fail(g, "the code kernel did not start in time"); /* a late answer must not follow */
+}
+
+/* After the cold boot's Ready: the kernel first, when the shape has one; then the save. */
+static void
+slot_after_boot(Guest *g)
+{
+    Stockade__Runner__Prestart ps = STOCKADE__RUNNER__PRESTART__INIT;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    char *argv[] = {POOL_CODE_KERNEL_ARGV};
+    _cleanup_error_ Error *err = NULL;
+
+    if (!g->shape->code_kernel || g->shape->code_kernel_failed || g->probe) {
+        slot_start_save(g);
+        return;
+    }
+    ps.argv = argv;
+    ps.n_argv = ELEMENTSOF(argv);
+    ps.uid = g->pool->cfg.exec_uid;
+    ps.gid = g->pool->cfg.exec_gid;
+    m.req_id = channel_next_req_id(g->ch);
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PRESTART;
+    m.prestart = &ps;
+    if (channel_send(g->ch, &m, &err) < 0) {
+        slot_fail(g, err->message);
+        return;
+    }
+    g->prestart_req_id = m.req_id;
+    g->prestart_started_usec = now_usec();
+    slot_arm_timer(g, g->pool->cfg.boot_timeout_usec, slot_on_prestart_timeout);
+}
+
+static void
+slot_on_prestart_reply(Guest *g, const GuestMsg *m)
+{
+    slot_cancel_timer(g);
+    g->prestart_req_id = 0;
+    if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR)
+        shape_code_kernel_failed(g, m->error->message); /* escaped by the log */
+    else
+        log_info("%s: code kernel up in %.1f s; saving it with the guest", g->name,
+                 (double) (now_usec() - g->prestart_started_usec) / USEC_PER_SEC);
+    slot_start_save(g);
 }
 
 /* ------------------------------------------------------------------ channel callbacks */
@@ -219,8 +299,7 @@ slot_on_ready(Channel *c, const Stockade__Runner__Ready *r, void *userdata)
     }
     if (g->state == SLOT_BOOT_SYNC) {
         histogram_add(&g->pool->stats.boot_to_ready, now_usec() - g->boot_started_usec);
-        g->state = SLOT_SAVING;
-        job_save(g, slot_on_saved);
+        slot_after_boot(g);
         return;
     }
     if (g->state == SLOT_SYNCING)
@@ -297,6 +376,12 @@ slot_on_message(Channel *c, const GuestMsg *m, void *userdata)
 
     if (g->state == SLOT_PREPARING && slot_on_prepare_reply(g, m))
         return;
+    if (g->state == SLOT_BOOT_SYNC && g->prestart_req_id && m->req_id == g->prestart_req_id &&
+        (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ACK ||
+         m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR)) {
+        slot_on_prestart_reply(g, m);
+        return;
+    }
     if (m->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_PONG && m->req_id != 0 &&
         m->req_id == g->ping_req_id) {
         slot_schedule_ping(g);
@@ -357,6 +442,7 @@ slot_on_booted(Guest *g, Error *err)
         return;
     }
     g->state = SLOT_BOOT_SYNC;
+    g->prestart_req_id = 0;
     if (p->stopping && !g->probe) {
         slot_destroy(g, false);
         return;

@@ -214,6 +214,7 @@ session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, Error
     ex.n_env = spec->n_env;
     ex.cwd = spec->cwd ? spec->cwd : "";
     ex.stdin_open = spec->stdin_open;
+    ex.adopt = spec->adopt;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &ex;
     if (guest_send(s->guest, &m, &e->req_id, errp) < 0) {
@@ -244,6 +245,7 @@ session_on_exec_exit(Session *s, const Stockade__Runner__ExecExit *x)
     exec_cancel_timer(e);
     e->done = true;
     e->running = false;
+    session_code_on_exit(s, e->id);
     json_t *attrs = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I,s:s}", "exit_code", x->exit_code,
                               "signal", x->signal, "cpu_user_ms",
                               (json_int_t) (x->cpu_user_usec / 1000), "cpu_system_ms",
@@ -268,8 +270,9 @@ session_on_output(Session *s, const Stockade__Runner__Output *o)
         return;
     s->rec.output_bytes += o->data.len;
     bool err = o->stream == STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
-    session_event(s, err ? "exec.stderr" : "exec.stdout", e->id, o->data.data, o->data.len,
-                  NULL);
+    if (!session_code_on_output(s, e->id, o))
+        session_event(s, err ? "exec.stderr" : "exec.stdout", e->id, o->data.data, o->data.len,
+                      NULL);
     if (s->rec.output_bytes > s->output_limit_bytes) { /* min(global, tenant) */
         session_event(s, "limit.output", 0, NULL, 0,
                       json_pack("{s:I}", "limit_bytes", (json_int_t) s->output_limit_bytes));
@@ -291,6 +294,7 @@ session_on_error(Session *s, const GuestMsg *m)
     if (e) { /* the exec could not start (no such program, BUSY, ...) */
         exec_cancel_timer(e);
         e->done = true;
+        session_code_on_exit(s, e->id);
         session_event(s, "exec.failed", e->id, NULL, 0,
                       json_pack("{s:s,s:i}", "message", er->message, "code", er->code));
         if (s->spec.is_task && e->id == s->task_exec_id) {
@@ -330,7 +334,8 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
         if (e && e->id == m->exec_started->exec_id) {
             e->running = true;
             session_event(s, "exec.started", e->id, NULL, 0,
-                          json_pack("{s:i}", "pid", (int) m->exec_started->pid));
+                          json_pack("{s:i,s:b}", "pid", (int) m->exec_started->pid, "adopted",
+                                    m->exec_started->adopted));
         }
         break;
     }

@@ -28,6 +28,7 @@
 
 typedef struct Session Session;
 typedef struct Finalize Finalize; /* session_finalize.c */
+typedef struct CodeContext CodeContext; /* session_code.c */
 
 typedef struct Exec {
     uint32_t id;
@@ -100,6 +101,8 @@ struct Session {
     EgressSession *egress;          /* from Hello until the guest is released, when it asked */
     uint64_t output_limit_bytes;    /* min(global, tenant quota), set at admission */
     uint64_t workspace_limit_bytes; /* tenant cap on the live mirror and on the salvage, each */
+    CodeContext *contexts;          /* stateful code contexts (session_code.c) */
+    uint32_t next_context_id, next_run_id, default_context;
     Session *next, *next_pending, *next_touched;
 };
 
@@ -126,6 +129,11 @@ struct Sessions {
 
 /* sessions.c */
 Session *sessions_find(Sessions *m, const char *tenant, const char *id);
+/* An exec's argv, env and cwd within the runner's limits (E_INVALID). */
+int argv_check(char *const *argv, size_t argc, const EnvPair *env, size_t n_env, const char *cwd,
+               Error **errp);
+/* The live session in ST_RUNNING, or NULL with E_NOT_FOUND / E_CONFLICT. */
+Session *session_running(Sessions *m, const char *tenant, const char *id, Error **errp);
 void sessions_dispatch_pending(Sessions *m);
 void session_free(Session *s);
 void sessions_check_stopped(Sessions *m);
@@ -176,6 +184,12 @@ void session_finalize_start(Session *s);
 bool session_finalize_on_message(Session *s, const GuestMsg *m);
 void session_finalize_lost(Session *s);
 void session_finalize_free(Session *s);
+
+/* session_code.c: a context's kernel is an exec of the session whose stdout is the kernel's
+ * line protocol. Both return true when exec_id is a kernel's (then they consumed the message). */
+bool session_code_on_output(Session *s, uint32_t exec_id, const Stockade__Runner__Output *o);
+bool session_code_on_exit(Session *s, uint32_t exec_id);
+void session_code_free_all(Session *s);
 
 /* session_ops.c */
 void session_ops_fail_all(Session *s, const char *why);

@@ -64,7 +64,7 @@ env_ok(const EnvPair *env, size_t n)
     return true;
 }
 
-static int
+int
 argv_check(char *const *argv, size_t argc, const EnvPair *env, size_t n_env, const char *cwd,
            Error **errp)
 {
@@ -207,6 +207,7 @@ session_free(Session *s)
             break;
         }
     session_exec_free_all(s);
+    session_code_free_all(s);
     session_finalize_free(s);
     mirror_abort(s);
     session_egress_stop(s);
@@ -382,7 +383,7 @@ session_not_live(Sessions *m, const char *tenant, const char *id, Error **errp)
     return error_set(errp, E_NOT_FOUND, 0, "no session %.40s", id);
 }
 
-static Session *
+Session *
 session_running(Sessions *m, const char *tenant, const char *id, Error **errp)
 {
     Session *s = sessions_find(m, tenant, id);

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "admit.h"
 #include "cluster.h"
 #include "error.h"
@@ -83,6 +85,7 @@ typedef struct ExecSpec {
     char *cwd;
     uint64_t timeout_usec;     /* 0 = default */
     bool stdin_open;
+    bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
 } ExecSpec;
 
 /* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
@@ -187,6 +190,42 @@ int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKi
                    const char *path, const char *path2, SessionsFsFn done, void *userdata,
                    Error **errp);
 void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
+
+/* Stateful code contexts (issue 18): each is a kernel (POOL_CODE_KERNEL_PATH, in the data
+ * image; a pool with code_kernel pre-starts one per guest, which the first context adopts) run
+ * as an exec of the session with stdin open, so timeouts, signals, cgroups and the
+ * output limit apply as to any exec. A run writes one request line to its kernel; the
+ * kernel's lines become events with the kernel's exec_id: code.requested, code.stdout,
+ * code.stderr (data = the text), code.result {main, data{mime: value}}, code.error {name,
+ * value, traceback}, code.done {execution_count}, all with {context, run}; and code.context
+ * {context, state: started|restarted|ready|exited|deleted}. Runs of a context are served in
+ * order; a kernel that exits fails its queued runs (KernelExited) and the next run starts a
+ * fresh one. Context and run ids are per session, from 1; context 0 asks for the default
+ * context (made on first use). Everything the kernel sends is checked (code_wire.h). */
+#define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
+#define SESSIONS_CODE_QUEUED_MAX 16   /* runs waiting in one context */
+typedef struct SessionsCodeRun {
+    uint32_t context, run, exec_id;
+    uint64_t after_seq; /* follow the events after this seq to see the run's */
+} SessionsCodeRun;
+int sessions_code_context_new(Sessions *m, const char *tenant, const char *id, const char *cwd,
+                              const EnvPair *env, size_t n_env, uint32_t *ret_context,
+                              Error **errp);
+int sessions_code_context_restart(Sessions *m, const char *tenant, const char *id,
+                                  uint32_t context, Error **errp);
+int sessions_code_context_delete(Sessions *m, const char *tenant, const char *id,
+                                 uint32_t context, Error **errp);
+/* SIGINT to the context's kernel: the running cell ends with KeyboardInterrupt. */
+int sessions_code_interrupt(Sessions *m, const char *tenant, const char *id, uint32_t context,
+                            Error **errp);
+/* [{context, exec_id, cwd, queued}] of a running session (new reference). */
+int sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret,
+                           Error **errp);
+/* code is UTF-8 of at most CODE_SOURCE_MAX_BYTES; timeout_ms 0 = none (the kernel raises
+ * TimeoutError in the cell at that time); env an object of strings, or NULL. */
+int sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t context,
+                      const char *code, size_t len, uint64_t timeout_ms, json_t *env,
+                      SessionsCodeRun *ret, Error **errp);
 
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;

@@ -73,20 +73,33 @@ def one_task(d, vcpus):
             "reason": s["end_reason"]}
 
 
+def exec_round_trip(d, sid, argv, after=0):
+    """One exec in a running session, its request sent -> its exec.exited seen (client
+    clock): (ms, the exec.exited event, its stdout text, the last seq seen). `after`: a seq
+    already seen, so the stream starts near the exec's own events."""
+    t0 = time.time()
+    eid = d.call("POST", f"/v1/sessions/{sid}/exec", body={"argv": argv},
+                 expect=(202,))["exec_id"]
+    seq, out = after, []
+    for ev in d.events(sid, after=after, follow=True):
+        seq = ev.get("seq", seq)
+        if ev.get("exec_id") != eid:
+            continue
+        if ev["type"] == "exec.stdout":
+            out.append(ev.get("data", ""))
+        elif ev["type"] in ("exec.exited", "exec.failed"):
+            return (time.time() - t0) * 1000, ev, "".join(out), seq
+    raise RuntimeError(f"exec {argv} in {sid}: the stream ended before it exited")
+
+
 def empty_exec_floor(d, n=8):
     """Client-side round trips of `true` in one held session, ms."""
     sid = d.call("POST", "/v1/sessions", body={"pool": "python"}, expect=(201,))["id"]
     d.wait_state(sid, "running")
     seq, out = 0, []
     for _ in range(n):
-        t0 = time.time()
-        eid = d.call("POST", f"/v1/sessions/{sid}/exec", body={"argv": ["true"]},
-                     expect=(202,))["exec_id"]
-        for ev in d.events(sid, after=seq, follow=True):
-            seq = ev.get("seq", seq)
-            if ev["type"] == "exec.exited" and ev.get("exec_id") == eid:
-                break
-        out.append((time.time() - t0) * 1000)
+        ms, _, _, seq = exec_round_trip(d, sid, ["true"], seq)
+        out.append(ms)
     d.call("DELETE", f"/v1/sessions/{sid}", expect=(200, 202))
     return out
 

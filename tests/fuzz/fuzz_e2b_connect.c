@@ -3,7 +3,7 @@
  * the decoder never points outside the input or past its caps, feeding the same bytes in
  * odd-sized pieces gives the same answer once they are all in (NEED_MORE before), a decoded
  * message's JSON is parsed by every request parser without crashing, and whatever they accept
- * stays within its limits. */
+ * stays within its limits (the code interpreter's bodies included). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +41,34 @@ check_peek_in_pieces(const uint8_t *data, size_t size)
     }
 }
 
+/* The code interpreter's bodies (port 49999) and the NDJSON message of an event with these
+ * attrs: whatever is accepted stays within its caps, a message is always a typed object. */
+static void
+check_code_parsers(json_t *msg)
+{
+    E2bExecute x;
+    const char *cwd;
+    uint32_t id;
+    bool last;
+    static const char *const types[] = {"code.stdout", "code.result", "code.error", "code.done"};
+
+    if (e2b_code_parse_execute(msg, 4096, &x, NULL) == 0) {
+        CHECK(x.code && x.code_len <= 4096 && strlen(x.code) == x.code_len);
+        CHECK(!x.env || json_object_size(x.env) <= E2B_ENV_MAX);
+    }
+    if (e2b_code_parse_context_new(msg, &cwd, NULL) == 0)
+        CHECK(!cwd || (cwd[0] && strlen(cwd) <= PATH_MAX_BYTES));
+    json_t *ctx = json_object_get(msg, "context_id");
+    if (json_is_string(ctx) && e2b_code_context_parse(json_string_value(ctx), &id) == 0)
+        CHECK(id > 0 && json_string_length(ctx) <= E2B_CODE_CONTEXT_ID_MAX_BYTES);
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        json_t *m = e2b_code_event_message(types[i], "t", 1, msg, &last);
+        CHECK(json_is_string(json_object_get(m, "type")));
+        CHECK(last == (i == 3));
+        json_decref(m);
+    }
+}
+
 static void
 check_parsers(json_t *msg)
 {
@@ -73,6 +101,7 @@ check_parsers(json_t *msg)
         CHECK(n.template_id[0] && n.timeout_s <= 86400);
     if (e2b_parse_timeout(msg, true, &t, NULL) == 0)
         CHECK(t <= 86400);
+    check_code_parsers(msg);
     json_t *path = json_object_get(msg, "path");
     E2bPath p;
     const char *why;

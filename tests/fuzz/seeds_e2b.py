@@ -28,6 +28,15 @@ MESSAGES = [
     {"templateID": "base", "timeout": 300, "metadata": {"k": "v"}, "envVars": {"K": "v"}},
     {"templateID": "base", "autoPause": True},
     {"timeout": 86401},
+    # the code interpreter's (@e2b/code-interpreter 2.8.0; its bodies are plain JSON, enveloped
+    # here like the rest so one target parses them) and event attrs
+    {"code": "x + 1", "context_id": "2", "env_vars": {"A": "b"}},
+    {"code": "print(1)", "language": "python"},
+    {"code": "1", "language": "r", "context_id": "01"},
+    {"language": "python", "cwd": "/home/user"},
+    {"main": True, "data": {"text/plain": "42", "image/png": "iVBOR", "text/html": "<table>"},
+     "name": "ZeroDivisionError", "value": "division by zero", "traceback": "", "run": 3,
+     "execution_count": 4},
 ]
 
 

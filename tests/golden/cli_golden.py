@@ -90,7 +90,7 @@ def counts_out(text):
         cells = re.split(r" {2,}", m.group(0))
         keep = {"pool": 1, "image": 3}["image" if len(cells) == 7 else "pool"]
         return "  ".join(cells[:keep] + ["<X>"] * (len(cells) - keep))
-    return squeeze(re.sub(r"(?m)^(python|minimal) .*$", row, text))
+    return squeeze(re.sub(r"(?m)^(python|minimal|data) .*$", row, text))
 
 
 def seq_out(text):
@@ -102,7 +102,7 @@ def accel_out(text):
 
 
 def static_cases(g, nodaemon):
-    for verb in ["", "run", "exec", "sessions", "logs", "cancel", "cp", "pool", "image",
+    for verb in ["", "run", "exec", "code", "sessions", "logs", "cancel", "cp", "pool", "image",
                  "doctor", "tenants", "quota", "usage", "hosts", "version"]:
         g.check(f"help_{verb or 'main'}", nodaemon, [verb, "--help"] if verb else ["--help"])
     usage = {

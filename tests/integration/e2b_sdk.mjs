@@ -4,20 +4,7 @@
 // step ran (the checks are the harness's), 1 on an unexpected throw.
 import { Sandbox, CommandExitError, RateLimitError, SandboxNotFoundError, TimeoutError } from 'e2b'
 
-const t0 = Date.now()
-const now = () => (Date.now() - t0) / 1000
-const report = (step, fields) => console.log(JSON.stringify({ step, t: now(), ...fields }))
-const errorOf = (e) => ({ name: e?.constructor?.name, message: String(e?.message ?? e) })
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-async function expectThrow(fn) {
-  try {
-    const v = await fn()
-    return { threw: false, value: v }
-  } catch (e) {
-    return { threw: true, ...errorOf(e), e }
-  }
-}
+import { now, report, sleep, expectThrow } from './e2b_steps.mjs'
 
 async function waitUntil(cond, ms) {
   const end = Date.now() + ms

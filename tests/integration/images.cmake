@@ -31,6 +31,8 @@ stockade_script_test(NAME images_root_python LABEL integration
             /usr/lib/python3.11/__pycache__/csv.cpython-311.pyc /usr/share/zoneinfo/UTC)
 stockade_script_test(NAME images_python_runs LABEL integration TIMEOUT 120
     COMMAND ${STOCKADE_PYTHON3} ${images_check} python ${STOCKADE_IMAGE_DIR}/python)
+stockade_script_test(NAME images_data_runs LABEL integration TIMEOUT 300
+    COMMAND ${STOCKADE_PYTHON3} ${images_check} data ${STOCKADE_IMAGE_DIR}/data)
 stockade_script_test(NAME images_rebuild_minimal LABEL integration TIMEOUT 300
     COMMAND ${STOCKADE_PYTHON3} ${images_check} rebuild ${STOCKADE_IMAGE_DIR}/minimal
             ${STOCKADE_PYTHON3} ${STOCKADE_IMAGE_BUILDER} ${PROJECT_SOURCE_DIR}/images/minimal

@@ -264,6 +264,44 @@ def check_python_runs(d):
     print("python ok: CSV cleaned, zoneinfo and subprocess work")
 
 
+DATA_JOB = r"""
+import io, json, subprocess
+import numpy, scipy.linalg, pandas, openpyxl, requests, bs4
+import matplotlib.pyplot as plt
+print(scipy.linalg.inv(numpy.array([[2.0, 0.0], [0.0, 4.0]])).sum())  # BLAS/LAPACK links
+df = pandas.DataFrame({"a": [1, 2, 3]})
+buf = io.BytesIO()
+df.to_excel(buf, index=False)
+print(int(pandas.read_excel(io.BytesIO(buf.getvalue()))["a"].sum()))
+print(bs4.BeautifulSoup("<p>hi<b>x</b></p>", "lxml").b.text)
+plt.plot([1, 2])
+png = io.BytesIO()
+plt.savefig(png, format="png")
+print(png.getvalue()[:4] == b"\x89PNG")
+k = subprocess.run(["python3", "/usr/lib/stockade/kernel.py"], capture_output=True, text=True,
+                   input=json.dumps({"run": 1, "code": "x = 41\nx + 1"}) + "\n")
+print([json.loads(l).get("data", {}).get("text/plain") for l in k.stdout.splitlines()][1])
+"""
+
+
+def check_data_runs(d):
+    """The data image's stack in a chroot of its root: BLAS/LAPACK through the alternatives
+    links the recipe makes, pandas with openpyxl, bs4 with lxml, a matplotlib PNG, and the
+    code kernel answering one cell."""
+    if os.geteuid() != 0:
+        skip("chroot needs root")
+    with tempfile.TemporaryDirectory() as tmp:
+        sh(need_tool("debugfs"), "-R", f"rdump / {tmp}", os.path.join(d, "root.ext4"))
+        os.makedirs(os.path.join(tmp, "tmp"), exist_ok=True)
+        out = sh(need_tool("chroot"), tmp, "/usr/bin/python3", "-c", DATA_JOB,
+                 env={"PATH": "/usr/bin:/bin", "HOME": "/workspace", "MPLBACKEND": "Agg",
+                      "MPLCONFIGDIR": "/tmp/mpl"})
+    want = ["0.75", "6", "x", "True", "42"]
+    if out.strip().splitlines() != want:
+        raise Fail(f"data job printed {out!r}, want {want}")
+    print("data ok: numpy/scipy (BLAS, LAPACK), pandas + openpyxl, bs4 + lxml, PNG, kernel")
+
+
 def check_boot(d, timeout_s="120"):
     """Boot the image under TCG the way the daemon will (PVH vmlinux, initramfs, read-only
     root on virtio, the runner's virtio-serial port, virtio-rng) and wait until the kernel
@@ -404,7 +442,7 @@ def check_guest(d, timeout_s="240"):
 
 CHECKS = {"manifest": check_manifest, "vmlinux": check_vmlinux, "initramfs": check_initramfs,
           "root": check_root, "noop": check_noop, "rebuild": check_rebuild,
-          "python": check_python_runs, "boot": check_boot, "guest": check_guest}
+          "python": check_python_runs, "data": check_data_runs, "boot": check_boot, "guest": check_guest}
 
 
 def main():

@@ -728,6 +728,8 @@ main(int argc, char **argv)
     static const struct CMUnitTest first[] = {
         cmocka_unit_test(test_sync_ready),
         cmocka_unit_test(test_before_hello),
+    };
+    static const struct CMUnitTest hello[] = {
         cmocka_unit_test(test_hello),
     };
     static const struct CMUnitTest last[] = {
@@ -735,8 +737,8 @@ main(int argc, char **argv)
         cmocka_unit_test(test_peer_close),
         cmocka_unit_test(test_shutdown),
     };
-    size_t n =
-        ELEMENTSOF_RH(first) + rh_exec_tests_count + rh_files_tests_count + ELEMENTSOF_RH(last);
+    size_t n = ELEMENTSOF_RH(first) + 1 + ELEMENTSOF_RH(hello) + 1 + rh_exec_tests_count +
+               rh_files_tests_count + ELEMENTSOF_RH(last);
     struct CMUnitTest *all = calloc(n, sizeof(*all));
     size_t k = 0;
 
@@ -747,6 +749,9 @@ main(int argc, char **argv)
     fx.runner_path = argv[1];
     fx.cgroup_mode = strcmp(argv[2], "cgroup") == 0;
     memcpy(all + k, first, sizeof(first)), k += ELEMENTSOF_RH(first);
+    all[k++] = rh_park_before_hello[0];
+    memcpy(all + k, hello, sizeof(hello)), k += ELEMENTSOF_RH(hello);
+    all[k++] = rh_park_after_hello[0];
     memcpy(all + k, rh_exec_tests, rh_exec_tests_count * sizeof(*all)), k += rh_exec_tests_count;
     memcpy(all + k, rh_files_tests, rh_files_tests_count * sizeof(*all)), k += rh_files_tests_count;
     memcpy(all + k, last, sizeof(last));

@@ -80,6 +80,9 @@ const char *rh_sleep_secs(int k);
 void rh_drop_pending(void);
 
 /* The test lists of runner_host_exec.c and runner_host_files.c. */
+/* runner_host_park.c: one test each, before and after Hello */
+extern const struct CMUnitTest rh_park_before_hello[];
+extern const struct CMUnitTest rh_park_after_hello[];
 extern const struct CMUnitTest rh_exec_tests[];
 extern const size_t rh_exec_tests_count;
 extern const struct CMUnitTest rh_files_tests[];

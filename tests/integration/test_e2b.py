@@ -26,26 +26,27 @@ E2B_CONF = "[e2b]\nenabled = true\napi_port = 0\nenvd_port = 0\ncreate_wait_s = 
 TEXT = "hello from the SDK\nsecond line ✓\n"
 
 
-def install_sdk(build):
-    """npm install e2b@SDK_VERSION into <build>/e2b-sdk, unless it is there already."""
+def install_sdk(build, package="e2b", version=SDK_VERSION, folder="e2b-sdk"):
+    """npm install package@version into <build>/<folder>, unless it is there already
+    (test_e2b_code.py installs @e2b/code-interpreter the same way)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         skip("Node.js and npm are needed (Debian packages nodejs, npm)")
-    root = os.path.join(build, "e2b-sdk")
-    pkg = os.path.join(root, "node_modules", "e2b", "package.json")
+    root = os.path.join(build, folder)
+    pkg = os.path.join(root, "node_modules", *package.split("/"), "package.json")
     try:
         with open(pkg) as f:
-            if json.load(f).get("version") == SDK_VERSION:
+            if json.load(f).get("version") == version:
                 return node, root
     except (OSError, ValueError):
         pass
     os.makedirs(root, exist_ok=True)
     with open(os.path.join(root, "package.json"), "w") as f:
-        json.dump({"name": "stockade-e2b-it", "private": True}, f)
-    r = subprocess.run([npm, "install", "--no-audit", "--no-fund", f"e2b@{SDK_VERSION}"],
+        json.dump({"name": f"stockade-{folder}-it", "private": True}, f)
+    r = subprocess.run([npm, "install", "--no-audit", "--no-fund", f"{package}@{version}"],
                        cwd=root, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        skip(f"npm install e2b@{SDK_VERSION} failed: {r.stderr[-2000:]}")
+        skip(f"npm install {package}@{version} failed: {r.stderr[-2000:]}")
     return node, root
 
 
@@ -64,7 +65,8 @@ def no_quota_tenant(d):
 
 def run_sdk(d, node, root):
     api, envd = e2b_ports(d)
-    shutil.copy(os.path.join(HERE, "e2b_sdk.mjs"), os.path.join(root, "e2b_sdk.mjs"))
+    for name in ("e2b_sdk.mjs", "e2b_steps.mjs"):
+        shutil.copy(os.path.join(HERE, name), os.path.join(root, name))
     env = dict(os.environ, E2B_API_URL=f"http://127.0.0.1:{api}",
                E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token,
                E2B_QUOTA_KEY=no_quota_tenant(d))

@@ -180,6 +180,8 @@ class Daemon:
             lines += [f"[pool {name}]", f"image = {p.get('image', name)}",
                       f"memory_mib = {p.get('memory_mib', 256)}",
                       f"warm = {p.get('warm', 1)}", f"slots = {p.get('slots', 2)}"]
+            if "code_kernel" in p:
+                lines.append(f"code_kernel = {'true' if p['code_kernel'] else 'false'}")
         return "\n".join(lines) + "\n" + self.extra_conf
 
     def start(self):

@@ -15,3 +15,7 @@ target_link_options(unit_sessions_events PRIVATE -Wl,--wrap=pool_release
 # hostd/sessions: artifact retention's removal job on a real SQLite file.
 stockade_test(NAME unit_sessions_artifacts LABEL unit SOURCES test_sessions_artifacts.c
               LIBS stockade_sessions stockade_pool stockade_egress stockade_store PkgConfig::CMOCKA)
+
+# hostd/sessions/code_wire.c: the code kernel's lines (hostile) and the request line.
+stockade_test(NAME unit_code_wire LABEL unit SOURCES test_code_wire.c
+              LIBS stockade_code_wire PkgConfig::CMOCKA)

@@ -26,7 +26,7 @@ test_defaults_and_file(void **state)
     const char *text = "# comment\n[daemon]\nstate_dir = /srv/stk\naccel=tcg\n"
                        "workspace_mib = 256\nrefill_holdoff_ms = 0\n\n[limits]\ncpu_quota_percent = 50\n"
                        "[timeouts]\nboot_s = 30\n[pool py]\nimage = python\nwarm = 3\n"
-                       "slots = 5\nmemory_mib = 384\n";
+                       "slots = 5\nmemory_mib = 384\ncode_kernel = true\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_string_equal(cfg.state_dir, "/srv/stk");
@@ -40,8 +40,11 @@ test_defaults_and_file(void **state)
     assert_string_equal(cfg.shapes[0].image_dir, "/usr/share/stockade/images/python");
     assert_int_equal(cfg.shapes[0].warm, 3);
     assert_int_equal(cfg.shapes[0].memory_mib, 384);
+    assert_true(cfg.shapes[0].code_kernel);
     assert_int_equal(cfg.pool.guest_memory, POOL_GUEST_MEMORY_DEFAULT);
     assert_string_equal(cfg.pool.template_dir, "");
+    assert_int_equal(parse("[pool py]\n", &e), 0);
+    assert_false(cfg.shapes[0].code_kernel); /* off unless asked for */
 }
 
 static void
@@ -84,6 +87,7 @@ test_rejects(void **state)
         {"[pool a]\n[pool a]\n", "defined twice"},
         {"[pool a]\nimage = ../etc\n", "image must be a simple name"},
         {"[pool a]\ncolour = red\n", "unknown key 'colour'"},
+        {"[pool a]\ncode_kernel = yes\n", "code_kernel must be true or false"},
         {"[daemon]\njunk\n", "expected key = value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

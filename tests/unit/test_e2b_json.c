@@ -112,7 +112,8 @@ test_render_sandbox(void **state)
     assert_dump(e2b_render_sandbox(&v),
                 "{\"alias\":\"base\",\"clientID\":\"stockade\",\"domain\":\"stockade.local\","
                 "\"envdAccessToken\":\"tok\",\"envdVersion\":\"" E2B_ENVD_VERSION "\","
-                "\"sandboxID\":\"abcdefghijklmnopqrstuvwxyz\",\"templateID\":\"base\"}");
+                "\"sandboxID\":\"abcdefghijklmnopqrstuvwxyz\",\"templateID\":\"base\","
+                "\"trafficAccessToken\":\"tok\"}");
     assert_dump(e2b_render_detail(&v, true),
                 "{\"alias\":\"base\",\"clientID\":\"stockade\",\"cpuCount\":1,\"diskSizeMB\":128,"
                 "\"endAt\":\"2026-11-29T23:18:38.759Z\",\"envdVersion\":\"" E2B_ENVD_VERSION "\","

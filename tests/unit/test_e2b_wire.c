@@ -277,6 +277,32 @@ test_config_section(void **state)
     error_free(e);
 }
 
+/* code-interpreter-v1 maps to the data pool when the daemon has one, unless the operator
+ * wrote a template_map (then only that map counts). */
+static void
+test_config_code_template(void **state)
+{
+    (void) state;
+    static DaemonConfig cfg;
+    Error *e = NULL;
+    const char *with_map = "[e2b]\ntemplate_map = base=minimal\n";
+
+    config_defaults(&cfg, "/usr/share/stockade/images");
+    assert_null(e2b_config_template_pool(&cfg.e2b, E2B_CODE_TEMPLATE));
+    config_add_data_pool(&cfg);
+    assert_string_equal(e2b_config_template_pool(&cfg.e2b, E2B_CODE_TEMPLATE), "data");
+    assert_string_equal(e2b_config_template_pool(&cfg.e2b, "base"), "python");
+    e2b_config_default_template(&cfg.e2b, E2B_CODE_TEMPLATE, "python"); /* mapped already */
+    assert_string_equal(e2b_config_template_pool(&cfg.e2b, E2B_CODE_TEMPLATE), "data");
+    assert_int_equal(cfg.e2b.n_templates, 2);
+
+    config_defaults(&cfg, "/usr/share/stockade/images");
+    assert_int_equal(config_parse(&cfg, with_map, strlen(with_map), &e), 0);
+    config_add_data_pool(&cfg);
+    assert_null(e2b_config_template_pool(&cfg.e2b, E2B_CODE_TEMPLATE));
+    assert_string_equal(e2b_config_template_pool(&cfg.e2b, "base"), "minimal");
+}
+
 int
 main(void)
 {
@@ -285,7 +311,7 @@ main(void)
         cmocka_unit_test(test_paths),         cmocka_unit_test(test_cwd),
         cmocka_unit_test(test_command),       cmocka_unit_test(test_metadata_query),
         cmocka_unit_test(test_pages_and_times), cmocka_unit_test(test_config_keys),
-        cmocka_unit_test(test_config_section),
+        cmocka_unit_test(test_config_section), cmocka_unit_test(test_config_code_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -308,7 +308,8 @@ test_prepare_limits(void **state)
     p.workspace_device = "/dev/vda"; /* the root disk is never the workspace */
     assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
 
-    /* the warm-up's exec id is reserved: a session's Exec may not use it */
+    /* the warm-up's and the parked process's exec ids are reserved: a session's Exec may
+     * not use them */
     Stockade__Runner__Exec e = STOCKADE__RUNNER__EXEC__INIT;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &e;
@@ -316,8 +317,51 @@ test_prepare_limits(void **state)
     e.argv = argv;
     e.n_argv = 1;
     assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
-    e.exec_id = EXEC_ID_WARMUP - 1;
+    e.exec_id = EXEC_ID_PARKED;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    e.exec_id = EXEC_ID_PARKED - 1;
+    e.adopt = true;
     assert_int_equal(msg_check_host(&m, err, sizeof(err)), 0);
+}
+
+static void
+test_prestart_checks(void **state)
+{
+    (void) state;
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Prestart p = STOCKADE__RUNNER__PRESTART__INIT;
+    char err[256], long_arg[WARMUP_ARG_MAX_BYTES + 2];
+    char *argv[WARMUP_ARGV_MAX_COUNT + 1] = {"python3", "/usr/lib/stockade/kernel.py"};
+
+    m.req_id = 1;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_PRESTART;
+    m.prestart = &p;
+    p.argv = argv;
+    p.n_argv = 2;
+    p.uid = p.gid = 1000;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), 0);
+    p.uid = 0; /* never as root */
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    p.uid = 1000;
+    p.gid = 0;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    p.gid = 1000;
+    p.n_argv = 0;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    for (size_t i = 0; i < (sizeof(argv) / sizeof(argv[0])); i++)
+        argv[i] = argv[i] ? argv[i] : "x";
+    p.n_argv = (sizeof(argv) / sizeof(argv[0])); /* one over the count */
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    p.n_argv = 2;
+    memset(long_arg, 'a', sizeof(long_arg) - 1);
+    long_arg[sizeof(long_arg) - 1] = '\0';
+    argv[1] = long_arg;
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    argv[1] = "";
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
+    m.req_id = 0; /* answered: needs a req_id */
+    argv[1] = "k.py";
+    assert_int_equal(msg_check_host(&m, err, sizeof(err)), -1);
 }
 
 static void
@@ -518,6 +562,7 @@ main(void)
         cmocka_unit_test(test_hello_mutations),
         cmocka_unit_test(test_exec_limits),
         cmocka_unit_test(test_prepare_limits),
+        cmocka_unit_test(test_prestart_checks),
         cmocka_unit_test(test_guest_checks),
         cmocka_unit_test(test_tunnel_checks),
         cmocka_unit_test(test_decode_garbage),

@@ -1,0 +1,222 @@
+/* Stateful code routes (issue 18): code runs and their contexts on a running session.
+ *   POST   /v1/sessions/{id}/code                        {code, context?, timeout_ms?, env?}
+ *   GET    /v1/sessions/{id}/contexts
+ *   POST   /v1/sessions/{id}/contexts                    {cwd?, env?}
+ *   DELETE /v1/sessions/{id}/contexts/{ctx}
+ *   POST   /v1/sessions/{id}/contexts/{ctx}/restart | interrupt
+ * Results arrive as code.* events in the session's stream (sessions.h); a run answers at once
+ * with its ids and the seq to follow from. Bodies are checked here, on the connection thread;
+ * the work happens on the loop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "code_wire.h"
+
+typedef enum { CTX_DELETE, CTX_RESTART, CTX_INTERRUPT } CtxAction;
+
+typedef struct CodeReq {
+    uint32_t context;
+    CtxAction action;
+    EnvPair *env;
+    size_t n_env;
+} CodeReq;
+
+static void
+code_req_free(CodeReq *r)
+{
+    if (r) {
+        api_free_env(r->env, r->n_env);
+        free(r);
+    }
+}
+
+static int
+parse_context_id(const char *s, uint32_t *ret)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (!*s || *end || v == 0 || v > UINT32_MAX)
+        return -1;
+    *ret = (uint32_t) v;
+    return 0;
+}
+
+static void
+run_on_loop(ApiCtx *c)
+{
+    CodeReq *r = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    json_t *code = json_object_get(c->body, "code"), *t = json_object_get(c->body, "timeout_ms");
+    SessionsCodeRun run;
+    int rc = sessions_code_run(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2],
+                               r->context, json_string_value(code), json_string_length(code),
+                               t ? (uint64_t) json_integer_value(t) : 0,
+                               json_object_get(c->body, "env"), &run, &err);
+    code_req_free(r);
+    if (rc < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:I,s:I,s:I,s:I}", "context", (json_int_t) run.context,
+                                         "run", (json_int_t) run.run, "exec_id",
+                                         (json_int_t) run.exec_id, "after",
+                                         (json_int_t) run.after_seq));
+}
+
+/* context (optional, a number), env (as an exec's), the rest checked by sessions. */
+static int
+parse_code_body(ApiCtx *c, CodeReq *r, Error **errp)
+{
+    json_t *code = json_object_get(c->body, "code"), *ctx = json_object_get(c->body, "context");
+    json_t *t = json_object_get(c->body, "timeout_ms");
+
+    if (!json_is_string(code) || json_string_length(code) > CODE_SOURCE_MAX_BYTES)
+        return error_set(errp, E_INVALID, 0, "code must be a string of at most %u bytes",
+                         CODE_SOURCE_MAX_BYTES);
+    if (ctx && (!json_is_integer(ctx) || json_integer_value(ctx) < 1 ||
+                json_integer_value(ctx) > UINT32_MAX))
+        return error_set(errp, E_INVALID, 0, "context must be a context id");
+    if (t && (!json_is_integer(t) || json_integer_value(t) < 0 ||
+              (uint64_t) json_integer_value(t) > CODE_TIMEOUT_MAX_MS))
+        return error_set(errp, E_INVALID, 0, "timeout_ms must be 0..%llu",
+                         (unsigned long long) CODE_TIMEOUT_MAX_MS);
+    r->context = ctx ? (uint32_t) json_integer_value(ctx) : 0;
+    return api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, errp);
+}
+
+void
+route_code_run(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    CodeReq *r = calloc(1, sizeof(*r));
+
+    if (!api_session_id(c, 2)) {
+        free(r);
+        return;
+    }
+    if (!r || api_parse_body(c, &err) < 0 || parse_code_body(c, r, &err) < 0) {
+        code_req_free(r);
+        if (!err)
+            error_set(&err, E_INTERNAL, ENOMEM, "request");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = r;
+    api_on_loop(c, run_on_loop);
+}
+
+static void
+context_new_on_loop(ApiCtx *c)
+{
+    CodeReq *r = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    json_t *cwd = json_object_get(c->body, "cwd");
+    uint32_t id;
+    int rc = sessions_code_context_new(c->api->d.sessions, c->admin ? NULL : c->tenant,
+                                       c->seg[2], json_string_value(cwd), r->env, r->n_env, &id,
+                                       &err);
+    code_req_free(r);
+    if (rc < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 201, json_pack("{s:I}", "context", (json_int_t) id));
+}
+
+void
+route_context_create(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    CodeReq *r = calloc(1, sizeof(*r));
+    json_t *cwd;
+
+    if (!api_session_id(c, 2)) {
+        free(r);
+        return;
+    }
+    if (!r || api_parse_body(c, &err) < 0 ||
+        api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, &err) < 0 ||
+        ((cwd = json_object_get(c->body, "cwd")) && !json_is_string(cwd) &&
+         error_set(&err, E_INVALID, 0, "cwd must be a string") < 0)) {
+        code_req_free(r);
+        if (!err)
+            error_set(&err, E_INTERNAL, ENOMEM, "request");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = r;
+    api_on_loop(c, context_new_on_loop);
+}
+
+static void
+context_list_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    json_t *a;
+    if (sessions_code_contexts(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], &a,
+                               &err) < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 200, json_pack("{s:o}", "contexts", a));
+}
+
+void
+route_context_list(ApiCtx *c)
+{
+    if (api_session_id(c, 2))
+        api_on_loop(c, context_list_on_loop);
+}
+
+static void
+context_action_on_loop(ApiCtx *c)
+{
+    CodeReq *r = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    Sessions *s = c->api->d.sessions;
+    const char *tenant = c->admin ? NULL : c->tenant;
+    int rc = r->action == CTX_DELETE    ? sessions_code_context_delete(s, tenant, c->seg[2],
+                                                                       r->context, &err)
+             : r->action == CTX_RESTART ? sessions_code_context_restart(s, tenant, c->seg[2],
+                                                                        r->context, &err)
+                                        : sessions_code_interrupt(s, tenant, c->seg[2],
+                                                                  r->context, &err);
+    uint32_t id = r->context;
+    code_req_free(r);
+    if (rc < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 200, json_pack("{s:I}", "context", (json_int_t) id));
+}
+
+static void
+context_action(ApiCtx *c, CtxAction action)
+{
+    CodeReq *r;
+    if (!api_session_id(c, 2))
+        return;
+    if (!(r = calloc(1, sizeof(*r))) || parse_context_id(c->seg[4], &r->context) < 0) {
+        free(r);
+        api_reply_errorf(c, E_NOT_FOUND, "no such code context");
+        return;
+    }
+    r->action = action;
+    c->extra = r;
+    api_on_loop(c, context_action_on_loop);
+}
+
+void
+route_context_delete(ApiCtx *c)
+{
+    context_action(c, CTX_DELETE);
+}
+
+void
+route_context_restart(ApiCtx *c)
+{
+    context_action(c, CTX_RESTART);
+}
+
+void
+route_context_interrupt(ApiCtx *c)
+{
+    context_action(c, CTX_INTERRUPT);
+}

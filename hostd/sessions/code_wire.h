@@ -1,0 +1,48 @@
+/* The code kernel's line protocol, host end (the kernel: images/data/overlay/usr/lib/
+ * stockade/kernel.py, whose header documents the lines). Pure: no I/O, any thread, fuzzable.
+ * Every line comes from the guest and is hostile: it is parsed only below CODE_LINE_MAX_BYTES,
+ * each field is checked for type and size, result formats other than CODE_MIMES are dropped,
+ * and PNG/HTML stay opaque strings (never decoded or interpreted here). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define CODE_LINE_MAX_BYTES (8u << 20)   /* one kernel line: a result with its PNG, base64 */
+#define CODE_SOURCE_MAX_BYTES (1u << 20) /* a cell's source, from the API */
+#define CODE_FIELD_MAX_BYTES (4u << 20)  /* one format of a result, one traceback */
+#define CODE_NAME_MAX_BYTES 256          /* an error's name */
+#define CODE_RESULTS_MAX 32              /* results of one run; later ones are dropped */
+#define CODE_TIMEOUT_MAX_MS (24ull * 3600 * 1000)
+
+typedef enum {
+    CODE_MSG_READY = 1,
+    CODE_MSG_STDOUT,
+    CODE_MSG_STDERR,
+    CODE_MSG_RESULT,
+    CODE_MSG_ERROR,
+    CODE_MSG_DONE,
+} CodeMsgType;
+
+typedef struct CodeMsg {
+    CodeMsgType type;
+    uint32_t run;   /* 0 for ready */
+    char *text;     /* stdout/stderr: owned, text_len bytes (UTF-8 from the kernel, unchecked) */
+    size_t text_len;
+    json_t *attrs;  /* owned: result {main, data{mime: value}}, error {name, value, traceback},
+                       done {execution_count}; NULL for the rest */
+} CodeMsg;
+
+/* Parses one line (without its newline). E_INVALID with a reason for anything malformed;
+ * *ret untouched then. */
+int code_msg_parse(const char *line, size_t len, CodeMsg *ret, Error **errp);
+void code_msg_clear(CodeMsg *m);
+
+/* The request line for one cell, newline included (NULL on ENOMEM). env may be NULL. */
+char *code_request_line(uint32_t run, const char *code, size_t code_len, uint64_t timeout_ms,
+                        json_t *env /* borrowed: an object of strings, or NULL */,
+                        size_t *ret_len);

@@ -1,0 +1,257 @@
+"""Stockade's code kernel: one stateful Python interpreter per code context (issue 18).
+
+The host starts this as an ordinary exec of the session (stdin open), so the runner's
+cgroups, output caps, signals and the session's lifetime apply to it unchanged. A pool with
+code_kernel starts one in each guest before the guest is saved (runner.proto Prestart): it
+imports numpy, pandas and matplotlib there, says "ready", and waits; the session's first
+context adopts it (Exec.adopt), and the runner then writes one header before any request:
+"STOCKADE-ADOPT <n>\n" and n bytes, the cwd and the exec's environment as NUL-ended
+strings, which the kernel takes as its own. A restored guest's Prepare may first send
+"STOCKADE-WARMUP\n" (runner.proto Prepare.warm_parked): the kernel then runs a cell of its own
+through the whole request path, silently, so that under TCG the emulator has translated that
+path again before a session waits on it. Otherwise it reads one JSON request per line on
+stdin and answers with JSON lines on its original stdout:
+
+  in:  {"run": N, "code": "...", "timeout_ms": T (0 = none), "env": {"NAME": "value"}}
+  out: {"type": "ready", "pid": P}                       once, when it can take cells
+       {"run": N, "type": "stdout"|"stderr", "text": "..."}   as the cell prints
+       {"run": N, "type": "result", "main": bool, "data": {mime: value}}
+       {"run": N, "type": "error", "name": "...", "value": "...", "traceback": "..."}
+       {"run": N, "type": "done", "execution_count": K}
+
+Why not Jupyter: ipykernel needs ZeroMQ sockets, a connection file and a client speaking
+the Jupyter wire protocol (HMAC-signed multipart messages) inside the guest, plus tornado,
+pyzmq and their dependencies in the image; a stateful exec with JSON lines gives the same
+semantics (globals, execution count, rich results, interrupts) in one small file, and
+keeps every byte on the channel the host already parses, bounds and records.
+
+The cell's globals persist between runs. The last statement, when it is an expression, is
+evaluated and rendered (text/plain by repr; text/html, image/png, image/svg+xml,
+text/markdown, text/latex, application/json by the _repr_*_ methods; a matplotlib Figure as
+PNG). Figures left open by a cell come back as further results and are closed. SIGINT (the
+host's interrupt) and the run's timeout (SIGALRM) raise inside the cell: the run ends with
+an error and the context keeps its globals. Output written at the file-descriptor level
+(subprocesses, C code) leaves through the exec's stderr, which the host attributes to the
+running cell. Everything here is the workload's side: the host trusts none of it.
+"""
+import ast
+import base64
+import importlib
+import io
+import json
+import os
+import signal
+import sys
+import traceback
+
+TEXT_MAX = 1 << 20  # one rendered representation; the host caps again
+ADOPT = b"STOCKADE-ADOPT "
+WARMUP = b"STOCKADE-WARMUP\n"
+WARMUP_CELL = "x = 41\nprint(end='')\nx + 1"
+ADOPT_MAX = 1 << 20  # the runner's header: cwd and environment (256 KiB of it at most)
+# imported before "ready": in a pre-started kernel, once per snapshot instead of per session
+PRELOAD = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
+MIMES = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
+         ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"),
+         ("text/latex", "_repr_latex_"), ("application/json", "_repr_json_"))
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib-%d" % os.getuid())
+PROTO = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
+os.dup2(2, 1)  # fd-level writes to stdout must never corrupt the protocol
+
+
+def send(msg):
+    PROTO.write(json.dumps(msg, ensure_ascii=False) + "\n")
+    PROTO.flush()
+
+
+class Stream(io.TextIOBase):
+    """sys.stdout / sys.stderr during a cell: whole lines leave as they are printed."""
+
+    def __init__(self, name):
+        self.name, self.run, self.buf = name, 0, ""
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        self.buf += s
+        cut = self.buf.rfind("\n")
+        if cut >= 0 or len(self.buf) > 65536:
+            cut = cut + 1 if cut >= 0 else len(self.buf)
+            text, self.buf = self.buf[:cut], self.buf[cut:]
+            send({"run": self.run, "type": self.name, "text": text})
+        return len(s)
+
+    def flush(self):
+        if self.buf:
+            text, self.buf = self.buf, ""
+            send({"run": self.run, "type": self.name, "text": text})
+
+
+def on_alarm(signo, frame):
+    raise TimeoutError("the cell ran longer than its timeout")
+
+
+def clip(s):
+    return s if len(s) <= TEXT_MAX else s[:TEXT_MAX] + "\n[truncated]"
+
+
+def figure_png(fig):
+    out = io.BytesIO()
+    fig.savefig(out, format="png", bbox_inches="tight")
+    return base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def render(value):
+    data = {}
+    if type(value).__name__ == "Figure" and hasattr(value, "savefig"):
+        data["image/png"] = figure_png(value)
+    for mime, meth in MIMES:
+        fn = getattr(value, meth, None)
+        if mime in data or not callable(fn) or isinstance(value, type):
+            continue
+        try:
+            got = fn()
+        except Exception:
+            continue
+        if got is None:
+            continue
+        if isinstance(got, tuple):
+            got = got[0]
+        if mime == "application/json":
+            data[mime] = got
+        elif isinstance(got, bytes):
+            data[mime] = base64.b64encode(got).decode("ascii")
+        elif isinstance(got, str):
+            data[mime] = clip(got)
+    data["text/plain"] = clip(repr(value))
+    return data
+
+
+def open_figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    figs = [plt.figure(n) for n in plt.get_fignums()]
+    plt.close("all")
+    return figs
+
+
+def run_cell(req, ns):
+    tree = ast.parse(req.get("code", ""), "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<cell>", "exec"), ns)
+    value = eval(compile(last, "<cell>", "eval"), ns) if last is not None else None
+    results = [{"main": False, "data": {"image/png": figure_png(f), "text/plain": repr(f)}}
+               for f in open_figures() if f is not value]
+    if value is not None:
+        ns["_"] = value
+        results.append({"main": True, "data": render(value)})
+    return results
+
+
+def report_error(run, exc):
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    # drop the kernel's own frames: the user's cell starts at "<cell>"
+    lines = [tb[0]] + [t for t in tb[1:] if "kernel.py" not in t]
+    send({"run": run, "type": "error", "name": type(exc).__name__, "value": str(exc),
+          "traceback": "".join(lines)})
+
+
+def preload():
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # an image without it: the cell's own import says so
+            pass
+
+
+def adopt(stdin, line):
+    """Takes the runner's adopt header: the exec's cwd and environment become the kernel's."""
+    try:
+        n = int(line[len(ADOPT):])
+    except ValueError:
+        return
+    body = stdin.read(min(max(n, 0), ADOPT_MAX))
+    parts = body.split(b"\0")
+    env = [p.partition(b"=") for p in parts[1:] if b"=" in p]
+    os.environb.clear()
+    os.environb.update({k: v for k, _, v in env})
+    try:
+        os.chdir(parts[0])
+    except OSError:
+        pass
+
+
+def warm():
+    """One cell through parse, exec, render and encode, in a namespace of its own; sends nothing."""
+    try:
+        ns = {"__name__": "__warmup__", "__builtins__": __builtins__}
+        results = run_cell({"code": WARMUP_CELL}, ns)
+        json.dumps([dict(r, run=0, type="result") for r in results], ensure_ascii=False)
+    except Exception:
+        pass
+
+
+def serve():
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    preload()
+    out, err = Stream("stdout"), Stream("stderr")
+    sys.stdout, sys.stderr = out, err
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    count = 0
+    send({"type": "ready", "pid": os.getpid()})
+    stdin = sys.stdin.buffer
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            return
+        if raw.startswith(ADOPT):
+            adopt(stdin, raw)
+            continue
+        if raw == WARMUP:
+            warm()
+            continue
+        try:
+            req = json.loads(raw.decode("utf-8", errors="replace"))
+            run = int(req.get("run", 0))
+        except (ValueError, AttributeError, TypeError):
+            continue
+        count += 1
+        out.run = err.run = run
+        saved = dict(os.environ)
+        try:
+            os.environ.update({str(k): str(v) for k, v in (req.get("env") or {}).items()})
+            timeout = max(0, int(req.get("timeout_ms") or 0)) / 1000.0
+            # interrupts and the timer reach the cell only: between cells they are ignored,
+            # so the protocol lines are never cut short
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                results = run_cell(req, ns)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            out.flush()
+            err.flush()
+            for r in results:
+                send(dict(r, run=run, type="result"))
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt end the cell only
+            out.flush()
+            err.flush()
+            report_error(run, exc)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        send({"run": run, "type": "done", "execution_count": count})
+
+
+if __name__ == "__main__":
+    serve()

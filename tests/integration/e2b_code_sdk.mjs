@@ -1,0 +1,105 @@
+// The real E2B Code Interpreter SDK (npm @e2b/code-interpreter@2.8.0) against a live stockaded
+// with a data pool (run by test_e2b_code.py, which sets E2B_API_URL, E2B_SANDBOX_URL and
+// E2B_API_KEY). Each step prints one JSON line {"step": ..., ...} with what the SDK observed;
+// test_e2b_code.py checks them. Exit 0 when every step ran (the checks are the harness's), 1
+// on an unexpected throw.
+import { Sandbox, NotFoundError, SandboxError, TimeoutError } from '@e2b/code-interpreter'
+
+import { now, report, expectThrow } from './e2b_steps.mjs'
+
+// Guests run under TCG here: a cell (the first one starts the kernel) may take long.
+const SLOW = { timeoutMs: 600_000, requestTimeoutMs: 600_000 }
+
+const summary = (x) => ({
+  text: x.text ?? null,
+  error: x.error ? { name: x.error.name, value: x.error.value, traceback: x.error.traceback } : null,
+  results: x.results.map((r) => ({ main: r.isMainResult, formats: r.formats(), text: r.text ?? null })),
+  stdout: x.logs.stdout,
+  count: x.executionCount ?? null,
+})
+
+// 1. create: the SDK's default template, code-interpreter-v1 (the data pool)
+let c0 = now()
+const sbx = await Sandbox.create({ timeoutMs: 1_800_000, requestTimeoutMs: 300_000 })
+report('create', { id: sbx.sandboxId, seconds: now() - c0 })
+
+// 2. state across runs of the default context
+c0 = now()
+const a = await sbx.runCode('x = 41', SLOW)
+const firstSeconds = now() - c0
+const b = await sbx.runCode('x + 1', SLOW)
+report('state', { a: summary(a), b: summary(b), firstSeconds })
+
+// 3. print lines reach onStdout as printed, not at the end
+const lines = []
+c0 = now()
+const p = await sbx.runCode("import time\nprint('one')\ntime.sleep(1.5)\nprint('two')",
+  { ...SLOW, onStdout: (m) => lines.push({ t: now() - c0, line: m.line }) })
+report('stdout', { lines, total: now() - c0, run: summary(p) })
+
+// 4. a matplotlib figure: png (base64, opaque); a DataFrame: html
+const fig = await sbx.runCode(
+  "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.show()", SLOW)
+const png = fig.results.find((r) => r.png)?.png
+report('plot', {
+  run: summary(fig),
+  pngMagic: png ? Buffer.from(png, 'base64').subarray(0, 8).toString('hex') : null,
+  pngBytes: png ? Buffer.from(png, 'base64').length : 0,
+})
+const df = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})", SLOW)
+report('dataframe', { run: summary(df), html: df.results.find((r) => r.isMainResult)?.html ?? null })
+
+// 5. an exception
+const z = await sbx.runCode('1/0', SLOW)
+report('error', { run: summary(z) })
+
+// 6. a cell that never ends, given up by the SDK's timeoutMs: the cell is interrupted and the
+// context (with x) stays usable
+c0 = now()
+const loop = await expectThrow(() => sbx.runCode('while True:\n    pass', { timeoutMs: 8000 }))
+const loopSeconds = now() - c0
+c0 = now()
+// 120 s: far beyond a cell in a running kernel, short of waiting out a loop nobody stopped
+const after = await expectThrow(() => sbx.runCode('x', { timeoutMs: 120_000 }))
+report('timeout', {
+  threw: loop.threw, isTimeout: loop.e instanceof TimeoutError, name: loop.name, message: loop.message,
+  seconds: loopSeconds, afterSeconds: now() - c0,
+  after: after.threw ? { text: null, error: { name: after.name, value: after.message } } : summary(after.value),
+})
+
+// 7. a second context: its own globals; restart clears them; delete removes it
+const ctx = await sbx.createCodeContext({ cwd: '/home/user' })
+const noX = await sbx.runCode('x', { ...SLOW, context: ctx })
+await sbx.runCode("y = 'two'", { ...SLOW, context: ctx })
+const hasY = await sbx.runCode('y', { ...SLOW, context: ctx })
+const defaultNoY = await sbx.runCode('y', SLOW)
+const listed = await sbx.listCodeContexts()
+await sbx.restartCodeContext(ctx)
+const restarted = await sbx.runCode('y', { ...SLOW, context: ctx })
+await sbx.removeCodeContext(ctx.id)
+const listedAfter = await sbx.listCodeContexts()
+const deleted = await expectThrow(() => sbx.runCode('1', { ...SLOW, context: ctx }))
+report('contexts', {
+  ctx, noX: summary(noX), hasY: summary(hasY), defaultNoY: summary(defaultNoY), listed,
+  restarted: summary(restarted), listedAfter,
+  deleted: { threw: deleted.threw, isNotFound: deleted.e instanceof NotFoundError, message: deleted.message },
+})
+
+// 8. refusals: another language; a call without the sandbox's token
+const lang = await expectThrow(() => sbx.runCode('1', { language: 'r' }))
+const url = `${process.env.E2B_SANDBOX_URL}/execute`
+const headers = { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49999' }
+const noToken = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ code: '1' }) })
+const badToken = await fetch(url, {
+  method: 'POST', headers: { ...headers, 'X-Access-Token': 'x'.repeat(64) }, body: JSON.stringify({ code: '1' }),
+})
+report('refusals', {
+  lang: { threw: lang.threw, isSandboxError: lang.e instanceof SandboxError, message: lang.message },
+  noToken: noToken.status, badToken: badToken.status,
+})
+
+await sbx.kill()
+report('done', {})
+// runCode leaves its requestTimeoutMs timer armed when the answer is an error (the 404
+// above): without this, node would wait it out before exiting.
+process.exit(0)

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Stateful code contexts on the native API (issue 18): real daemon, real data-image guests.
+
+    test_code.py
+
+One session of the data pool; every case of the issue without the SDK: x = 41 then x + 1
+gives the main result text 42; print lines arrive as separate code.stdout events while the
+cell runs (their timestamps apart); a matplotlib figure comes back as image/png that decodes
+as a PNG; a DataFrame as text/html; 1/0 as ZeroDivisionError; a while-True cell with
+timeout_ms ends as TimeoutError and the context still has x; two contexts keep separate
+globals; restart clears them; an interrupt ends a running cell with KeyboardInterrupt.
+The pool pre-starts the kernel (code_kernel, the default of the data pool): the first context
+adopts it (exec.started says adopted, pandas is imported already, and it has the session's
+cwd and environment), a second context starts its own.
+"""
+import base64
+import datetime
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon, skip  # noqa: E402
+
+POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
+
+
+def ts(ev):
+    return datetime.datetime.strptime(ev["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def adopted(d, sid, exec_id):
+    started = [ev for ev in d.events(sid) if ev["type"] == "exec.started" and
+               ev.get("exec_id") == exec_id]
+    if len(started) != 1:
+        raise AssertionError(f"exec {exec_id}: exec.started events {started}")
+    return started[0]["adopted"]
+
+
+def run(d, sid, code, context=None, timeout_ms=None, wait=600):
+    body = {"code": code}
+    if context:
+        body["context"] = context
+    if timeout_ms:
+        body["timeout_ms"] = timeout_ms
+    r = d.post(f"/v1/sessions/{sid}/code", body)
+    out = {"stdout": [], "stderr": [], "results": [], "error": None, "ctx": r["context"],
+           "exec_id": r["exec_id"]}
+    for ev in d.events(sid, after=r["after"], follow=True, timeout=wait):
+        if not ev["type"].startswith("code.") or ev.get("run") != r["run"]:
+            continue
+        t = ev["type"][5:]
+        if t in ("stdout", "stderr"):
+            out[t].append(ev)
+        elif t == "result":
+            out["results"].append(ev)
+        elif t == "error":
+            out["error"] = ev
+        elif t == "done":
+            out["count"] = ev["execution_count"]
+            return out
+    raise AssertionError(f"run {r} never finished")
+
+
+def main_text(out):
+    mains = [r["data"]["text/plain"] for r in out["results"] if r["main"]]
+    return mains[0] if mains else None
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what, flush=True)
+
+
+def main():
+    images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
+        os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
+    if not os.path.exists(os.path.join(images, "data", "manifest.json")):
+        skip("the data image is not built")
+    with Daemon(pools=POOLS) as d:
+        d.wait_ready()
+        sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800,
+                                      "env": {"STOCKADE_TEST_VAR": "from-session"}})["id"]
+        d.wait_state(sid, "running")
+        t0 = time.monotonic()
+        a = run(d, sid, "x = 41")
+        print(f"first run (adopted kernel + x = 41): {time.monotonic() - t0:.2f} s")
+        check(a["error"] is None and a["results"] == [], "x = 41 has no result")
+        check(adopted(d, sid, a["exec_id"]) is True, "the first context adopted the pre-started kernel")
+        e = run(d, sid, "import os, sys\n"
+                "('pandas' in sys.modules, os.getcwd(), os.environ.get('STOCKADE_TEST_VAR'), "
+                "os.environ.get('HOME'))")
+        check(main_text(e) == "(True, '/workspace', 'from-session', '/workspace')",
+              f"pandas imported before, the session's cwd and environment ({main_text(e)})")
+        b = run(d, sid, "x + 1")
+        check(main_text(b) == "42", f"x + 1 -> 42 (got {main_text(b)!r})")
+        p = run(d, sid, "import time\nfor i in range(3):\n    print('line', i)\n    time.sleep(0.5)")
+        texts = [e["data"] for e in p["stdout"]]
+        gaps = [round(ts(y) - ts(x), 2) for x, y in zip(p["stdout"], p["stdout"][1:])]
+        print("print events:", texts, "gaps (s):", gaps)
+        check(texts == ["line 0\n", "line 1\n", "line 2\n"] and min(gaps) >= 0.3,
+              "print lines stream as printed")
+        m = run(d, sid, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.show()")
+        pngs = [r["data"]["image/png"] for r in m["results"] if "image/png" in r["data"]]
+        check(m["error"] is None and pngs and
+              base64.b64decode(pngs[0])[:8] == b"\x89PNG\r\n\x1a\n", "matplotlib figure -> PNG")
+        f = run(d, sid, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]})")
+        html = [r["data"].get("text/html", "") for r in f["results"] if r["main"]]
+        check(html and "<table" in html[0], "DataFrame -> text/html")
+        z = run(d, sid, "1/0")
+        check(z["error"] and z["error"]["name"] == "ZeroDivisionError" and
+              "1/0" not in z["error"]["value"] and "<cell>" in z["error"]["traceback"],
+              "1/0 -> ZeroDivisionError with a traceback")
+        w = run(d, sid, "while True:\n    pass", timeout_ms=2000)
+        check(w["error"] and w["error"]["name"] == "TimeoutError", "while True -> TimeoutError")
+        check(main_text(run(d, sid, "x")) == "41", "the context still has x after the timeout")
+        ctx2 = d.post(f"/v1/sessions/{sid}/contexts", {})["context"]
+        t0 = time.monotonic()
+        n = run(d, sid, "x", context=ctx2)
+        print(f"first run of a second context (its own kernel): {time.monotonic() - t0:.2f} s")
+        check(n["error"] and n["error"]["name"] == "NameError", "a second context has no x")
+        check(adopted(d, sid, n["exec_id"]) is False, "the second context started its own kernel")
+        run(d, sid, "y = 'two'", context=ctx2)
+        check(main_text(run(d, sid, "y", context=ctx2)) == "'two'", "the second context keeps y")
+        check(run(d, sid, "y")["error"]["name"] == "NameError", "the first context has no y")
+        d.post(f"/v1/sessions/{sid}/contexts/{ctx2}/restart", {})
+        r = run(d, sid, "y", context=ctx2)
+        check(r["error"] and r["error"]["name"] == "NameError", "restart clears the globals")
+        lst = d.get(f"/v1/sessions/{sid}/contexts")["contexts"]
+        check(len(lst) == 2, f"two contexts listed ({lst})")
+        # an interrupt ends a running cell; the context lives on
+        body = {"code": "import time\nwhile True: time.sleep(0.1)", "context": ctx2}
+        r = d.post(f"/v1/sessions/{sid}/code", body)
+        time.sleep(3)
+        d.post(f"/v1/sessions/{sid}/contexts/{ctx2}/interrupt", {})
+        names = [ev["name"] for ev in d.events(sid, after=r["after"])
+                 if ev["type"] == "code.error" and ev.get("run") == r["run"]]
+        deadline = time.monotonic() + 120
+        while not names and time.monotonic() < deadline:
+            time.sleep(0.5)
+            names = [ev["name"] for ev in d.events(sid, after=r["after"])
+                     if ev["type"] == "code.error" and ev.get("run") == r["run"]]
+        check(names == ["KeyboardInterrupt"], f"interrupt -> KeyboardInterrupt ({names})")
+        d.request("DELETE", f"/v1/sessions/{sid}/contexts/{ctx2}")
+        check(len(d.get(f"/v1/sessions/{sid}/contexts")["contexts"]) == 1, "delete removes it")
+        d.request("DELETE", f"/v1/sessions/{sid}")
+        d.wait_state(sid, "ended", timeout=300)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""E2B Code Interpreter face (issue 18): the real SDK, npm @e2b/code-interpreter@2.8.0, runs
+code in a real stockaded's data-image guest through E2B_API_URL and E2B_SANDBOX_URL only.
+
+The SDK is installed with npm into <build>/e2b-ci-sdk once per build (reruns reuse it). The
+daemon gets [e2b] (ports it picks itself) and a data pool; the SDK's default template,
+code-interpreter-v1, must land there by the default template map. e2b_code_sdk.mjs runs the
+steps and prints what the SDK observed as JSON lines; this file checks them: state across
+runs (x = 41; x + 1 -> 42), print lines streamed as printed (≥ 1 s apart around a 1.5 s
+sleep), a matplotlib PNG (magic bytes), a DataFrame as HTML, 1/0 as ZeroDivisionError, a
+while-True cell given up by the SDK's timeoutMs (TimeoutError, then the context still has x),
+two contexts with separate globals, restart, delete, and the refusals (another language, no
+token, a wrong token). Skips without Node.js/npm/the registry or the data image (fails under
+STOCKADE_MUST_WORK=1).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from stockade_fixture import Daemon, skip  # noqa: E402
+from test_e2b import e2b_ports, install_sdk  # noqa: E402
+
+SDK = "@e2b/code-interpreter"
+SDK_VERSION = "2.8.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
+POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024)}
+E2B_CONF = "[e2b]\nenabled = true\napi_port = 0\nenvd_port = 0\ncreate_wait_s = 300\n"
+PNG_MAGIC = "89504e470d0a1a0a"
+
+
+def run_sdk(d, node, root):
+    api, envd = e2b_ports(d)
+    for name in ("e2b_code_sdk.mjs", "e2b_steps.mjs"):
+        shutil.copy(os.path.join(HERE, name), os.path.join(root, name))
+    env = dict(os.environ, E2B_API_URL=f"http://127.0.0.1:{api}",
+               E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token)
+    env.pop("E2B_DOMAIN", None)
+    env.pop("E2B_DEBUG", None)
+    r = subprocess.run([node, "e2b_code_sdk.mjs"], cwd=root, env=env, capture_output=True,
+                       text=True, timeout=1500)
+    steps = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            s = json.loads(line)
+            steps[s["step"]] = s
+            print(line[:2000], flush=True)
+    assert r.returncode == 0, f"the SDK script failed ({r.returncode}):\n{r.stderr[-4000:]}"
+    return steps
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what, flush=True)
+
+
+def check_runs(s):
+    st = s["state"]
+    check(st["a"]["error"] is None and st["a"]["results"] == [], f"x = 41: no result ({st['a']})")
+    check(st["b"]["text"] == "42" and st["b"]["error"] is None, f"x + 1 -> 42 ({st['b']})")
+    check(isinstance(st["b"]["count"], int) and st["b"]["count"] >= 2,
+          f"executionCount from number_of_executions ({st['b']['count']})")
+    out = s["stdout"]
+    lines = out["lines"]
+    check([x["line"] for x in lines] == ["one\n", "two\n"], f"onStdout got the prints ({lines})")
+    gap = lines[1]["t"] - lines[0]["t"]
+    # a 1.5 s sleep between the prints: batched output would arrive at once
+    check(gap >= 1.0, f"the prints arrived {gap:.2f} s apart (streamed, not at the end)")
+    check(out["run"]["stdout"] == ["one\n", "two\n"], "execution.logs.stdout has them too")
+    plot = s["plot"]
+    check(plot["pngMagic"] == PNG_MAGIC and plot["pngBytes"] > 1000,
+          f"matplotlib -> a PNG result ({plot['pngMagic']}, {plot['pngBytes']} bytes)")
+    check(plot["run"]["error"] is None, "the plot cell raised nothing")
+    df = s["dataframe"]
+    check(df["html"] is not None and "<table" in df["html"], "DataFrame -> html")
+    check(any(r["main"] and "html" in r["formats"] for r in df["run"]["results"]),
+          "the DataFrame is the main result with an html format")
+    z = s["error"]["run"]["error"]
+    check(z is not None and z["name"] == "ZeroDivisionError" and "division by zero" in z["value"]
+          and z["traceback"], f"1/0 -> ZeroDivisionError with a traceback ({z})")
+    to = s["timeout"]
+    check(to["threw"] and to["isTimeout"] and "timed out" in to["message"].lower(),
+          f"while True with timeoutMs -> TimeoutError ({to['name']}: {to['message']})")
+    check(7.5 <= to["seconds"] < 60, f"given up after its timeoutMs ({to['seconds']:.1f} s)")
+    check(to["after"]["text"] == "41" and to["after"]["error"] is None,
+          f"the context still has x after the timeout ({to['after']}, {to['afterSeconds']:.1f} s)")
+
+
+def check_contexts(s):
+    c = s["contexts"]
+    ctx = c["ctx"]
+    check(re.fullmatch(r"[1-9][0-9]*", ctx["id"]) and ctx["language"] == "python"
+          and ctx["cwd"] == "/home/user", f"createCodeContext -> {ctx}")
+    check(c["noX"]["error"] and c["noX"]["error"]["name"] == "NameError",
+          "a second context does not see x")
+    check(c["hasY"]["text"] == "'two'", f"it keeps its own y ({c['hasY']})")
+    check(c["defaultNoY"]["error"] and c["defaultNoY"]["error"]["name"] == "NameError",
+          "the default context does not see y")
+    ids = [x["id"] for x in c["listed"]]
+    check(ctx["id"] in ids and len(ids) == 2, f"listCodeContexts lists both ({c['listed']})")
+    check(c["restarted"]["error"] and c["restarted"]["error"]["name"] == "NameError",
+          "restart clears its globals")
+    check(ctx["id"] not in [x["id"] for x in c["listedAfter"]], "removeCodeContext removes it")
+    check(c["deleted"]["threw"] and c["deleted"]["isNotFound"],
+          f"a run in a removed context -> NotFoundError ({c['deleted']})")
+    r = s["refusals"]
+    check(r["lang"]["threw"] and "400" in r["lang"]["message"],
+          f"language r -> 400 ({r['lang']['message']})")
+    check(r["noToken"] == 401 and r["badToken"] == 401,
+          f"no token / a wrong token -> 401 ({r['noToken']}, {r['badToken']})")
+
+
+def main():
+    images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
+        os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
+    if not os.path.exists(os.path.join(images, "data", "manifest.json")):
+        skip("the data image is not built")
+    with Daemon(pools=POOLS, extra_conf=E2B_CONF) as d:
+        node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
+        d.wait_ready()
+        steps = run_sdk(d, node, root)
+        missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
+                   "contexts", "refusals", "done"} - set(steps)
+        assert not missing, f"steps missing: {missing}"
+        print(f"created in {steps['create']['seconds']:.1f} s; first run (kernel start) "
+              f"{steps['state']['firstSeconds']:.1f} s")
+        check_runs(steps)
+        check_contexts(steps)
+        sid = steps["create"]["id"]
+        killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
+        check(killed["end_reason"] == "closed", "kill closed the session")
+        # the cell given up by timeoutMs ended by the interrupt, not by running on
+        names = [ev.get("name") for ev in d.events(f"ses_{sid}") if ev["type"] == "code.error"]
+        check("KeyboardInterrupt" in names,
+              f"the abandoned cell was interrupted (code.error names: {names})")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
