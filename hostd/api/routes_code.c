@@ -84,8 +84,10 @@ parse_code_body(ApiCtx *c, CodeReq *r, Error **errp)
     return api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, errp);
 }
 
-void
-route_code_run(ApiCtx *c)
+/* The session id, the body and parse(): then on_loop has c->extra (a CodeReq); else the error
+ * answers. */
+static void
+code_route(ApiCtx *c, int (*parse)(ApiCtx *, CodeReq *, Error **), void (*on_loop)(ApiCtx *))
 {
     _cleanup_error_ Error *err = NULL;
     CodeReq *r = calloc(1, sizeof(*r));
@@ -94,7 +96,7 @@ route_code_run(ApiCtx *c)
         free(r);
         return;
     }
-    if (!r || api_parse_body(c, &err) < 0 || parse_code_body(c, r, &err) < 0) {
+    if (!r || api_parse_body(c, &err) < 0 || parse(c, r, &err) < 0) {
         code_req_free(r);
         if (!err)
             error_set(&err, E_INTERNAL, ENOMEM, "request");
@@ -102,7 +104,13 @@ route_code_run(ApiCtx *c)
         return;
     }
     c->extra = r;
-    api_on_loop(c, run_on_loop);
+    api_on_loop(c, on_loop);
+}
+
+void
+route_code_run(ApiCtx *c)
+{
+    code_route(c, parse_code_body, run_on_loop);
 }
 
 static void
@@ -122,29 +130,21 @@ context_new_on_loop(ApiCtx *c)
         api_reply_json(c, 201, json_pack("{s:I}", "context", (json_int_t) id));
 }
 
+static int
+parse_context_body(ApiCtx *c, CodeReq *r, Error **errp)
+{
+    json_t *cwd = json_object_get(c->body, "cwd");
+    if (api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, errp) < 0)
+        return -1;
+    if (cwd && !json_is_string(cwd))
+        return error_set(errp, E_INVALID, 0, "cwd must be a string");
+    return 0;
+}
+
 void
 route_context_create(ApiCtx *c)
 {
-    _cleanup_error_ Error *err = NULL;
-    CodeReq *r = calloc(1, sizeof(*r));
-    json_t *cwd;
-
-    if (!api_session_id(c, 2)) {
-        free(r);
-        return;
-    }
-    if (!r || api_parse_body(c, &err) < 0 ||
-        api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, &err) < 0 ||
-        ((cwd = json_object_get(c->body, "cwd")) && !json_is_string(cwd) &&
-         error_set(&err, E_INVALID, 0, "cwd must be a string") < 0)) {
-        code_req_free(r);
-        if (!err)
-            error_set(&err, E_INTERNAL, ENOMEM, "request");
-        api_reply_error(c, err);
-        return;
-    }
-    c->extra = r;
-    api_on_loop(c, context_new_on_loop);
+    code_route(c, parse_context_body, context_new_on_loop);
 }
 
 static void

@@ -128,6 +128,17 @@ context_fail_runs(Session *s, CodeContext *c, const char *name, const char *valu
     c->results = 0;
 }
 
+/* Kills the context's kernel, if it has one (its exit then belongs to no context); its
+ * queued runs end with name. */
+static void
+context_kill(Session *s, CodeContext *c, const char *name, const char *value)
+{
+    if (!c->exec_id)
+        return;
+    kernel_signal(s, c, SIGKILL);
+    context_fail_runs(s, c, name, value);
+}
+
 bool
 session_code_on_exit(Session *s, uint32_t exec_id)
 {
@@ -336,10 +347,7 @@ sessions_code_context_restart(Sessions *m, const char *tenant, const char *id, u
     CodeContext *c = code_context(m, tenant, id, context, &s, errp);
     if (!c)
         return -1;
-    if (c->exec_id) {
-        kernel_signal(s, c, SIGKILL); /* its exit then belongs to no context */
-        context_fail_runs(s, c, "KernelRestarted", "the context was restarted");
-    }
+    context_kill(s, c, "KernelRestarted", "the context was restarted");
     if (kernel_start(s, c, errp) < 0)
         return -1;
     context_event(s, c, "restarted");
@@ -354,10 +362,7 @@ sessions_code_context_delete(Sessions *m, const char *tenant, const char *id, ui
     CodeContext *c = code_context(m, tenant, id, context, &s, errp);
     if (!c)
         return -1;
-    if (c->exec_id) {
-        kernel_signal(s, c, SIGKILL);
-        context_fail_runs(s, c, "KernelDeleted", "the context was deleted");
-    }
+    context_kill(s, c, "KernelDeleted", "the context was deleted");
     context_event(s, c, "deleted");
     for (CodeContext **pp = &s->contexts; *pp; pp = &(*pp)->next)
         if (*pp == c) {
