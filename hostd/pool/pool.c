@@ -443,7 +443,10 @@ pool_status(Pool *p, PoolStatus *ret)
         PoolShapeStatus *o = &ret->shapes[i];
         *o = (PoolShapeStatus){.name = s->name, .vcpus = s->vcpus, .memory_mib = s->memory_mib,
                                .warm = s->warm, .slots = s->n_slots,
-                               .template_ready = s->template_ok};
+                               .template_ready = s->template_ok,
+                               .code_kernel = !s->code_kernel         ? "off"
+                                              : s->code_kernel_failed ? "failed"
+                                                                      : "on"};
         for (unsigned k = 0; k < s->n_slots; k++) {
             const Guest *g = &s->slots[k];
             o->snapshots_ready += g->snapshot_ok;

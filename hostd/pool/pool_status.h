@@ -17,6 +17,9 @@ typedef struct PoolShapeStatus {
     unsigned warm, slots;
     unsigned idle, busy, starting, draining, snapshots_ready;
     bool template_ready;        /* guest_memory = template: a valid template exists */
+    /* "off" (not configured), "on" (saves hold a pre-started kernel) or "failed" (it did not
+     * come up once: saves go without it; the log says why) */
+    const char *code_kernel;
 } PoolShapeStatus;
 
 typedef struct PoolStatus {

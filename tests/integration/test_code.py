@@ -78,8 +78,25 @@ def main():
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
-    with Daemon(pools=POOLS) as d:
+    # a pool asked for a kernel its image lacks: the kernel fails, the pool still serves
+    with Daemon(pools=dict(POOLS, python=dict(warm=1, slots=1, memory_mib=512,
+                                              code_kernel=True))) as d:
         d.wait_ready()
+        kernels = {p["name"]: p["code_kernel"] for p in d.get("/v1/pool")["pools"]}
+        check(kernels == {"data": "on", "python": "failed"},
+              f"GET /v1/pool: data's snapshots hold a code kernel, python's failed ({kernels})")
+        check("the code kernel did not start" in d.tail_log(400), "the log says why")
+        psid = d.post("/v1/sessions", {"pool": "python"})["id"]
+        d.wait_state(psid, "running")
+        eid = d.post(f"/v1/sessions/{psid}/exec", {"argv": ["echo", "still-serves"]})["exec_id"]
+        out = []
+        for ev in d.events(psid, follow=True, timeout=300):
+            if ev.get("exec_id") == eid and ev["type"] == "exec.stdout":
+                out.append(ev.get("data", ""))
+            if ev.get("exec_id") == eid and ev["type"] in ("exec.exited", "exec.failed"):
+                break
+        check("".join(out) == "still-serves\n", f"the python pool still serves ({out})")
+        d.request("DELETE", f"/v1/sessions/{psid}")
         sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800,
                                       "env": {"STOCKADE_TEST_VAR": "from-session"}})["id"]
         d.wait_state(sid, "running")
