@@ -18,3 +18,10 @@ foreach(scenario race tenants)
         SKIP_RETURN_CODE 77 TIMEOUT 1500 RUN_SERIAL TRUE
         ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()
+# A host that dies (test_cluster_lost.py): b killed with SIGKILL mid-task, taken over by a or
+# c within its lease, then started again on its own state.
+add_test(NAME integration_cluster_host_lost
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cluster_lost.py)
+set_tests_properties(integration_cluster_host_lost PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 1800 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
