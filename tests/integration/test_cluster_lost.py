@@ -13,7 +13,9 @@ not to now. Then b is started again on its own state: the QEMU guests it left ar
 (its start destroys guests of its domain prefix), its own record of the session ends
 host_lost, it serves again (a new task completes on it, admitted through the cluster),
 `stockade hosts` shows it live, and the first reservation is exactly as the takeover left
-it. Standard library only."""
+it. Last, b is frozen (SIGSTOP) past its lease while a task runs, as if cut off from the
+database: it is taken over the same way; thawed, its heartbeat is refused, it ends its own
+record host_lost (the ledger untouched) and rejoins. Standard library only."""
 import os
 import signal
 import sys
@@ -104,6 +106,31 @@ def check_return(pg, hosts, sid, old_pids, before):
     assert n == [["1"]], n
 
 
+def check_partition(pg, hosts):
+    """b frozen (SIGSTOP) past its lease, as if cut off from the database: taken over while
+    its guest runs on. Thawed, its next heartbeat is refused (lost): it ends its session
+    host_lost without touching the ledger again, and is live again. Seconds to lost."""
+    a, b = hosts["a"], hosts["b"]
+    b.wait(b.pool_full, 600, "b's pool refilled")
+    sid = run_long_task(b)
+    b.proc.send_signal(signal.SIGSTOP)
+    t_stop = time.time()
+    try:
+        took, _ = wait_lost(a, pg, sid, t_stop)
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    taken = ledger_row(pg, sid)
+    assert taken[0] == "charged" and taken[6:8] == ["ended", "host_lost"], taken
+    s = b.wait(lambda: (x := b.session(sid))["state"] == "ended" and x, 300,
+               "b's own record, once thawed, to end")
+    assert s["end_reason"] == "host_lost", s
+    assert "was declared lost" in b.tail_log(200), "b did not learn it was lost"
+    b.wait(lambda: (host_row(a, "host-b") or {}).get("state") == "live", 30,
+           "host-b live again after the thaw")
+    assert ledger_row(pg, sid) == taken, "b's own end touched the ledger again"
+    return took
+
+
 def scenario_host_lost(pg, hosts):
     a, b = hosts["a"], hosts["b"]
     b.pools = {"minimal": dict(warm=1, slots=1)}  # only b runs a guest
@@ -128,11 +155,13 @@ def scenario_host_lost(pg, hosts):
     assert old_pids & set(qemu_guests(b.prefix)), "b's guests died with its daemon: no check"
     before = ledger_row(pg, sid)
     check_return(pg, hosts, sid, old_pids, before)
+    frozen = check_partition(pg, hosts)
     print(f"host_lost ok: lease {LEASE_S} s; host-b lost in a's hosts list {took:.2f} s after"
           f" the kill (target lease + 2 = {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s); taken"
           f" over by {taker} alone; charged {charged} guest-s to b's last heartbeat; b back:"
           f" its {len(old_pids)} old QEMU guest(s) destroyed, its record ended host_lost, a new"
-          f" task ran, the ledger unchanged")
+          f" task ran, the ledger unchanged; b frozen past its lease: lost in {frozen:.2f} s,"
+          f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged")
 
 
 def main():
