@@ -15,7 +15,8 @@ host_lost, it serves again (a new task completes on it, admitted through the clu
 `stockade hosts` shows it live, and the first reservation is exactly as the takeover left
 it. Last, b is frozen (SIGSTOP) past its lease while a task runs, as if cut off from the
 database: it is taken over the same way; thawed, its heartbeat is refused, it ends its own
-record host_lost (the ledger untouched) and rejoins. Standard library only."""
+record host_lost (the ledger untouched) and rejoins. Then PostgreSQL is stopped for longer
+than the lease and started again: no host is taken over. Standard library only."""
 import os
 import signal
 import sys
@@ -131,6 +132,35 @@ def check_partition(pg, hosts):
     return took
 
 
+def all_beating(via):
+    """Every host's heartbeat fresh in via's hosts list; False while via's database
+    connection is not back yet (the list answers 503)."""
+    try:
+        return all(h["heartbeat_age_ms"] < 3000 for h in stockade_hosts(via))
+    except AssertionError:
+        return False
+
+
+def check_db_away(pg, hosts):
+    """PostgreSQL away for longer than the lease: every heartbeat goes stale at once, yet
+    when it is back no host is taken over (only a host that has beaten for a whole lease
+    since may take over, and by then the live ones have beaten again)."""
+    a, b = hosts["a"], hosts["b"]
+    b.wait(b.pool_full, 600, "b's pool refilled")
+    sid = run_long_task(b)
+    lost_before = sum("lost (last heartbeat" in hosts[h].tail_log(100000) for h in hosts)
+    pg.stop_server()
+    time.sleep(LEASE_S + 4)
+    pg.restart_server(start_only=True)
+    b.wait(lambda: all_beating(a), 30, "every host beating again", step=0.5)
+    time.sleep(2 * LEASE_S)  # long enough for any takeover to have happened
+    assert all(h["state"] == "live" for h in stockade_hosts(a)), stockade_hosts(a)
+    assert ledger_row(pg, sid)[0] == "open", "a session was ended while the database was away"
+    assert b.session(sid)["state"] == "running", b.session(sid)
+    lost_after = sum("lost (last heartbeat" in hosts[h].tail_log(100000) for h in hosts)
+    assert lost_after == lost_before, "a host was taken over after the database came back"
+
+
 def scenario_host_lost(pg, hosts):
     a, b = hosts["a"], hosts["b"]
     b.pools = {"minimal": dict(warm=1, slots=1)}  # only b runs a guest
@@ -150,18 +180,22 @@ def scenario_host_lost(pg, hosts):
     b.proc = None
     last_hb = int(pg.psql("SELECT heartbeat_usec FROM hosts WHERE id = 'host-b'")[0][0])
     took, row = wait_lost(a, pg, sid, t_kill)
+    after_hb = took + t_kill - last_hb / USEC  # the lease runs from the last heartbeat
     assert row["sessions"] == 0, row
     charged, taker = check_takeover(pg, hosts, sid, last_hb)
     assert old_pids & set(qemu_guests(b.prefix)), "b's guests died with its daemon: no check"
     before = ledger_row(pg, sid)
     check_return(pg, hosts, sid, old_pids, before)
     frozen = check_partition(pg, hosts)
+    check_db_away(pg, hosts)
     print(f"host_lost ok: lease {LEASE_S} s; host-b lost in a's hosts list {took:.2f} s after"
-          f" the kill (target lease + 2 = {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s); taken"
+          f" the kill, {after_hb:.2f} s after its last heartbeat (target lease + 2 ="
+          f" {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s after the kill); taken"
           f" over by {taker} alone; charged {charged} guest-s to b's last heartbeat; b back:"
           f" its {len(old_pids)} old QEMU guest(s) destroyed, its record ended host_lost, a new"
           f" task ran, the ledger unchanged; b frozen past its lease: lost in {frozen:.2f} s,"
-          f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged")
+          f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged;"
+          f" PostgreSQL away {LEASE_S + 4} s: nobody taken over")
 
 
 def main():
