@@ -141,6 +141,41 @@ pools_json(const PoolStatus *st)
     return buf;
 }
 
+/* Cluster mode: another host declared this one lost (it was cut off from the database for
+ * longer than the lease) and ended its sessions there. End them here the same way (host_lost;
+ * the ledger is not touched again), then be live again with a new start. */
+static void
+daemon_rejoin(Daemon *d, const Error *why)
+{
+    _cleanup_error_ Error *err = NULL;
+    size_t n = sessions_end_lost(d->sessions);
+    log_error("%s: %zu session(s) another host ended are ended here (host_lost)", why->message, n);
+    if (cluster_rejoin(d->cluster, &err) < 0)
+        log_error("cluster: not live again yet: %s", err->message);
+    else
+        log_info("cluster: host %s is live again", d->cfg->cluster.host_id);
+}
+
+/* Cluster mode: a host whose heartbeat is past its lease is taken over by one host (the
+ * database decides which, and when: hostd/cluster/cluster_takeover.c). One bounded call per
+ * status tick, and only after this host's own heartbeat was written. */
+static void
+daemon_takeover(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    ClusterTakeover t;
+    if (!d->cluster || d->heartbeat_failing)
+        return;
+    if (cluster_takeover(d->cluster, &t, &err) < 0) {
+        log_error("cluster: takeover of a lost host: %s", err->message);
+        return;
+    }
+    if (t.host_id[0])
+        log_warn("cluster: host %s lost (last heartbeat %.1f s ago): %zu session(s) ended "
+                 "host_lost, %zu reservation(s) charged to that heartbeat",
+                 t.host_id, (double) t.age_usec / 1e6, t.n_ended, t.n_settled);
+}
+
 /* Cluster mode: this host's heartbeat and pool counts in the hosts table. A failure is
  * logged when it starts and when it ends, not every beat. */
 static void
@@ -153,6 +188,10 @@ daemon_heartbeat(Daemon *d)
     pool_status(d->pool, &st);
     _cleanup_free_ char *pools = pools_json(&st);
     if (!pools || cluster_heartbeat(d->cluster, accel_to_string(st.accel), pools, &err) < 0) {
+        if (err && err->category == E_CONFLICT) {
+            daemon_rejoin(d, err);
+            return;
+        }
         if (!d->heartbeat_failing)
             log_error("cluster: heartbeat: %s", err ? err->message : "out of memory");
         d->heartbeat_failing = true;
@@ -218,6 +257,7 @@ daemon_on_status_timer(Loop *l, void *userdata)
     Daemon *d = userdata;
     daemon_write_status(d);
     daemon_heartbeat(d);
+    daemon_takeover(d);
     daemon_tenancy_sync(d);
     d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
                                      daemon_on_status_timer, d);

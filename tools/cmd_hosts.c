@@ -1,6 +1,7 @@
-/* stockade hosts: the hosts of the daemon's cluster (GET /v1/admin/hosts, issue 16): id, the
- * URL the others reach it at, its heartbeat's age, its pools (idle/busy) and its open
- * sessions. A daemon without [cluster] answers 404: that is said plainly. */
+/* stockade hosts: the hosts of the daemon's cluster (GET /v1/admin/hosts, issue 16): id, its
+ * state (live, or lost: taken over), the URL the others reach it at, its heartbeat's age, its
+ * pools (idle/busy) and its open sessions. A daemon without [cluster] answers 404: that is said
+ * plainly. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 static const char hosts_help[] =
     "Usage: stockade hosts [--json]\n"
     "Lists the hosts of the daemon's cluster ([cluster] in stockaded.conf): each host's id,\n"
+    "its state (live, or lost: past its lease, its sessions ended by another host),\n"
     "the URL the other hosts reach it at, the age of its last heartbeat, its pools as\n"
     "name:idle/busy, and the sessions it holds open. Needs an operator (admin API).\n";
 
@@ -36,8 +38,8 @@ pools_text(json_t *pools, char *out, size_t cap)
 static void
 hosts_print(Cli *cli, json_t *list)
 {
-    static const char *const headers[] = {"HOST", "URL", "HEARTBEAT>", "POOLS (IDLE/BUSY)",
-                                          "SESSIONS>"};
+    static const char *const headers[] = {
+        "HOST", "STATE", "URL", "HEARTBEAT>", "POOLS (IDLE/BUSY)", "SESSIONS>"};
     Table *t = table_new(ELEMENTSOF(headers), headers);
     for (size_t i = 0; t && i < json_array_size(list); i++) {
         json_t *h = json_array_get(list, i);
@@ -46,7 +48,11 @@ hosts_print(Cli *cli, json_t *list)
                  (double) event_int(h, "heartbeat_age_ms", 0) / 1e3);
         pools_text(json_object_get(h, "pools"), pools, sizeof(pools));
         snprintf(sessions, sizeof(sessions), "%lld", (long long) event_int(h, "sessions", 0));
-        const char *cells[] = {event_str(h, "id", "?"), event_str(h, "url", "?"), age, pools,
+        const char *cells[] = {event_str(h, "id", "?"),
+                               event_str(h, "state", "?"),
+                               event_str(h, "url", "?"),
+                               age,
+                               pools,
                                sessions};
         table_add(t, cells);
     }

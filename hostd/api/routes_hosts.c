@@ -38,6 +38,13 @@ hosts_on_loop(ApiCtx *c)
         char ts[40];
         render_time(v[i].started_usec, ts, sizeof(ts));
         json_object_set_new(o, "started_at", json_string(ts));
+        /* lost: another host took its sessions over (cluster_takeover); no place for work */
+        json_object_set_new(o, "state", json_string(v[i].lost_usec ? "lost" : "live"));
+        if (v[i].lost_usec) {
+            render_time(v[i].lost_usec, ts, sizeof(ts));
+            json_object_set_new(o, "lost_at", json_string(ts));
+            json_object_set_new(o, "lost_by", json_string(v[i].lost_by));
+        }
         json_array_append_new(arr, o);
     }
     cluster_hosts_free(v, n);

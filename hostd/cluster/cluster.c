@@ -205,19 +205,21 @@ notice_ignore(void *arg, const char *message)
     (void) message;
 }
 
-static int
-host_register(Cluster *c, Error **errp)
+/* Registers this host, or makes it live again after a takeover: a new start, a heartbeat
+ * now, no longer lost, and alive since now (it may take others over only after a lease). */
+int
+cluster_rejoin(Cluster *c, Error **errp)
 {
     char now[CLUSTER_NUM_BYTES];
     const char *p[] = {c->cfg.host_id, c->cfg.advertise_url,
                        cluster_num(now, (int64_t) wall_usec())};
-    return cluster_query(
-        c,
-        "INSERT INTO hosts (id, url, started_usec, heartbeat_usec)"
-        " VALUES ($1, $2, $3, (extract(epoch FROM clock_timestamp())"
-        " * 1000000)::bigint) ON CONFLICT (id) DO UPDATE"
-        " SET url = $2, started_usec = $3, heartbeat_usec = EXCLUDED.heartbeat_usec",
-        3, p, NULL, errp);
+    return cluster_query(c,
+                         "INSERT INTO hosts (id, url, started_usec, heartbeat_usec,"
+                         " alive_since_usec) VALUES ($1, $2, $3, " DB_NOW_USEC ", " DB_NOW_USEC
+                         ") ON CONFLICT (id) DO UPDATE SET url = $2, started_usec = $3,"
+                         " heartbeat_usec = EXCLUDED.heartbeat_usec, alive_since_usec ="
+                         " EXCLUDED.alive_since_usec, lost_usec = 0, lost_by = ''",
+                         3, p, NULL, errp);
 }
 
 /* The host-to-host credential: a secret, so the file must be the daemon's alone (no group
@@ -279,7 +281,7 @@ cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
         return error_set(errp, E_UNAVAILABLE, 0, "cluster database: %.300s",
                          PQerrorMessage(c->conn));
     PQsetNoticeProcessor(c->conn, notice_ignore, NULL);
-    if (cluster_migrate(c, errp) < 0 || host_register(c, errp) < 0)
+    if (cluster_migrate(c, errp) < 0 || cluster_rejoin(c, errp) < 0)
         return -1;
     *ret = TAKE_PTR(c);
     return 0;

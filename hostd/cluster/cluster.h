@@ -120,13 +120,47 @@ typedef struct ClusterHost {
     char accel[CLUSTER_ACCEL_MAX_BYTES + 1];
     int64_t started_usec;
     int64_t heartbeat_age_usec; /* by the database's clock: no two hosts' clocks compared */
-    uint64_t open_sessions;     /* in the index, not ended, owned by this host */
-    char *pools_json;           /* the pools as the host last wrote them (a JSON array) */
+    int64_t lost_usec;          /* when another host took it over (database's clock); 0 live */
+    char lost_by[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    uint64_t open_sessions; /* in the index, not ended, owned by this host */
+    char *pools_json;       /* the pools as the host last wrote them (a JSON array) */
 } ClusterHost;
 
 /* This host is alive: heartbeat now (the database's clock), its accel and its pools (a JSON
- * array, at most CLUSTER_POOLS_JSON_MAX_BYTES). */
+ * array, at most CLUSTER_POOLS_JSON_MAX_BYTES). E_CONFLICT: another host has declared this
+ * one lost (cluster_takeover) and ended its sessions; the caller ends its own records of
+ * them (host_lost) and calls cluster_rejoin(). */
 int cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp);
 /* Every host of the cluster, by id. *ret is malloc'd: cluster_hosts_free(). */
 int cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp);
 void cluster_hosts_free(ClusterHost *v, size_t n);
+
+/* ------------------------------------------------------------------ a host that dies
+ * (cluster_takeover.c). A host whose heartbeat is older than the lease by the database's
+ * clock is taken over by one other host: its open sessions end host_lost in the index, their
+ * reservations are charged up to its last heartbeat, and its row is marked lost. */
+
+#define CLUSTER_TAKEOVER_MAX_SESSIONS 64 /* sessions one call ends; more: the next call */
+
+typedef struct ClusterTakeover {
+    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1]; /* "" = nothing to take over */
+    int64_t heartbeat_usec; /* its last heartbeat: what its reservations are charged to */
+    int64_t age_usec;       /* how old that heartbeat was, by the database's clock */
+    size_t n_ended;         /* index rows ended host_lost by this call */
+    size_t n_settled;       /* reservations ended by this call (each exactly once) */
+} ClusterTakeover;
+
+/* One bounded takeover, in one transaction: the stalest host past its lease (row locked
+ * FOR UPDATE SKIP LOCKED, so of several hosts calling at once one gets it and the others
+ * find nothing), up to CLUSTER_TAKEOVER_MAX_SESSIONS of its sessions. Only a host whose own
+ * heartbeat is fresh and has had no gap for a whole lease takes over (a database that was
+ * away makes everyone stale at once: nobody is taken over until the live hosts have beaten
+ * again). *ret->host_id is "" when there was nothing to do. */
+int cluster_takeover(Cluster *c, ClusterTakeover *ret, Error **errp);
+/* True if the cluster's index says another host ended this session as host_lost. */
+int cluster_session_lost(Cluster *c, const char *session_id, bool *ret, Error **errp);
+/* This host is live again (after cluster_heartbeat said E_CONFLICT): its row unmarked,
+ * started now. */
+int cluster_rejoin(Cluster *c, Error **errp);
+/* The lease in microseconds ([cluster] lease_s, else the default). */
+int64_t cluster_lease_usec(const Cluster *c);

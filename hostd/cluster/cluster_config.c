@@ -42,7 +42,7 @@ int
 cluster_config_check(const ClusterConfig *c, Error **errp)
 {
     if (!cluster_config_enabled(c)) {
-        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0])
+        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s)
             return error_set(errp, E_INVALID, 0, "[cluster] needs database (a libpq conninfo)");
         return 0;
     }
@@ -55,5 +55,8 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
                          "[cluster] advertise_url must be http://HOST[:PORT] or https://...");
     if (c->host_token_file[0] != '/')
         return error_set(errp, E_INVALID, 0, "[cluster] host_token_file must be an absolute path");
+    if (c->lease_s && (c->lease_s < CLUSTER_LEASE_MIN_S || c->lease_s > CLUSTER_LEASE_MAX_S))
+        return error_set(errp, E_INVALID, 0, "[cluster] lease_s must be %d..%d",
+                         CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S);
     return 0;
 }

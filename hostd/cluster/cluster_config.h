@@ -15,6 +15,10 @@
 #define CLUSTER_TOKEN_MAX_BYTES 4096
 /* The pg_advisory_lock key of schema migrations ("StckClus"). */
 #define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
+/* A host whose heartbeat is older than its lease (the database's clock) is taken over. */
+#define CLUSTER_LEASE_DEFAULT_S 10
+#define CLUSTER_LEASE_MIN_S 6 /* three heartbeats (2 s): one late beat is not a death */
+#define CLUSTER_LEASE_MAX_S 3600
 /* The pg_advisory_xact_lock key every write of tenants and tokens holds ("StckTnnt"). */
 #define CLUSTER_TENANCY_LOCK_KEY INT64_C(0x5374636b546e6e74)
 
@@ -24,6 +28,7 @@ typedef struct ClusterConfig {
     char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
     char advertise_url[CLUSTER_URL_MAX_BYTES + 1]; /* how the other hosts reach this one */
     char host_token_file[CLUSTER_PATH_MAX_BYTES + 1];
+    unsigned lease_s; /* 0 = CLUSTER_LEASE_DEFAULT_S */
 } ClusterConfig;
 
 /* Pure checks of a [cluster] section: E_INVALID naming the key. An empty database with any

@@ -8,19 +8,29 @@
 
 #include "cluster_internal.h"
 
-#define DB_NOW_USEC "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
-
 int
 cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error **errp)
 {
     if (strlen(pools_json) > CLUSTER_POOLS_JSON_MAX_BYTES ||
         strlen(accel) > CLUSTER_ACCEL_MAX_BYTES)
         return error_set(errp, E_INVALID, 0, "cluster: heartbeat over its size limits");
-    const char *p[] = {c->cfg.host_id, accel, pools_json};
-    return cluster_query(c,
-                         "UPDATE hosts SET heartbeat_usec = " DB_NOW_USEC ", accel = $2,"
-                         " pools = $3::jsonb WHERE id = $1",
-                         3, p, NULL, errp);
+    char gap[CLUSTER_NUM_BYTES];
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {c->cfg.host_id, accel, pools_json,
+                       cluster_num(gap, cluster_lease_usec(c) / 2)};
+    /* A beat after a gap of half a lease starts alive_since again: this host (or the
+     * database) was away, so it has not watched the others for a whole lease. A lost host's
+     * row is not touched: it learns it here (no row) and rejoins. */
+    if (cluster_query(c,
+                      "UPDATE hosts SET alive_since_usec = CASE WHEN " DB_NOW_USEC
+                      " - heartbeat_usec > $4 THEN " DB_NOW_USEC " ELSE alive_since_usec END,"
+                      " heartbeat_usec = " DB_NOW_USEC ", accel = $2, pools = $3::jsonb"
+                      " WHERE id = $1 AND lost_usec = 0 RETURNING id",
+                      4, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) != 1)
+        return error_set(errp, E_CONFLICT, 0, "cluster: host %s was declared lost", c->cfg.host_id);
+    return 0;
 }
 
 static int
@@ -33,6 +43,8 @@ row_to_host(const PGresult *r, int row, ClusterHost *h, Error **errp)
     h->started_usec = cluster_get_i64(r, row, 3);
     h->heartbeat_age_usec = cluster_get_i64(r, row, 4);
     h->open_sessions = (uint64_t) MAX(cluster_get_i64(r, row, 5), 0);
+    h->lost_usec = cluster_get_i64(r, row, 7);
+    snprintf(h->lost_by, sizeof(h->lost_by), "%s", PQgetvalue(r, row, 8));
     if (PQgetlength(r, row, 6) > CLUSTER_POOLS_JSON_MAX_BYTES)
         return error_set(errp, E_INTERNAL, 0, "cluster: host %s: pools over %d bytes", h->id,
                          CLUSTER_POOLS_JSON_MAX_BYTES);
@@ -48,7 +60,8 @@ cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp)
     if (cluster_query(c,
                       "SELECT h.id, h.url, h.accel, h.started_usec,"
                       " " DB_NOW_USEC " - h.heartbeat_usec, (SELECT count(*) FROM sessions s"
-                      " WHERE s.host_id = h.id AND s.state <> 'ended'), h.pools::text"
+                      " WHERE s.host_id = h.id AND s.state <> 'ended'), h.pools::text, h.lost_usec,"
+                      " h.lost_by"
                       " FROM hosts h ORDER BY h.id",
                       0, NULL, &r, errp) < 0)
         return -1;

@@ -7,6 +7,8 @@
 #include "macro.h"
 #include "timeutil.h"
 
+/* Now by the database's clock, in microseconds: every time of liveness is taken from it. */
+#define DB_NOW_USEC "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 #define CLUSTER_PARAMS_MAX 12 /* the most parameters one statement binds */
 #define CLUSTER_NUM_BYTES 24  /* an int64 as decimal text, with sign and NUL */
 #define CLUSTER_CONNECT_TIMEOUT_S "5"

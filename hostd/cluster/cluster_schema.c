@@ -117,6 +117,17 @@ const char *const cluster_migrations[] = {
     "  FOR EACH ROW EXECUTE FUNCTION stockade_tokens_kept();"
     "CREATE TRIGGER tokens_no_truncate BEFORE TRUNCATE ON tokens"
     "  FOR EACH STATEMENT EXECUTE FUNCTION stockade_tokens_kept();",
+    /* 3: a host that dies (cluster_takeover.c). lost_usec (the database's clock) is when
+     * another host, lost_by, took its sessions over; 0 while it is live. alive_since_usec is
+     * the first heartbeat after a gap: only a host that has beaten without a gap for a whole
+     * lease may take another over, so a database that was away makes no host look dead.
+     * end_reason is 'host_lost' on the index rows a takeover ended, '' otherwise: the
+     * returning host reads it to end its own records the same way. */
+    "ALTER TABLE hosts ADD COLUMN lost_usec BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN lost_by TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE hosts ADD COLUMN alive_since_usec BIGINT NOT NULL DEFAULT 0;"
+    "ALTER TABLE sessions ADD COLUMN end_reason TEXT NOT NULL DEFAULT ''"
+    "  CHECK (end_reason IN ('', 'host_lost'));",
 };
 
 const size_t cluster_n_migrations = ELEMENTSOF(cluster_migrations);

@@ -208,6 +208,9 @@ int session_admit_record(Session *s, AdmitRefusal *ret_refusal, Error **errp);
 void session_admit_settle(Session *s);      /* at ST_ENDED, in the final state's transaction */
 void session_admit_adopt(Session *s);       /* an earlier run's session: its caps */
 void sessions_admit_reconcile(Sessions *m); /* restart: settle what no live session holds */
+/* An earlier run's live session: "host_lost" if another host took it over (sessions_lost.c),
+ * else "host_restart". */
+const char *session_adopt_reason(Session *s);
 uint64_t session_mirror_budget(const Session *s);
 void session_extract_limits(const Session *s, ExtractLimits *ret);
 

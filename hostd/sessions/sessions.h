@@ -100,6 +100,10 @@ void sessions_set_cluster(Sessions *s, Cluster *c);
  * salvaging their disks first: they wait for the extraction service's appliance), starts
  * retention. */
 void sessions_start(Sessions *s);
+/* Cluster mode: this host was declared lost (its heartbeat said so): ends, as host_lost, the
+ * live sessions whose reservations the taking host already settled (the ledger is not
+ * touched again). Returns how many. */
+size_t sessions_end_lost(Sessions *s);
 /* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
 void sessions_free(Sessions *s);

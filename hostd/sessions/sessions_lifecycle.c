@@ -50,7 +50,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     s->next = m->all;
     m->all = s;
     ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
-    session_set_state(s, ST_STOPPING, "host_restart");
+    session_set_state(s, ST_STOPPING, session_adopt_reason(s)); /* host_lost: taken over */
     if (disk < 0) {
         session_set_state(s, ST_ENDED, NULL);
         m->stats.ended++;

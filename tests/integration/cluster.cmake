@@ -2,7 +2,7 @@
 # removes (initdb/pg_ctl in a temp folder, a unix socket only): nothing installed by hand.
 find_program(STOCKADE_TEST_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 pkg_check_modules(STOCKADE_TEST_LIBPQ REQUIRED IMPORTED_TARGET libpq)
-add_executable(integration_cluster_pg_bin cluster_pg.c)
+add_executable(integration_cluster_pg_bin cluster_pg.c cluster_pg_lost.c)
 target_link_libraries(integration_cluster_pg_bin PRIVATE stockade_cluster stockade_testlib
                       PkgConfig::STOCKADE_TEST_LIBPQ Threads::Threads)
 add_test(NAME integration_cluster_pg
@@ -18,3 +18,10 @@ foreach(scenario race tenants)
         SKIP_RETURN_CODE 77 TIMEOUT 1500 RUN_SERIAL TRUE
         ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()
+# A host that dies (test_cluster_lost.py): b killed with SIGKILL mid-task, taken over by a or
+# c within its lease, then started again on its own state.
+add_test(NAME integration_cluster_host_lost
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cluster_lost.py)
+set_tests_properties(integration_cluster_host_lost PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 1800 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

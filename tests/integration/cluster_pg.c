@@ -17,6 +17,7 @@
  *             tenant and token pulled exactly once; a revoke once (its first time kept)
  *             and pulled; no un-revoke, delete or truncate of tokens; a taken name; rows
  *             over the store's bounds skipped and passed; a sequence put back noticed
+ *   host_lost a host that dies is taken over (cluster_pg_lost.c)
  *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "cluster_pg.h"
 #include "testlib.h"
 #include "timeutil.h"
 
@@ -50,7 +52,7 @@ cleanup(void)
 #undef TEST_CLEANUP
 #define TEST_CLEANUP() cleanup()
 
-static ClusterConfig
+ClusterConfig
 config_for(const char *host)
 {
     ClusterConfig c = {0};
@@ -71,8 +73,7 @@ open_host(const char *host)
     return c;
 }
 
-/* A raw psql-like query for what the module does not expose: one value as text. */
-static char *
+char *
 sql_value(const char *sql, bool must_fail)
 {
     PGconn *pg = PQconnectdb(conninfo);
@@ -86,7 +87,7 @@ sql_value(const char *sql, bool must_fail)
     return v;
 }
 
-static long
+long
 sql_long(const char *sql)
 {
     char *v = sql_value(sql, false);
@@ -604,6 +605,7 @@ main(void)
     test_hosts();
     test_reconnect();
     test_tenancy();
+    test_host_lost();
     test_refuse();
     cleanup();
     printf("PASS\n");

@@ -49,7 +49,7 @@ def cluster_conf(pg, host_id, port, token_file):
             f"advertise_url = http://127.0.0.1:{port}\nhost_token_file = {token_file}\n")
 
 
-def make_hosts(pg, scratch, warm=1):
+def make_hosts(pg, scratch, warm=1, extra_conf=""):
     token_file = os.path.join(scratch, "host.token")
     fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.write(fd, (secrets.token_hex(32) + "\n").encode())
@@ -58,7 +58,7 @@ def make_hosts(pg, scratch, warm=1):
     for h in HOSTS:
         d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
                    prefix=f"stkcl{secrets.token_hex(2)}{h}-")
-        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file)
+        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file) + extra_conf
         hosts[h] = d
     return hosts
 
@@ -302,14 +302,12 @@ def stop_all(hosts, exc):
         raise first
 
 
-def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in ("race", "tenants"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    scenario = globals()[f"scenario_{sys.argv[1]}"]
+def run_scenario(scenario, warm, extra_conf=""):
+    """scenario(pg, hosts) on a throw-away PostgreSQL and three hosts (not started), each
+    stopped and checked afterwards. extra_conf: more [cluster] keys for every host."""
     with tempfile.TemporaryDirectory(prefix="stockade-cluster.") as scratch, \
             TempPostgres() as pg:
-        hosts = make_hosts(pg, scratch, warm=0 if sys.argv[1] == "tenants" else 1)
+        hosts = make_hosts(pg, scratch, warm=warm, extra_conf=extra_conf)
         try:
             scenario(pg, hosts)
         except BaseException:
@@ -317,6 +315,14 @@ def main():
             raise
         stop_all(hosts, (None, None, None))
     return 0
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in ("race", "tenants"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    return run_scenario(globals()[f"scenario_{sys.argv[1]}"],
+                        warm=0 if sys.argv[1] == "tenants" else 1)
 
 
 if __name__ == "__main__":

@@ -141,6 +141,22 @@ def ledger_want_charge(r, s):
                r["vcpus"] * math.ceil((s["stopped_usec"] - s["started_usec"]) / 1e6))
 
 
+def qemu_guests(prefix):
+    """{pid: guest name} of the QEMU processes running a guest whose name has this prefix
+    (libvirt may know them or not)."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        names = [a[len(b"guest="):].split(b",")[0].decode(errors="replace")
+                 for a in args if a.startswith(b"guest=")]
+        found.update({int(pid): n for n in names if n.startswith(prefix)})
+    return found
+
+
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
                  keep_state=False, hosts=None):
@@ -261,16 +277,8 @@ class Daemon:
         out = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--all", "--name"],
                              capture_output=True, text=True).stdout
         left = [n for n in out.split() if n.startswith(self.prefix)]
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    args = f.read().split(b"\0")
-            except OSError:
-                continue
-            names = [a[len(b"guest="):].split(b",")[0].decode(errors="replace")
-                     for a in args if a.startswith(b"guest=")]
-            left += [f"qemu pid {pid} ({n})" for n in names
-                     if n.startswith(self.prefix) and n not in left]
+        left += [f"qemu pid {pid} ({n})" for pid, n in qemu_guests(self.prefix).items()
+                 if n not in left]
         return left
 
     def __enter__(self):

@@ -135,10 +135,20 @@ test_cluster(void **state)
     assert_true(cluster_config_enabled(&cfg.cluster));
     assert_string_equal(cfg.cluster.database, "host=/run/pg dbname=stockade user=stk");
     assert_string_equal(cfg.cluster.host_id, "host-a");
+    assert_int_equal(cfg.cluster.lease_s, 0); /* the default (CLUSTER_LEASE_DEFAULT_S) */
+    char leased[512];
+    snprintf(leased, sizeof(leased), "%slease_s = 8\n", ok);
+    assert_int_equal(parse(leased, &e), 0);
+    assert_int_equal(cfg.cluster.lease_s, 8);
+    snprintf(leased, sizeof(leased), "%slease_s = 3\n", ok); /* under three heartbeats */
+    assert_int_equal(parse(leased, &e), -1);
+    error_free(e);
+    e = NULL;
     static const struct {
         const char *text, *needle;
     } bad[] = {
         {"[cluster]\nhost_id = a\n", "needs database"},
+        {"[cluster]\nlease_s = 8\n", "needs database"},
         {"[cluster]\ndatabase = x\nhost_id = Host_A\nadvertise_url = http://h\n"
          "host_token_file = /t\n", "host_id must be"},
         {"[cluster]\ndatabase = x\nhost_id = -a\nadvertise_url = http://h\n"

@@ -1,0 +1,16 @@
+/* What the cluster_pg test files share: the throw-away database (tests/lib/pgtemp.py) and
+ * raw queries for what the module does not expose. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "cluster.h"
+
+/* A host's [cluster] config against the test's database and token file. */
+ClusterConfig config_for(const char *host);
+/* One value of a raw query as text (malloc'd); must_fail: the statement must be refused. */
+char *sql_value(const char *sql, bool must_fail);
+long sql_long(const char *sql);
+
+/* cluster_pg_lost.c: a host that dies (takeover, charge, return). */
+void test_host_lost(void);
