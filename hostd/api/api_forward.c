@@ -201,7 +201,7 @@ static void
 respond_unreachable(HttpRequest *req, const Fwd *f, const char *why)
 {
     http_respond_json(req, 502,
-                      json_pack("{s:{s:s,s:s++++,s:s}}", "error", "code", "host_unreachable",
+                      json_pack("{s:{s:s,s:s+++,s:s}}", "error", "code", "host_unreachable",
                                 "message", "the session's host ", f->host_id,
                                 " did not answer: ", why, "host", f->host_id));
 }
