@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "api.h"
 #include "api_json.h"
@@ -61,6 +62,8 @@ int api_forward_identify(ApiCtx *c, Error **errp);
 bool api_forward_take(ApiCtx *c);
 int api_forward_new(ApiForward **ret, Error **errp);
 void api_forward_free(ApiForward *af); /* after the HTTP server stopped; NULL is fine */
+/* The stockade_forward_* lines of /metrics (nothing when af is NULL: not a cluster). */
+void api_forward_metrics(ApiForward *af, FILE *f);
 /* The {"code","quota","limit","used","requested","retry_after"} extra of a 429. */
 json_t *api_refusal_json(const AdmitRefusal *r);
 

@@ -26,7 +26,9 @@ route: any host answers for any session (hosts b and c run no guest). A session 
 host a is read through b, its events followed (follow=1) through b while an exec started
 through b prints a line, sleeps 3 s and prints another: the later line must arrive on the
 open stream seconds after the first; an exec fed its stdin through b; a file larger than the
-proxy's buffer uploaded and read back through c (and a), the workspace tar through c; the
+proxy's buffer uploaded and read back through c (and a), the workspace tar through c; a
+client following through b goes away and b's transfer to a stops (/metrics
+stockade_forward_live back to 0 within 10 s); the
 CLI (`stockade exec` with STOCKADE_URL at b) runs a command and exits with its code. Another
 tenant's token answers 404 on a and b, as for a missing id; forwarding headers a client
 sends itself (without, or with a wrong, host credential) are 401 on every host; the real
@@ -338,20 +340,25 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def time_gets(d, sid, n=ROUTE_TIMED_GETS):
-    """Milliseconds of n GETs of the session through d on one kept-alive connection."""
+def time_gets(local, routed, sid, n=ROUTE_TIMED_GETS):
+    """Milliseconds of n GETs of the session through each of local and routed, on one
+    kept-alive connection each, interleaved (the machine's other load falls on both)."""
     path = f"/v1/sessions/{sid}"
-    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-    took = []
-    for _ in range(n + 5):  # the first few warm the connection and the owner cache
-        t0 = time.perf_counter()
-        conn.request("GET", path, headers=d.auth_headers(path))
-        r = conn.getresponse()
-        body = r.read()
-        took.append((time.perf_counter() - t0) * 1000)
-        assert r.status == 200 and json.loads(body)["id"] == sid, (r.status, body)
-    conn.close()
-    return took[5:]
+    took = {}
+    conns = {d: http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+             for d in (local, routed)}
+    for i in range(n + 5):  # the first few warm the connections and the owner cache
+        for d, conn in conns.items():
+            t0 = time.perf_counter()
+            conn.request("GET", path, headers=d.auth_headers(path))
+            r = conn.getresponse()
+            body = r.read()
+            if i >= 5:
+                took.setdefault(d, []).append((time.perf_counter() - t0) * 1000)
+            assert r.status == 200 and json.loads(body)["id"] == sid, (r.status, body)
+    for conn in conns.values():
+        conn.close()
+    return took[local], took[routed]
 
 
 def route_exec_and_follow(a, b, sid):
@@ -380,6 +387,29 @@ def route_exec_and_follow(a, b, sid):
     assert "got-routed" in stdout_of(events, ex2), stdout_of(events, ex2)
     stop.set()
     return gap
+
+
+def forward_live(d):
+    """stockade_forward_live of d's /metrics: its transfers to other hosts running now."""
+    text = d.request("GET", "/metrics")[2].decode()
+    return int(next(x.split()[1] for x in text.splitlines()
+                    if x.startswith("stockade_forward_live ")))
+
+
+def route_client_leaves(a, b, sid):
+    """A client following through b goes away: b's transfer to a stops (within ~1 s of the
+    cancel flag being seen, bounded here at 10 s), the owner's stream with it."""
+    q = f"/v1/sessions/{sid}/events?follow=1"
+    conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=60)
+    conn.request("GET", q, headers=b.auth_headers(q))
+    r = conn.getresponse()
+    assert r.status == 200 and r.readline(), r.status
+    assert forward_live(b) >= 1, "no transfer while a client follows through b"
+    t0 = time.time()
+    conn.sock.shutdown(2)
+    conn.close()
+    b.wait(lambda: forward_live(b) == 0, 10, "b's transfer to a to stop once its client left")
+    return time.time() - t0
 
 
 def route_files(a, c, sid):
@@ -464,9 +494,10 @@ def scenario_route(pg, hosts, token_file):
     assert got["id"] == sid and got["state"] == "running", got
     gap = route_exec_and_follow(a, b, sid)
     route_files(a, c, sid)
+    left = route_client_leaves(a, b, sid)
     route_cli(b, sid)
     route_refusals(pg, a, b, sid, token_file)
-    local, routed = time_gets(a, sid), time_gets(b, sid)
+    local, routed = time_gets(a, b, sid)
     c.post(f"/v1/sessions/{sid}/cancel")
     a.wait_state(sid, "ended", 300)
     assert c.session(sid)["state"] == "ended"
@@ -475,7 +506,7 @@ def scenario_route(pg, hosts, token_file):
                                                                 ("routed", routed))}
     print(f"route ok: a session of host a read, exec'd (streamed: the later line "
           f"{gap:.1f} s after the first), fed stdin, given and read a file, cancelled through "
-          f"b and c; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
+          f"b and c; a follower leaving b stopped b's transfer in {left:.1f} s; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
           f"{ROUTE_TIMED_GETS}: local p50 {p['local'][0]:.2f} ms p99 {p['local'][1]:.2f} ms, "
           f"routed p50 {p['routed'][0]:.2f} ms p99 {p['routed'][1]:.2f} ms, routed overhead "
