@@ -26,7 +26,7 @@ add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c
-            ${CMAKE_CURRENT_LIST_DIR}/api_forward.c)
+            ${CMAKE_CURRENT_LIST_DIR}/api_forward.c ${CMAKE_CURRENT_LIST_DIR}/api_forward_hop.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 # PUBLIC: what api.h names; the pool only through pool_status.h (its config and domxml's
 # types), never the Pool.
