@@ -301,6 +301,7 @@ api_stop(Api *a)
 {
     if (!a)
         return;
+    api_forward_stop(a->fwd); /* transfers answer while the server still takes answers */
     http_server_stop(a->http);
     api_forward_free(a->fwd);
     free(a);

@@ -75,21 +75,30 @@ api_forward_new(ApiForward **ret, Error **errp)
 }
 
 void
-api_forward_free(ApiForward *af)
+api_forward_stop(ApiForward *af)
 {
     if (!af)
         return;
-    atomic_store(&af->stopping, true); /* transfers see it in their progress callback */
     uint64_t until = now_usec() + FWD_STOP_WAIT_USEC;
     pthread_mutex_lock(&af->lock);
+    atomic_store(&af->stopping, true); /* no new transfer; running ones see it within ~1 s */
     while (af->live > 0 && now_usec() < until) {
         pthread_mutex_unlock(&af->lock);
         usleep(10000);
         pthread_mutex_lock(&af->lock);
     }
+    pthread_mutex_unlock(&af->lock);
+}
+
+void
+api_forward_free(ApiForward *af)
+{
+    if (!af)
+        return;
+    pthread_mutex_lock(&af->lock);
     unsigned left = af->live;
     pthread_mutex_unlock(&af->lock);
-    if (left > 0) /* they hold their own state; only af must outlive them: leave it */
+    if (left > 0) /* a transfer still ends and touches af: leave it (only at a stuck stop) */
         return;
     api_forward_handles_free(af);
     pthread_mutex_destroy(&af->lock);

@@ -271,7 +271,13 @@ fwd_write(char *data, size_t size, size_t nmemb, void *userdata)
                          FWD_BUFFER_BYTES);
                 break;
             }
-            pthread_cond_wait(&f->room, &f->lock);
+            /* Timed: a stop must reach a transfer whose client stopped reading. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            (void) pthread_cond_timedwait(&f->room, &f->lock, &ts);
+            if (atomic_load(&f->af->stopping))
+                f->cancel = true;
         }
         if (f->cancel)
             break;
@@ -408,6 +414,35 @@ handle_give(ApiForward *af, CURL *h, bool ok)
         curl_easy_cleanup(h);
 }
 
+static void
+respond_plain(HttpRequest *req, ErrorCategory cat, const char *message)
+{
+    Error e = {.category = cat};
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    http_respond_error(req, &e, NULL);
+}
+
+/* Counted under the lock that api_forward_stop() sets stopping under: either the stop
+ * sees this transfer and waits for it, or this sees the stop and starts nothing. */
+static bool
+live_enter(ApiForward *af)
+{
+    pthread_mutex_lock(&af->lock);
+    bool ok = !atomic_load(&af->stopping);
+    if (ok)
+        af->live++;
+    pthread_mutex_unlock(&af->lock);
+    return ok;
+}
+
+static void
+live_leave(ApiForward *af)
+{
+    pthread_mutex_lock(&af->lock);
+    af->live--;
+    pthread_mutex_unlock(&af->lock);
+}
+
 static void *
 fwd_thread(void *userdata)
 {
@@ -440,29 +475,20 @@ fwd_thread(void *userdata)
     if (f->curl)
         handle_give(af, f->curl, rc == CURLE_OK);
     fwd_unref(f);
-    pthread_mutex_lock(&af->lock);
-    af->live--;
-    pthread_mutex_unlock(&af->lock);
+    live_leave(af);
     return NULL;
 }
 
-void
-api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
-                      bool admin)
+static Fwd *
+fwd_new(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant, bool admin)
 {
     Fwd *f = calloc(1, sizeof(*f));
-    pthread_attr_t attr;
-    pthread_t t;
-
     if (!f || !(f->buf = malloc(FWD_BUFFER_BYTES)) ||
         !(f->host_token = strdup(cluster_host_token(a->d.cluster)))) {
         if (f)
             free(f->buf);
         free(f);
-        Error e = {.category = E_INTERNAL};
-        snprintf(e.message, sizeof(e.message), "out of memory forwarding the request");
-        http_respond_error(req, &e, NULL);
-        return;
+        return NULL;
     }
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->room, NULL);
@@ -475,30 +501,44 @@ api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const
     snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
     snprintf(f->host_id, sizeof(f->host_id), "%s", owner->host_id);
     f->body = http_body(req, &f->body_len);
+    return f;
+}
+
+void
+api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
+                      bool admin)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    if (!live_enter(a->fwd)) {
+        respond_plain(req, E_UNAVAILABLE, "the daemon is stopping");
+        return;
+    }
+    Fwd *f = fwd_new(a, req, owner, tenant, admin);
+    if (!f) {
+        respond_plain(req, E_INTERNAL, "out of memory forwarding the request");
+        live_leave(a->fwd);
+        return;
+    }
     if (f->efd < 0 || api_forward_url(owner->url, http_path(req), http_raw_query(req), f->url,
                                       sizeof(f->url)) < 0) {
         respond_unreachable(req, f, f->efd < 0 ? "no eventfd" : "its advertise_url is not usable");
         f->req = NULL;
         fwd_unref(f);
+        live_leave(a->fwd);
         return;
     }
-    pthread_mutex_lock(&a->fwd->lock);
-    a->fwd->live++;
-    pthread_mutex_unlock(&a->fwd->lock);
     atomic_fetch_add(&a->fwd->forwarded, 1);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     int r = pthread_create(&t, &attr, fwd_thread, f);
     pthread_attr_destroy(&attr);
     if (r != 0) {
-        pthread_mutex_lock(&a->fwd->lock);
-        a->fwd->live--;
-        pthread_mutex_unlock(&a->fwd->lock);
-        Error e = {.category = E_UNAVAILABLE};
-        snprintf(e.message, sizeof(e.message), "the daemon is overloaded");
-        http_respond_error(req, &e, NULL);
+        respond_plain(req, E_UNAVAILABLE, "the daemon is overloaded");
         f->req = NULL;
         fwd_unref(f);
+        live_leave(a->fwd);
     }
 }
 

@@ -61,6 +61,10 @@ int api_authenticate(ApiCtx *c, Error **errp);
 int api_forward_identify(ApiCtx *c, Error **errp);
 bool api_forward_take(ApiCtx *c);
 int api_forward_new(ApiForward **ret, Error **errp);
+/* Before the HTTP server stops: refuses new transfers (503) and waits (3 s at most) for the
+ * running ones to end, each answering its request while the server can still take the
+ * answer. NULL is fine. */
+void api_forward_stop(ApiForward *af);
 void api_forward_free(ApiForward *af); /* after the HTTP server stopped; NULL is fine */
 /* The stockade_forward_* lines of /metrics (nothing when af is NULL: not a cluster). */
 void api_forward_metrics(ApiForward *af, FILE *f);
