@@ -25,7 +25,7 @@ started again: a create works again and its token reaches the other hosts (the r
 route: any host answers for any session (hosts b and c run no guest). A session made on
 host a is read through b, its events followed (follow=1) through b while an exec started
 through b prints a line, sleeps 3 s and prints another: the later line must arrive on the
-open stream seconds after the first; an exec fed its stdin through b; a file larger than the
+open stream seconds after the first; an exec fed its stdin through b; a sleep ended by a signal sent through b; a file larger than the
 proxy's buffer uploaded and read back through c (and a), the workspace tar through c; a
 client following through b goes away and b's transfer to a stops (/metrics
 stockade_forward_live back to 0 within 10 s); the
@@ -34,7 +34,8 @@ tenant's token answers 404 on a and b, as for a missing id; forwarding headers a
 sends itself (without, or with a wrong, host credential) are 401 on every host; the real
 credential sent to b is not forwarded again (404, one hop) and opens no admin route.
 Timed: 50 GETs of the session through a (local) and through b (routed), p50/p99 printed
-(no pass/fail on time; the target is a routed overhead p50 <= 5 ms). Cancelled through c.
+(no pass/fail on time; the target is a routed overhead p50 <= 5 ms). Cancelled through c,
+then closed through b (idempotent: ended).
 Host a stopped: b answers 502 naming host-a; PostgreSQL stopped: 503 for an id b must look up.
 Standard library only."""
 import http.client
@@ -385,6 +386,13 @@ def route_exec_and_follow(a, b, sid):
     b.call("POST", f"/v1/sessions/{sid}/execs/{ex2}/stdin?eof=1", raw=b"routed\n")
     a.wait(lambda: exited(events, ex2), 300, "the stdin exec's end")
     assert "got-routed" in stdout_of(events, ex2), stdout_of(events, ex2)
+    # a signal through b: a long sleep ends by SIGTERM, not by its 120 s
+    ex3 = b.post(f"/v1/sessions/{sid}/exec", {"argv": ["sleep", "120"]})["exec_id"]
+    a.wait(lambda: any(isinstance(ev, dict) and ev.get("type") == "exec.started" and
+                       ev.get("exec_id") == ex3 for _, ev in events), 120, "the sleep's start")
+    b.post(f"/v1/sessions/{sid}/execs/{ex3}/signal", {"signal": "TERM"})
+    a.wait(lambda: exited(events, ex3), 60, "the signalled exec's end")
+    assert exited(events, ex3)["signal"] in (15, "TERM", "SIGTERM"), exited(events, ex3)
     stop.set()
     return gap
 
@@ -501,12 +509,14 @@ def scenario_route(pg, hosts, token_file):
     c.post(f"/v1/sessions/{sid}/cancel")
     a.wait_state(sid, "ended", 300)
     assert c.session(sid)["state"] == "ended"
+    closed = b.call("DELETE", f"/v1/sessions/{sid}")  # close through b: ended, idempotent
+    assert closed["state"] == "ended", closed
     route_outages(pg, a, b, sid)
     p = {k: (percentile(v, 50), percentile(v, 99)) for k, v in (("local", local),
                                                                 ("routed", routed))}
     print(f"route ok: a session of host a read, exec'd (streamed: the later line "
-          f"{gap:.1f} s after the first), fed stdin, given and read a file, cancelled through "
-          f"b and c; a follower leaving b stopped b's transfer in {left:.1f} s; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
+          f"{gap:.1f} s after the first), fed stdin, signalled, given and read a file, "
+          f"cancelled and closed through b and c; a follower leaving b stopped b's transfer in {left:.1f} s; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
           f"{ROUTE_TIMED_GETS}: local p50 {p['local'][0]:.2f} ms p99 {p['local'][1]:.2f} ms, "
           f"routed p50 {p['routed'][0]:.2f} ms p99 {p['routed'][1]:.2f} ms, routed overhead "
