@@ -277,6 +277,8 @@ api_handle(HttpRequest *req, void *userdata)
     ApiCtx *c = http_request_take_context(req); /* api_guard() passed it */
 
     (void) userdata;
+    if (api_forward_take(c)) /* [cluster]: a session another host owns */
+        return;
     c->route->fn(c);
 }
 
@@ -287,9 +289,14 @@ api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp)
     if (!a)
         return error_set(errp, E_INTERNAL, ENOMEM, "api");
     a->d = *deps;
+    if (deps->cluster && api_forward_new(&a->fwd, errp) < 0) {
+        free(a);
+        return -1;
+    }
     HttpConfig hc = *http;
     hc.guard = api_guard;
     if (http_server_start(&hc, api_handle, a, &a->http, errp) < 0) {
+        api_forward_free(a->fwd);
         free(a);
         return -1;
     }
@@ -302,6 +309,8 @@ api_stop(Api *a)
 {
     if (!a)
         return;
+    api_forward_stop(a->fwd); /* transfers answer while the server still takes answers */
     http_server_stop(a->http);
+    api_forward_free(a->fwd);
     free(a);
 }

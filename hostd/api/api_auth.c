@@ -62,7 +62,10 @@ int
 api_authenticate(ApiCtx *c, Error **errp)
 {
     const char *as = http_header(c->req, API_TENANT_HEADER);
+    int fwd = api_forward_identify(c, errp); /* another host's, checked before any token */
 
+    if (fwd != 0)
+        return fwd < 0 ? -1 : 0;
     if (http_peer_is_unix(c->req)) { /* the socket's file mode decides who gets here */
         snprintf(c->tenant, sizeof(c->tenant), "%s", API_TENANT_DEFAULT);
         c->admin = true;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "api.h"
 #include "api_json.h"
@@ -12,9 +13,12 @@
 #define API_TOKEN_ID_PREFIX ADMIT_TOKEN_ID_PREFIX
 #define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
 
+typedef struct ApiForward ApiForward;
+
 struct Api {
     ApiDeps d;
     HttpServer *http;
+    ApiForward *fwd; /* [cluster]: requests for other hosts' sessions (api_forward.c) */
 };
 
 struct Route;
@@ -28,6 +32,7 @@ typedef struct ApiCtx {
     char tenant[64]; /* who the request is for: the token's tenant, or the operator's choice */
     bool admin;      /* unix-socket peer, or an operator token */
     bool acting;     /* an operator named the tenant (X-Stockade-Tenant): scope lists to it */
+    bool forwarded;  /* came from another host of the cluster: never forwarded again */
     json_t *body;    /* parsed JSON body, when the route wants one */
     void *extra;     /* route-specific state carried to the loop */
     const struct Route *route; /* what the guard matched (api.c) */
@@ -49,6 +54,20 @@ void api_reply_error_extra(ApiCtx *c, const Error *e, json_t *extra);
  * TCP callers need "Authorization: Bearer <token>" of a token that is not revoked
  * (E_UNAUTHORIZED otherwise). API_TENANT_HEADER lets an operator act for a tenant. */
 int api_authenticate(ApiCtx *c, Error **errp);
+/* api_forward.c (cluster mode). The owner side: a forwarded identity (api_forward.h) taken
+ * in place of a token: 1 taken, 0 none came, -1 refused (E_UNAUTHORIZED). The forwarding
+ * side: true when the request names a session another host owns and was taken (forwarded,
+ * or answered 404/503; c is done), false when the local route should answer. */
+int api_forward_identify(ApiCtx *c, Error **errp);
+bool api_forward_take(ApiCtx *c);
+int api_forward_new(ApiForward **ret, Error **errp);
+/* Before the HTTP server stops: refuses new transfers (503) and waits (3 s at most) for the
+ * running ones to end, each answering its request while the server can still take the
+ * answer. NULL is fine. */
+void api_forward_stop(ApiForward *af);
+void api_forward_free(ApiForward *af); /* after the HTTP server stopped; NULL is fine */
+/* The stockade_forward_* lines of /metrics (nothing when af is NULL: not a cluster). */
+void api_forward_metrics(ApiForward *af, FILE *f);
 /* The {"code","quota","limit","used","requested","retry_after"} extra of a 429. */
 json_t *api_refusal_json(const AdmitRefusal *r);
 

@@ -79,6 +79,9 @@ const char *http_method(const HttpRequest *r); /* GET, HEAD, POST, PUT or DELETE
 /* Raw path without the query, already checked: starts with '/', only RFC 3986 path bytes,
  * no empty, ".", ".." (raw or encoded) or encoded-'/' segment, <= HTTP_PATH_MAX_BYTES. */
 const char *http_path(const HttpRequest *r);
+/* The raw query after '?' as the client sent it (checked like the path's bytes); "" when
+ * there is none. For passing a request on unchanged (api_forward.c). */
+const char *http_raw_query(const HttpRequest *r);
 /* The decoded value of the first query parameter named key; "" for "?key"; NULL if absent. */
 const char *http_query(const HttpRequest *r, const char *key);
 /* Case-insensitive; the first header of that name; NULL if absent. */

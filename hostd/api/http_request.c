@@ -320,6 +320,13 @@ http_path(const HttpRequest *r)
 }
 
 const char *
+http_raw_query(const HttpRequest *r)
+{
+    const char *q = strchr(r->raw_target, '?');
+    return q ? q + 1 : "";
+}
+
+const char *
 http_query(const HttpRequest *r, const char *key)
 {
     for (size_t i = 0; i < r->target.n_query; i++)

@@ -15,16 +15,24 @@ add_library(stockade_api_json STATIC ${CMAKE_CURRENT_LIST_DIR}/api_json.c)
 target_include_directories(stockade_api_json PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(stockade_api_json PUBLIC stockade_sessions_config stockade_base PkgConfig::JANSSON
                       PRIVATE stockade_proto_limits)
+# Forwarding's pure rules (which requests, the URL, headers, the identity check): base only,
+# for unit_api_forward. The proxy itself (api_forward.c) is in stockade_api, with libcurl.
+add_library(stockade_api_forward_rules STATIC ${CMAKE_CURRENT_LIST_DIR}/api_forward_rules.c)
+target_include_directories(stockade_api_forward_rules PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(stockade_api_forward_rules PUBLIC stockade_base)
+pkg_check_modules(API_CURL REQUIRED IMPORTED_TARGET libcurl>=7.85)
 add_library(stockade_api STATIC ${CMAKE_CURRENT_LIST_DIR}/api.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_sessions.c ${CMAKE_CURRENT_LIST_DIR}/routes_events.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_code.c
             ${CMAKE_CURRENT_LIST_DIR}/routes_files.c ${CMAKE_CURRENT_LIST_DIR}/routes_meta.c
             ${CMAKE_CURRENT_LIST_DIR}/api_auth.c
-            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c)
+            ${CMAKE_CURRENT_LIST_DIR}/routes_admin.c ${CMAKE_CURRENT_LIST_DIR}/routes_hosts.c
+            ${CMAKE_CURRENT_LIST_DIR}/api_forward.c ${CMAKE_CURRENT_LIST_DIR}/api_forward_hop.c)
 target_include_directories(stockade_api PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 # PUBLIC: what api.h names; the pool only through pool_status.h (its config and domxml's
 # types), never the Pool.
 target_link_libraries(stockade_api PUBLIC stockade_http stockade_sessions stockade_store
                       stockade_pool_config stockade_domxml stockade_loop stockade_base
                       PRIVATE stockade_api_json stockade_tarwriter stockade_render stockade_cluster
-                      stockade_admit stockade_http_url stockade_proto)
+                      stockade_admit stockade_http_url stockade_proto stockade_api_forward_rules
+                      PkgConfig::API_CURL)

@@ -144,6 +144,7 @@ metrics_on_loop(ApiCtx *c)
                 "# TYPE stockade_extraction_appliance_launch_seconds gauge\n"
                 "stockade_extraction_appliance_launch_seconds %.3f\n",
                 (double) ss.appliance_launch_usec / 1e6);
+        api_forward_metrics(c->api->fwd, f);
         fclose(f);
     }
     free(m);

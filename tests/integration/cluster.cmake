@@ -11,7 +11,7 @@ add_test(NAME integration_cluster_pg
 set_tests_properties(integration_cluster_pg PROPERTIES LABELS integration SKIP_RETURN_CODE 77
                      TIMEOUT 300)
 # Three real stockaded sharing that PostgreSQL (test_cluster.py): real guests, one at a time.
-foreach(scenario race tenants)
+foreach(scenario race tenants route)
     add_test(NAME integration_cluster_${scenario}
              COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cluster.py ${scenario})
     set_tests_properties(integration_cluster_${scenario} PROPERTIES LABELS integration

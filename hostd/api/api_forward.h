@@ -1,0 +1,46 @@
+/* Forwarding (issue 16, "any host answers for any session"): in cluster mode a request for a
+ * session another host owns is proxied to that host (api_forward.c); this header also holds
+ * the pure rules (api_forward_rules.c: which requests forward, the upstream URL, which
+ * headers cross, the host-to-host identity check), linked alone by unit_api_forward.
+ *
+ * Trust: the forwarding host has authenticated the caller from its own copy of the tokens;
+ * it sends the owner the host-to-host credential (API_FORWARD_HOST_HEADER) and the caller's
+ * resolved identity (API_FORWARD_TENANT_HEADER, API_FORWARD_ADMIN_HEADER). The owner takes
+ * that identity only with a credential equal (constant time) to its own host token; any of
+ * these headers without it is a 401, so a client that sends them gets nothing from them.
+ * A forwarded request is never forwarded again (one hop). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define API_FORWARD_HOST_HEADER "X-Stockade-Host-Auth"          /* the host credential */
+#define API_FORWARD_TENANT_HEADER "X-Stockade-Forwarded-Tenant" /* the caller's tenant */
+#define API_FORWARD_ADMIN_HEADER "X-Stockade-Forwarded-Admin"   /* "1": an operator */
+#define API_FORWARD_TENANT_MAX_BYTES 63
+#define API_FORWARD_URL_MAX_BYTES (255 + 4096 + 1 + 4096) /* advertise_url, path, '?', query */
+
+/* Whether a request with these decoded path segments names one session (and so may be
+ * forwarded): /v1/sessions/{id}/... and /v1/tasks/{id}/...; the id is segment 2. */
+bool api_forward_is_session_path(char *const *seg, size_t n);
+
+/* base (an advertise_url: http:// or https://, a trailing '/' dropped) + raw_path (checked
+ * by the HTTP layer, starts with '/') + '?' + raw_query (when not empty; printable ASCII
+ * without spaces or '#') into buf. -1 when something is malformed or it does not fit. */
+int api_forward_url(const char *base, const char *raw_path, const char *raw_query, char *buf,
+                    size_t cap);
+
+/* Which of the owner's response headers are passed back to the client (the layer sets
+ * Content-Type, Content-Length, caching and framing headers itself). Case-insensitive. */
+bool api_forward_response_header_kept(const char *name);
+
+/* Whether a and b are equal, in time that depends only on their lengths (a credential). */
+bool api_forward_secret_equal(const char *a, const char *b);
+
+/* The owner's check of a forwarded identity. expected: this host's credential (NULL: not
+ * a cluster); presented, tenant, admin: the request's three headers (NULL when absent).
+ * Returns 0 and fills ret_tenant/ret_admin when the credential matches and the tenant is
+ * well formed; 1 when none of the headers came (not forwarded); -1 otherwise (refuse). */
+int api_forward_identity(const char *expected, const char *presented, const char *tenant,
+                         const char *admin, char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1],
+                         bool *ret_admin);

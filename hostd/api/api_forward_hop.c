@@ -1,0 +1,550 @@
+/* The hop of a forwarded request: the owner's side in a thread of its own, the client's
+ * side on the connection thread. See api_forward.c for when, api_forward.h for the trust.
+ *
+ * One detached thread per forwarded request runs libcurl (blocking easy interface) towards
+ * the owner, on a handle kept with its connection from an earlier transfer when there is
+ * one. The request body is the one already read under the local limits and is read by curl
+ * in place, so the request is answered only once all of it went upstream. The owner's answer
+ * comes back through a bounded buffer (FWD_BUFFER_BYTES): a response with a Content-Length
+ * that fits is answered whole (with its length); anything else (chunked, as
+ * events?follow=1 and the workspace tar, or larger) is answered as a stream whose producer
+ * runs on the connection thread. Back-pressure: a full buffer blocks curl's write callback,
+ * so the owner's socket stops being read. The client going away closes the stream; the
+ * curl thread sees the cancel flag at its next write or progress callback (at most about a
+ * second) and drops the owner's connection. The owner going away ends the transfer and the
+ * client's stream with it (truncated, so the client knows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "api_forward_internal.h"
+#include "timeutil.h"
+
+#define FWD_BUFFER_BYTES (256u * 1024) /* the owner's answer in memory, per request */
+#define FWD_CONNECT_TIMEOUT_MS 3000    /* the owner's TCP connect */
+#define FWD_LOW_SPEED_TIME_S 120       /* a silent owner (events send a line each 15 s) */
+#define FWD_MAX_KEPT_HEADERS 4         /* response headers passed back */
+#define FWD_HEADER_MAX_BYTES 1024      /* a kept response header line */
+
+/* One forwarded request. References: the transfer thread's, and the stream's once the
+ * answer is a stream. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t room; /* the producer took bytes, or the transfer was cancelled */
+    unsigned refs;
+    ApiForward *af;
+    CURL *curl;       /* the transfer thread's */
+    HttpRequest *req; /* until answered */
+    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char url[API_FORWARD_URL_MAX_BYTES + 1];
+    char tenant[64];
+    bool admin;
+    char *host_token;
+    const uint8_t *body;
+    size_t body_len, body_off;
+    long status;
+    bool chunked;
+    curl_off_t content_length; /* -1: none */
+    char ctype[256];
+    char *kept[FWD_MAX_KEPT_HEADERS][2];
+    size_t n_kept;
+    bool headers_done, answered, done, failed, cancel;
+    char curl_error[CURL_ERROR_SIZE];
+    uint8_t *buf;
+    size_t len;
+    int efd; /* written when bytes or the end arrive; the producer waits on it */
+} Fwd;
+
+static void
+fwd_unref(Fwd *f)
+{
+    pthread_mutex_lock(&f->lock);
+    unsigned left = --f->refs;
+    pthread_mutex_unlock(&f->lock);
+    if (left > 0)
+        return;
+    for (size_t i = 0; i < f->n_kept; i++) {
+        free(f->kept[i][0]);
+        free(f->kept[i][1]);
+    }
+    if (f->host_token) {
+        explicit_bzero(f->host_token, strlen(f->host_token));
+        free(f->host_token);
+    }
+    if (f->efd >= 0)
+        close(f->efd);
+    free(f->buf);
+    pthread_cond_destroy(&f->room);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+static void
+fwd_wake(Fwd *f)
+{
+    uint64_t one = 1;
+    (void) !write(f->efd, &one, sizeof(one));
+}
+
+/* 502 naming the owner: the client learns which host did not answer, not why in detail
+ * beyond curl's one line. */
+static void
+respond_unreachable(HttpRequest *req, const Fwd *f, const char *why)
+{
+    atomic_fetch_add(&f->af->unreachable, 1);
+    http_respond_json(req, 502,
+                      json_pack("{s:{s:s,s:s+++,s:s}}", "error", "code", "host_unreachable",
+                                "message", "the session's host ", f->host_id,
+                                " did not answer: ", why, "host", f->host_id));
+}
+
+/* ------------------------------------------------------------------ the client's side */
+
+static ssize_t
+fwd_produce(HttpStream *st, void *userdata, uint8_t *out, size_t cap)
+{
+    Fwd *f = userdata;
+    for (;;) {
+        uint64_t v;
+        (void) !read(f->efd, &v, sizeof(v)); /* drain before looking: no wake-up is lost */
+        pthread_mutex_lock(&f->lock);
+        if (f->len > 0) {
+            size_t n = MIN(cap, f->len);
+            memcpy(out, f->buf, n);
+            memmove(f->buf, f->buf + n, f->len - n);
+            f->len -= n;
+            pthread_cond_signal(&f->room);
+            pthread_mutex_unlock(&f->lock);
+            return (ssize_t) n;
+        }
+        bool done = f->done, failed = f->failed;
+        pthread_mutex_unlock(&f->lock);
+        if (done)
+            return failed ? -1 : 0; /* a truncated stream tells the client the owner went */
+        if (http_stream_wait(st, f->efd, 0) < 0)
+            return -1;
+    }
+}
+
+/* The stream ended (finished, the client left, the server stops): stop the transfer. */
+static void
+fwd_stream_end(void *userdata)
+{
+    Fwd *f = userdata;
+    pthread_mutex_lock(&f->lock);
+    f->cancel = true;
+    pthread_cond_broadcast(&f->room);
+    pthread_mutex_unlock(&f->lock);
+    fwd_unref(f);
+}
+
+/* Answers the client once, under no lock (the producer may start at once). stream: as a
+ * stream of what comes; else whole, from the buffer. */
+static void
+fwd_answer(Fwd *f, bool stream)
+{
+    HttpRequest *req = f->req;
+    f->req = NULL;
+    for (size_t i = 0; i < f->n_kept; i++)
+        (void) http_response_header(req, f->kept[i][0], f->kept[i][1]);
+    const char *ctype = f->ctype[0] ? f->ctype : NULL;
+    if (stream) {
+        pthread_mutex_lock(&f->lock);
+        f->refs++; /* the stream's */
+        pthread_mutex_unlock(&f->lock);
+        http_respond_stream(req, (unsigned) f->status, ctype, fwd_produce, f, fwd_stream_end);
+    } else {
+        http_respond_bytes(req, (unsigned) f->status, ctype, f->buf, f->len);
+    }
+}
+
+/* ------------------------------------------------------------------ the owner's side */
+
+static size_t
+fwd_read_body(char *out, size_t size, size_t nmemb, void *userdata)
+{
+    Fwd *f = userdata;
+    size_t n = MIN(size * nmemb, f->body_len - f->body_off);
+    memcpy(out, f->body + f->body_off, n);
+    f->body_off += n;
+    return n;
+}
+
+/* curl rewinds the body when a kept connection turned out closed and it sends again. */
+static int
+fwd_seek_body(void *userdata, curl_off_t offset, int origin)
+{
+    Fwd *f = userdata;
+    if (origin != SEEK_SET || offset < 0 || (uint64_t) offset > f->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    f->body_off = (size_t) offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+static void
+keep_header(Fwd *f, const char *line, size_t len)
+{
+    const char *colon = memchr(line, ':', len);
+    if (!colon || len > FWD_HEADER_MAX_BYTES)
+        return;
+    size_t nlen = (size_t) (colon - line);
+    const char *v = colon + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    char name[64];
+    if (nlen == 0 || nlen >= sizeof(name))
+        return;
+    memcpy(name, line, nlen);
+    name[nlen] = '\0';
+    if (strcasecmp(name, "Content-Type") == 0) {
+        snprintf(f->ctype, sizeof(f->ctype), "%.*s", (int) (end - v), v);
+    } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
+        f->chunked = true;
+    } else if (api_forward_response_header_kept(name) && f->n_kept < FWD_MAX_KEPT_HEADERS) {
+        char *k = strdup(name), *val = strndup(v, (size_t) (end - v));
+        if (!k || !val) {
+            free(k);
+            free(val);
+            return;
+        }
+        f->kept[f->n_kept][0] = k;
+        f->kept[f->n_kept++][1] = val;
+    }
+}
+
+static size_t
+fwd_header(char *line, size_t size, size_t nmemb, void *userdata)
+{
+    Fwd *f = userdata;
+    size_t len = size * nmemb;
+
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) { /* a new answer (after a 100) */
+        f->chunked = false;
+        f->ctype[0] = '\0';
+        return len;
+    }
+    if (!(len == 2 && line[0] == '\r') && !(len == 1 && line[0] == '\n')) {
+        keep_header(f, line, len);
+        return len;
+    }
+    return len; /* the blank line: the first body byte (fwd_write) or the end decides */
+}
+
+/* Called with f->lock held, before the first body byte is stored. */
+static bool
+fwd_should_stream(const Fwd *f)
+{
+    bool sized =
+        !f->chunked && f->content_length >= 0 && (uint64_t) f->content_length <= FWD_BUFFER_BYTES;
+    return !sized && f->body_off == f->body_len;
+}
+
+static size_t
+fwd_write(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    Fwd *f = userdata;
+    size_t len = size * nmemb, done = 0;
+
+    pthread_mutex_lock(&f->lock);
+    if (!f->headers_done) {
+        f->headers_done = true;
+        (void) curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &f->status);
+        (void) curl_easy_getinfo(f->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &f->content_length);
+        bool stream = fwd_should_stream(f);
+        if (stream && f->req) {
+            pthread_mutex_unlock(&f->lock);
+            fwd_answer(f, true);
+            pthread_mutex_lock(&f->lock);
+            f->answered = true;
+        }
+    }
+    while (done < len) {
+        while (f->len == FWD_BUFFER_BYTES && !f->cancel) {
+            if (!f->answered) { /* more than fits and no stream: not answerable whole */
+                f->cancel = true;
+                snprintf(f->curl_error, sizeof(f->curl_error), "its answer outgrew %u bytes",
+                         FWD_BUFFER_BYTES);
+                break;
+            }
+            /* Timed: a stop must reach a transfer whose client stopped reading. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            (void) pthread_cond_timedwait(&f->room, &f->lock, &ts);
+            if (atomic_load(&f->af->stopping))
+                f->cancel = true;
+        }
+        if (f->cancel)
+            break;
+        size_t n = MIN(len - done, FWD_BUFFER_BYTES - f->len);
+        memcpy(f->buf + f->len, data + done, n);
+        f->len += n;
+        done += n;
+        fwd_wake(f);
+    }
+    bool cancel = f->cancel;
+    pthread_mutex_unlock(&f->lock);
+    return cancel ? 0 : len;
+}
+
+static int
+fwd_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    Fwd *f = userdata;
+    (void) dt, (void) dn, (void) ut, (void) un;
+    pthread_mutex_lock(&f->lock);
+    bool cancel = f->cancel;
+    pthread_mutex_unlock(&f->lock);
+    return cancel || atomic_load(&f->af->stopping);
+}
+
+static struct curl_slist *
+fwd_request_headers(const Fwd *f, const char *ctype)
+{
+    char line[CLUSTER_TOKEN_MAX_BYTES + 64];
+    struct curl_slist *h = NULL, *t;
+    const char *fixed[] = {"Expect:", /* no 100-continue round trip before a body */
+                           f->admin ? API_FORWARD_ADMIN_HEADER ": 1"
+                                    : API_FORWARD_ADMIN_HEADER ": 0"};
+    for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
+        if (!(t = curl_slist_append(h, fixed[i])))
+            goto fail_free;
+        h = t;
+    }
+    const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->host_token},
+                            {API_FORWARD_TENANT_HEADER, f->tenant},
+                            {"Content-Type", ctype}};
+    for (size_t i = 0; i < ELEMENTSOF(fmt); i++) {
+        if (!fmt[i][1])
+            continue;
+        snprintf(line, sizeof(line), "%s: %s", fmt[i][0], fmt[i][1]);
+        t = curl_slist_append(h, line);
+        explicit_bzero(line, sizeof(line));
+        if (!t)
+            goto fail_free;
+        h = t;
+    }
+    return h;
+
+fail_free:
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* The client's Content-Type goes on only when it is plain text on one line. */
+static const char *
+plain_ctype(HttpRequest *req)
+{
+    const char *ct = http_header(req, "Content-Type");
+    if (!ct || strlen(ct) > 255)
+        return NULL;
+    for (const char *p = ct; *p; p++)
+        if ((unsigned char) *p < ' ' || (unsigned char) *p >= 0x7f)
+            return NULL;
+    return ct;
+}
+
+static CURLcode
+fwd_perform(Fwd *f, CURL *curl, struct curl_slist *hdrs, const char *method)
+{
+    curl_easy_setopt(curl, CURLOPT_URL, f->url);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long) FWD_CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long) FWD_LOW_SPEED_TIME_S);
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, f->curl_error);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, fwd_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, f);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, fwd_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, f);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, fwd_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, f);
+    curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 64L * 1024);
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+        if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 || f->body_len > 0) {
+            curl_easy_setopt(curl, CURLOPT_POST, 1L); /* the method line says `method` */
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) f->body_len);
+            curl_easy_setopt(curl, CURLOPT_READFUNCTION, fwd_read_body);
+            curl_easy_setopt(curl, CURLOPT_READDATA, f);
+            curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, fwd_seek_body);
+            curl_easy_setopt(curl, CURLOPT_SEEKDATA, f);
+        }
+    }
+    return curl_easy_perform(curl);
+}
+
+/* A handle with its connections, or a new one. */
+static CURL *
+handle_take(ApiForward *af)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&af->lock);
+    if (af->n_idle > 0)
+        h = af->handles[--af->n_idle];
+    pthread_mutex_unlock(&af->lock);
+    if (h)
+        curl_easy_reset(h); /* options back to defaults; open connections stay */
+    return h ? h : curl_easy_init();
+}
+
+/* Kept only after a transfer that ended well: a failed or cancelled one may have left its
+ * connection in any state (curl closes those it cannot reuse anyway). */
+static void
+handle_give(ApiForward *af, CURL *h, bool ok)
+{
+    pthread_mutex_lock(&af->lock);
+    if (ok && af->n_idle < FWD_IDLE_HANDLES && !atomic_load(&af->stopping)) {
+        af->handles[af->n_idle++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&af->lock);
+    if (h)
+        curl_easy_cleanup(h);
+}
+
+static void
+respond_plain(HttpRequest *req, ErrorCategory cat, const char *message)
+{
+    Error e = {.category = cat};
+    snprintf(e.message, sizeof(e.message), "%s", message);
+    http_respond_error(req, &e, NULL);
+}
+
+/* Counted under the lock that api_forward_stop() sets stopping under: either the stop
+ * sees this transfer and waits for it, or this sees the stop and starts nothing. */
+static bool
+live_enter(ApiForward *af)
+{
+    pthread_mutex_lock(&af->lock);
+    bool ok = !atomic_load(&af->stopping);
+    if (ok)
+        af->live++;
+    pthread_mutex_unlock(&af->lock);
+    return ok;
+}
+
+static void
+live_leave(ApiForward *af)
+{
+    pthread_mutex_lock(&af->lock);
+    af->live--;
+    pthread_mutex_unlock(&af->lock);
+}
+
+static void *
+fwd_thread(void *userdata)
+{
+    Fwd *f = userdata;
+    CURLcode rc = CURLE_OUT_OF_MEMORY;
+    const char *method = http_method(f->req);
+    struct curl_slist *hdrs = fwd_request_headers(f, plain_ctype(f->req));
+
+    f->curl = handle_take(f->af);
+    if (f->curl && hdrs)
+        rc = fwd_perform(f, f->curl, hdrs, method);
+    pthread_mutex_lock(&f->lock);
+    if (!f->headers_done && rc == CURLE_OK) /* no body came: the answer is complete */
+        (void) curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &f->status);
+    f->done = true;
+    f->failed = rc != CURLE_OK;
+    bool answer = !f->answered;
+    f->answered = true;
+    pthread_mutex_unlock(&f->lock);
+    fwd_wake(f);
+    if (answer && f->failed) {
+        HttpRequest *req = f->req;
+        f->req = NULL;
+        respond_unreachable(req, f, f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+    } else if (answer) {
+        fwd_answer(f, false);
+    }
+    curl_slist_free_all(hdrs);
+    ApiForward *af = f->af;
+    if (f->curl)
+        handle_give(af, f->curl, rc == CURLE_OK);
+    fwd_unref(f);
+    live_leave(af);
+    return NULL;
+}
+
+static Fwd *
+fwd_new(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant, bool admin)
+{
+    Fwd *f = calloc(1, sizeof(*f));
+    if (!f || !(f->buf = malloc(FWD_BUFFER_BYTES)) ||
+        !(f->host_token = strdup(cluster_host_token(a->d.cluster)))) {
+        if (f)
+            free(f->buf);
+        free(f);
+        return NULL;
+    }
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->room, NULL);
+    f->refs = 1;
+    f->af = a->fwd;
+    f->req = req;
+    f->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    f->content_length = -1;
+    f->admin = admin;
+    snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
+    snprintf(f->host_id, sizeof(f->host_id), "%s", owner->host_id);
+    f->body = http_body(req, &f->body_len);
+    return f;
+}
+
+void
+api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
+                      bool admin)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    if (!live_enter(a->fwd)) {
+        respond_plain(req, E_UNAVAILABLE, "the daemon is stopping");
+        return;
+    }
+    Fwd *f = fwd_new(a, req, owner, tenant, admin);
+    if (!f) {
+        respond_plain(req, E_INTERNAL, "out of memory forwarding the request");
+        live_leave(a->fwd);
+        return;
+    }
+    if (f->efd < 0 || api_forward_url(owner->url, http_path(req), http_raw_query(req), f->url,
+                                      sizeof(f->url)) < 0) {
+        respond_unreachable(req, f, f->efd < 0 ? "no eventfd" : "its advertise_url is not usable");
+        f->req = NULL;
+        fwd_unref(f);
+        live_leave(a->fwd);
+        return;
+    }
+    atomic_fetch_add(&a->fwd->forwarded, 1);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int r = pthread_create(&t, &attr, fwd_thread, f);
+    pthread_attr_destroy(&attr);
+    if (r != 0) {
+        respond_plain(req, E_UNAVAILABLE, "the daemon is overloaded");
+        f->req = NULL;
+        fwd_unref(f);
+        live_leave(a->fwd);
+    }
+}
+
+void
+api_forward_handles_free(ApiForward *af)
+{
+    while (af->n_idle > 0)
+        curl_easy_cleanup(af->handles[--af->n_idle]);
+}

@@ -1,0 +1,98 @@
+/* The pure rules of forwarding: see api_forward.h. No I/O, no allocation. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api_forward.h"
+
+bool
+api_forward_is_session_path(char *const *seg, size_t n)
+{
+    return n >= 3 && strcmp(seg[0], "v1") == 0 &&
+           (strcmp(seg[1], "sessions") == 0 || strcmp(seg[1], "tasks") == 0);
+}
+
+/* Bytes that may go into a request line as they are: no space, control, '#' or non-ASCII. */
+static bool
+target_bytes_ok(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char) *s <= ' ' || (unsigned char) *s >= 0x7f || *s == '#')
+            return false;
+    return true;
+}
+
+int
+api_forward_url(const char *base, const char *raw_path, const char *raw_query, char *buf,
+                size_t cap)
+{
+    size_t blen = strlen(base);
+
+    if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0)
+        return -1;
+    if (!target_bytes_ok(base) || strchr(base, '?'))
+        return -1;
+    while (blen > 0 && base[blen - 1] == '/')
+        blen--;
+    if (raw_path[0] != '/' || !target_bytes_ok(raw_path) || strchr(raw_path, '?'))
+        return -1;
+    if (raw_query && !target_bytes_ok(raw_query))
+        return -1;
+    bool q = raw_query && raw_query[0];
+    int n = snprintf(buf, cap, "%.*s%s%s%s", (int) blen, base, raw_path, q ? "?" : "",
+                     q ? raw_query : "");
+    return n < 0 || (size_t) n >= cap ? -1 : 0;
+}
+
+bool
+api_forward_response_header_kept(const char *name)
+{
+    static const char *const kept[] = {"Content-Disposition", "X-Stockade-Workspace",
+                                       "Retry-After"};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+        if (strcasecmp(name, kept[i]) == 0)
+            return true;
+    return false;
+}
+
+bool
+api_forward_secret_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    /* Every byte of the presented value is visited whatever matched before. */
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char) (b[i] ^ (la ? a[i % la] : 0));
+    return diff == 0;
+}
+
+static bool
+tenant_ok(const char *t)
+{
+    size_t n = strlen(t);
+    if (n == 0 || n > API_FORWARD_TENANT_MAX_BYTES)
+        return false;
+    for (; *t; t++)
+        if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') ||
+              *t == '_' || *t == '-'))
+            return false;
+    return true;
+}
+
+int
+api_forward_identity(const char *expected, const char *presented, const char *tenant,
+                     const char *admin, char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1],
+                     bool *ret_admin)
+{
+    if (!presented && !tenant && !admin)
+        return 1;
+    if (!expected || !expected[0] || !presented || !tenant)
+        return -1;
+    if (!api_forward_secret_equal(expected, presented))
+        return -1;
+    if (!tenant_ok(tenant) || (admin && strcmp(admin, "0") != 0 && strcmp(admin, "1") != 0))
+        return -1;
+    snprintf(ret_tenant, API_FORWARD_TENANT_MAX_BYTES + 1, "%s", tenant);
+    *ret_admin = admin && strcmp(admin, "1") == 0;
+    return 0;
+}

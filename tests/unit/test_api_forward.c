@@ -1,0 +1,164 @@
+/* Unit tests of forwarding's pure rules (hostd/api/api_forward_rules.c): which requests
+ * forward, the upstream URL, which response headers come back, and the owner's check of a
+ * forwarded identity (the one-hop guard's input and the trust header). Table-driven. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api_forward.h"
+
+#define TOKEN "0123456789abcdef0123456789abcdef-host-secret"
+
+static void
+test_session_paths(void **state)
+{
+    (void) state;
+    struct {
+        const char *seg[6];
+        bool forwards;
+    } cases[] = {
+        {{"v1", "sessions", "s_1", NULL}, true},
+        {{"v1", "sessions", "s_1", "exec", NULL}, true},
+        {{"v1", "sessions", "s_1", "events", NULL}, true},
+        {{"v1", "sessions", "s_1", "files", "a", "b"}, true},
+        {{"v1", "tasks", "s_1", "workspace", NULL}, true},
+        {{"v1", "sessions", NULL}, false}, /* list and create: this host's own */
+        {{"v1", "tasks", NULL}, false},
+        {{"v1", "admin", "tenants", NULL}, false},
+        {{"v1", "health", NULL}, false},
+        {{"v2", "sessions", "s_1", NULL}, false},
+        {{"metrics", NULL}, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = 0;
+        while (n < 6 && cases[i].seg[n])
+            n++;
+        assert_int_equal(api_forward_is_session_path((char *const *) cases[i].seg, n),
+                         cases[i].forwards);
+    }
+}
+
+static void
+test_url(void **state)
+{
+    (void) state;
+    char buf[API_FORWARD_URL_MAX_BYTES + 1];
+    struct {
+        const char *base, *path, *query, *want; /* want NULL: refused */
+    } cases[] = {
+        {"http://127.0.0.1:8080", "/v1/sessions/s", "", "http://127.0.0.1:8080/v1/sessions/s"},
+        {"http://h:1/", "/v1/sessions/s", NULL, "http://h:1/v1/sessions/s"},
+        {"http://h:1//", "/v1/sessions/s/events", "follow=1&after=3",
+         "http://h:1/v1/sessions/s/events?follow=1&after=3"},
+        {"https://h.example/prefix", "/v1/x", "a=%20", "https://h.example/prefix/v1/x?a=%20"},
+        {"ftp://h", "/v1/x", "", NULL},
+        {"h:80", "/v1/x", "", NULL},
+        {"http://h", "v1/x", "", NULL},
+        {"http://h", "/v1/x", "a=b c", NULL},
+        {"http://h", "/v1/x", "a=b#frag", NULL},
+        {"http://h", "/v1/x", "a=\r\nX-Evil: 1", NULL},
+        {"http://h?q", "/v1/x", "", NULL},
+        {"http://h\n", "/v1/x", "", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int r = api_forward_url(cases[i].base, cases[i].path, cases[i].query, buf, sizeof(buf));
+        if (!cases[i].want) {
+            assert_int_equal(r, -1);
+            continue;
+        }
+        assert_int_equal(r, 0);
+        assert_string_equal(buf, cases[i].want);
+    }
+    /* Too long for the buffer: refused, never cut. */
+    char small[25]; /* exactly the first URL and its NUL */
+    assert_int_equal(api_forward_url("http://h:1", "/v1/sessions/s", "", small, sizeof(small)), 0);
+    assert_int_equal(api_forward_url("http://h:1", "/v1/sessions/s/x", "", small, sizeof(small)),
+                     -1);
+}
+
+static void
+test_response_headers(void **state)
+{
+    (void) state;
+    assert_true(api_forward_response_header_kept("Content-Disposition"));
+    assert_true(api_forward_response_header_kept("x-stockade-workspace"));
+    assert_true(api_forward_response_header_kept("Retry-After"));
+    assert_false(api_forward_response_header_kept("Set-Cookie"));
+    assert_false(api_forward_response_header_kept("Connection"));
+    assert_false(api_forward_response_header_kept("Transfer-Encoding"));
+    assert_false(api_forward_response_header_kept("Content-Length"));
+}
+
+static void
+test_secret_equal(void **state)
+{
+    (void) state;
+    assert_true(api_forward_secret_equal(TOKEN, TOKEN));
+    assert_false(api_forward_secret_equal(TOKEN, TOKEN "x"));
+    assert_false(api_forward_secret_equal(TOKEN, "0123456789abcdef"));
+    assert_false(api_forward_secret_equal(TOKEN, ""));
+    assert_false(api_forward_secret_equal("", "x"));
+    assert_true(api_forward_secret_equal("", ""));
+    char flipped[] = TOKEN;
+    flipped[sizeof(flipped) - 2] ^= 1;
+    assert_false(api_forward_secret_equal(TOKEN, flipped));
+}
+
+static void
+test_identity(void **state)
+{
+    (void) state;
+    char tenant[API_FORWARD_TENANT_MAX_BYTES + 1] = "untouched";
+    bool admin = false;
+    char long_tenant[API_FORWARD_TENANT_MAX_BYTES + 2];
+    memset(long_tenant, 'a', sizeof(long_tenant) - 1);
+    long_tenant[sizeof(long_tenant) - 1] = '\0';
+
+    /* Nothing forwarded: 1, outputs untouched. */
+    assert_int_equal(api_forward_identity(TOKEN, NULL, NULL, NULL, tenant, &admin), 1);
+    assert_string_equal(tenant, "untouched");
+    /* Accepted only with the credential. */
+    assert_int_equal(api_forward_identity(TOKEN, TOKEN, "ten_abc", "0", tenant, &admin), 0);
+    assert_string_equal(tenant, "ten_abc");
+    assert_false(admin);
+    assert_int_equal(api_forward_identity(TOKEN, TOKEN, "default", "1", tenant, &admin), 0);
+    assert_true(admin);
+    /* A client's own headers: refused, whatever it combines. */
+    struct {
+        const char *expected, *presented, *tenant, *admin;
+    } refused[] = {
+        {TOKEN, NULL, "ten_abc", NULL},   /* the tenant header alone */
+        {TOKEN, NULL, NULL, "1"},         /* the admin header alone */
+        {TOKEN, "guess", "ten_abc", "1"}, /* a wrong credential */
+        {TOKEN, TOKEN "x", "ten_abc", "1"},
+        {TOKEN, TOKEN, NULL, "1"}, /* no tenant */
+        {TOKEN, TOKEN, "", "0"},
+        {TOKEN, TOKEN, "ten abc", "0"}, /* not an id */
+        {TOKEN, TOKEN, "ten_a\r\nX: y", "0"},
+        {TOKEN, TOKEN, long_tenant, "0"},
+        {TOKEN, TOKEN, "ten_abc", "yes"}, /* admin is "0" or "1" */
+        {NULL, TOKEN, "ten_abc", "0"},    /* not a cluster: nobody forwards here */
+        {"", "", "ten_abc", "0"},
+        {TOKEN, TOKEN, NULL, NULL}, /* the credential alone names nobody */
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        assert_int_equal(api_forward_identity(refused[i].expected, refused[i].presented,
+                                              refused[i].tenant, refused[i].admin, tenant, &admin),
+                         -1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_session_paths),    cmocka_unit_test(test_url),
+        cmocka_unit_test(test_response_headers), cmocka_unit_test(test_secret_equal),
+        cmocka_unit_test(test_identity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
