@@ -509,7 +509,7 @@ exec_poll_add(ExecTable *t, struct pollfd *pfd, size_t cap)
         if (e->in_len > 0)
             n = exec_poll_one(t, pfd, n, cap, i, e->in_fd, POLLOUT, POLL_STDIN);
         if (e->park != PARK_NONE) { /* nothing read: only whether it has spoken */
-            if (e->park == PARK_WAITING && e->state == EXEC_RUNNING)
+            if (e->park == PARK_WAITING && e->state == EXEC_RUNNING && !e->park_silent)
                 n = exec_poll_one(t, pfd, n, cap, i, e->out_fd[0], POLLIN, POLL_PARKED);
             continue;
         }

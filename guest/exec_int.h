@@ -42,6 +42,7 @@ typedef struct Exec {
     struct rusage ru;
     Tree tree;
     ParkState park;
+    bool park_silent; /* PARK_WAITING and its stdout at EOF: no more polling it */
     char *park_argv; /* argv as NUL-ended strings, for Exec.adopt to compare */
     size_t park_argv_len;
     uid_t park_uid;

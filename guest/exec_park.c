@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "exec_int.h"
 #include "reply.h"
@@ -59,8 +60,16 @@ exec_park(ExecTable *t, const ExecContext *ctx, char **argv, size_t n_argv, uint
 int
 exec_park_on_ready(ExecTable *t, Exec *e, Error **errp)
 {
+    int avail = 0;
+
     if (e->park != PARK_WAITING || e->state != EXEC_RUNNING)
         return 0;
+    /* readable with nothing to read: its stdout closed without a word (it exited, say); the
+     * reap answers the Prestart with an Error */
+    if (ioctl(e->out_fd[EXEC_OUT_STDOUT], FIONREAD, &avail) < 0 || avail <= 0) {
+        e->park_silent = true;
+        return 0;
+    }
     e->park = PARK_READY;
     uint32_t req_id = e->req_id;
     e->req_id = 0;
