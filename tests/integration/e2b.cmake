@@ -31,12 +31,6 @@ set_tests_properties(integration_e2b_loop PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 
-# E2B Code Interpreter face (issue 18): the real SDK (npm @e2b/code-interpreter@2.8.0,
-# installed into <build>/e2b-ci-sdk by the test) runs code in a data-pool guest: state across
-# runs, streamed prints, PNG and HTML results, errors, a cell given up by timeoutMs and
-# interrupted, contexts. Needs the data image.
-add_test(NAME integration_e2b_code
-         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_e2b_code.py)
-set_tests_properties(integration_e2b_code PROPERTIES LABELS integration
-    SKIP_RETURN_CODE 77 TIMEOUT 1800 RUN_SERIAL TRUE
-    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+# E2B Code Interpreter face (issue 18): test_e2b_code.py (the real SDK, npm
+# @e2b/code-interpreter@2.8.0) runs inside integration_code (tests/integration/code.cmake), on
+# its daemon: one data template boot for both.

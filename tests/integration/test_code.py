@@ -11,7 +11,8 @@ timeout_ms ends as TimeoutError and the context still has x; two contexts keep s
 globals; restart clears them; an interrupt ends a running cell with KeyboardInterrupt.
 The pool pre-starts the kernel (code_kernel, the default of the data pool): the first context
 adopts it (exec.started says adopted, pandas is imported already, and it has the session's
-cwd and environment), a second context starts its own.
+cwd and environment), a second context starts its own. Then, on the same daemon, the E2B
+Code Interpreter SDK's checks (test_e2b_code.py: one data template boot for both).
 """
 import base64
 import datetime
@@ -21,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from stockade_fixture import Daemon, skip  # noqa: E402
+from test_e2b_code import E2B_CONF, sdk_checks  # noqa: E402
 
 POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
 
@@ -79,8 +81,8 @@ def main():
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
     # a pool asked for a kernel its image lacks: the kernel fails, the pool still serves
-    with Daemon(pools=dict(POOLS, python=dict(warm=1, slots=1, memory_mib=512,
-                                              code_kernel=True))) as d:
+    with Daemon(pools=dict(POOLS, python=dict(warm=1, slots=1, memory_mib=512, code_kernel=True)),
+                extra_conf=E2B_CONF) as d:
         d.wait_ready()
         kernels = {p["name"]: p["code_kernel"] for p in d.get("/v1/pool")["pools"]}
         check(kernels == {"data": "on", "python": "failed"},
@@ -163,6 +165,7 @@ def main():
         check(len(d.get(f"/v1/sessions/{sid}/contexts")["contexts"]) == 1, "delete removes it")
         d.request("DELETE", f"/v1/sessions/{sid}")
         d.wait_state(sid, "ended", timeout=300)
+        sdk_checks(d)
     print("PASS")
 
 

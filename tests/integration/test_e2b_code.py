@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """E2B Code Interpreter face (issue 18): the real SDK, npm @e2b/code-interpreter@2.8.0, runs
 code in a real stockaded's data-image guest through E2B_API_URL and E2B_SANDBOX_URL only.
+integration_code (test_code.py) runs these checks on its own daemon, after the native API's
+(one data template boot instead of two: CI's time); run alone, this file starts its own.
 
 The SDK is installed with npm into <build>/e2b-ci-sdk once per build (reruns reuse it). The
 daemon gets [e2b] (ports it picks itself) and a data pool; the SDK's default template,
@@ -114,29 +116,34 @@ def check_contexts(s):
           f"no token / a wrong token -> 401 ({r['noToken']}, {r['badToken']})")
 
 
+def sdk_checks(d):
+    """The SDK's steps against d (a daemon with E2B_CONF and a data pool, ready)."""
+    node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
+    steps = run_sdk(d, node, root)
+    missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
+               "contexts", "refusals", "done"} - set(steps)
+    assert not missing, f"steps missing: {missing}"
+    print(f"created in {steps['create']['seconds']:.1f} s; first run "
+          f"{steps['state']['firstSeconds']:.1f} s")
+    check_runs(steps)
+    check_contexts(steps)
+    sid = steps["create"]["id"]
+    killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
+    check(killed["end_reason"] == "closed", "kill closed the session")
+    # the cell given up by timeoutMs ended by the interrupt, not by running on
+    names = [ev.get("name") for ev in d.events(f"ses_{sid}") if ev["type"] == "code.error"]
+    check("KeyboardInterrupt" in names,
+          f"the abandoned cell was interrupted (code.error names: {names})")
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
     with Daemon(pools=POOLS, extra_conf=E2B_CONF) as d:
-        node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
         d.wait_ready()
-        steps = run_sdk(d, node, root)
-        missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
-                   "contexts", "refusals", "done"} - set(steps)
-        assert not missing, f"steps missing: {missing}"
-        print(f"created in {steps['create']['seconds']:.1f} s; first run (kernel start) "
-              f"{steps['state']['firstSeconds']:.1f} s")
-        check_runs(steps)
-        check_contexts(steps)
-        sid = steps["create"]["id"]
-        killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
-        check(killed["end_reason"] == "closed", "kill closed the session")
-        # the cell given up by timeoutMs ended by the interrupt, not by running on
-        names = [ev.get("name") for ev in d.events(f"ses_{sid}") if ev["type"] == "code.error"]
-        check("KeyboardInterrupt" in names,
-              f"the abandoned cell was interrupted (code.error names: {names})")
+        sdk_checks(d)
     print("PASS")
 
 
