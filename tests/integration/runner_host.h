@@ -65,6 +65,8 @@ void rh_expect_ack(GuestMsg *reply);
 void rh_expect_error(GuestMsg *reply, int code);
 void rh_ping(uint64_t nonce);
 void rh_signal(uint32_t exec_id, int signo);
+/* Sends Stdin (no reply); eof closes the exec's stdin after data. */
+void rh_stdin(uint32_t exec_id, const char *data, size_t len, bool eof);
 /* Processes whose command line contains needle (zombies excluded). */
 int rh_count_procs(const char *needle);
 /* Waits up to timeout_ms for rh_count_procs(needle) == 0. */

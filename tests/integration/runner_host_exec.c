@@ -132,7 +132,7 @@ test_exec_failures(void **state)
     rh_ping(11);
 }
 
-static void
+void
 rh_stdin(uint32_t exec_id, const char *data, size_t len, bool eof)
 {
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;

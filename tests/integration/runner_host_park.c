@@ -144,14 +144,7 @@ test_park_adopt(void **state)
     assert_true(g->exec_started->adopted);
     assert_int_equal(g->exec_started->exec_id, id);
     msg_free_guest(g);
-    HostMsg in_m = STOCKADE__RUNNER__HOST_MSG__INIT;
-    Stockade__Runner__Stdin in = STOCKADE__RUNNER__STDIN__INIT;
-    in.exec_id = id;
-    in.eof = true;
-    in_m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_STDIN;
-    in_m.stdin = &in;
-    if (runner_client_send(fx.c, &in_m, RH_TIMEOUT_MS, NULL) < 0)
-        fail_msg("stdin: %s", runner_client_error(fx.c));
+    rh_stdin(id, "", 0, true);
     rh_collect(id, RH_TIMEOUT_MS, &r);
     const char *ready = "parked-ready\nSTOCKADE-WARMUP\n"; /* its words, then Prepare's line */
     assert_true(r.out_len > strlen(ready));
