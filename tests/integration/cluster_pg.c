@@ -606,6 +606,7 @@ main(void)
     test_reconnect();
     test_tenancy();
     test_host_lost();
+    test_place();
     test_refuse();
     cleanup();
     printf("PASS\n");
