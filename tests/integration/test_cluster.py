@@ -22,8 +22,9 @@ through a, b started again: 401 on b from its first answer (a revocation it miss
 lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
 changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
 started again: a create works again and its token reaches the other hosts (the resync).
-route: any host answers for any session (hosts b and c run no guest). A session made on
-host a is read through b, its events followed (follow=1) through b while an exec started
+route: any host answers for any session (hosts b and c run no guest). A session created
+through c, which has no idle guest, is placed on a (the one host with one: a lists it, c
+does not, c counts it in stockade_forward_placed_total); it is read through b, its events followed (follow=1) through b while an exec started
 through b prints a line, sleeps 5 s and prints another: the first line must reach the
 client through b before the owner recorded the later one (by the events' own times), and
 the later one on the same open stream; an exec fed its stdin through b; a sleep ended by a signal sent through b; a file larger than the
@@ -404,11 +405,26 @@ def route_exec_and_follow(a, b, sid):
     return gap
 
 
-def forward_live(d):
-    """stockade_forward_live of d's /metrics: its transfers to other hosts running now."""
+def forward_metric(d, name="stockade_forward_live"):
+    """A stockade_forward_* figure of d's /metrics (live: its transfers to other hosts
+    running now)."""
     text = d.request("GET", "/metrics")[2].decode()
-    return int(next(x.split()[1] for x in text.splitlines()
-                    if x.startswith("stockade_forward_live ")))
+    return int(next(x.split()[1] for x in text.splitlines() if x.startswith(name + " ")))
+
+
+def route_placed(hosts):
+    """A create through c, which has no idle guest, is placed on a, the one host with an idle
+    guest (once a's heartbeat says so): a holds the session in its own store, c does not, and
+    c counts one placed create. The session is the one the rest of the scenario uses."""
+    a, c = hosts["a"], hosts["c"]
+    hosts_until(hosts, "c", lambda hs: any(h["id"] == "host-a" and h["pools"][0]["idle"] == 1
+                                           for h in hs))
+    sid = c.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 1200})["id"]
+    assert forward_metric(c, "stockade_forward_placed_total") == 1
+    listed = {h: [x["id"] for x in hosts[h].call("GET", "/v1/sessions")["sessions"]]
+              for h in ("a", "c")}
+    assert listed == {"a": [sid], "c": []}, listed
+    return sid
 
 
 def route_client_leaves(a, b, sid):
@@ -419,11 +435,11 @@ def route_client_leaves(a, b, sid):
     conn.request("GET", q, headers=b.auth_headers(q))
     r = conn.getresponse()
     assert r.status == 200 and r.readline(), r.status
-    assert forward_live(b) >= 1, "no transfer while a client follows through b"
+    assert forward_metric(b) >= 1, "no transfer while a client follows through b"
     t0 = time.time()
     conn.sock.shutdown(2)
     conn.close()
-    b.wait(lambda: forward_live(b) == 0, 10, "b's transfer to a to stop once its client left")
+    b.wait(lambda: forward_metric(b) == 0, 10, "b's transfer to a to stop once its client left")
     return time.time() - t0
 
 
@@ -504,7 +520,7 @@ def scenario_route(pg, hosts):
         hosts[h].pools = {"minimal": dict(warm=0, slots=1)}
     start_together(hosts)
     a.wait(a.pool_full, 600, "a full pool on host a")
-    sid = a.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 1200})["id"]
+    sid = route_placed(hosts)
     a.wait_state(sid, "running", 300)
     got = b.session(sid)
     assert got["id"] == sid and got["state"] == "running", got
@@ -522,7 +538,7 @@ def scenario_route(pg, hosts):
     route_outages(pg, a, b, sid)
     p = {k: (percentile(v, 50), percentile(v, 99)) for k, v in (("local", local),
                                                                 ("routed", routed))}
-    print(f"route ok: a session of host a read, exec'd (streamed: the later line "
+    print(f"route ok: a create through c placed on host a; the session read, exec'd (streamed: the later line "
           f"{gap:.1f} s after the first), fed stdin, signalled, given and read a file, "
           f"cancelled and closed through b and c; a follower leaving b stopped b's transfer in {left:.1f} s; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
