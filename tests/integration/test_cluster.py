@@ -11,7 +11,9 @@ together, spread over the three hosts: exactly one is admitted, 99 are refused 4
 max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
 `stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
 owner's busy guest and open session; `stockade doctor` says the database answers. Cancelled, the session settles its reservation exactly once (charged, at most what it
-reserved) and the index says ended.
+reserved) and the index says ended. Every host also runs the E2B API: a sandbox made
+through b's is admitted in PostgreSQL and owned by b, c's refuses a second one 429 (the
+cluster's max_sessions), the sandbox is read through c's native API, killed through b.
 
 tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
 only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
@@ -53,6 +55,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
 from stockade_fixture import Daemon, wall  # noqa: E402
+from test_e2b_hostile import E2B_CONF, e2b_ports  # noqa: E402
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
@@ -159,6 +162,7 @@ def hosts_until(hosts, via, cond, timeout=60):
 
 def scenario_race(pg, hosts):
     start_together(hosts)
+    e2b_api = {h: e2b_ports(d)[0] for h, d in hosts.items()}  # from the log, while it is short
     versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
     assert versions[0] == versions[1], f"schema migrated more than once: {versions}"
     assert len(pg.psql("SELECT id FROM hosts")) == len(HOSTS)
@@ -209,10 +213,52 @@ def scenario_race(pg, hosts):
     assert state == "charged" and 0 < int(charged) <= int(reserved) and ended == "t", led
     idx = pg.psql(f"SELECT state, ended_usec > 0 FROM sessions WHERE id = '{sid}'")
     assert idx == [["ended", "t"]], idx
+    e2b = race_e2b(pg, hosts, e2b_api)
     print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
           f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
           f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
-          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}")
+          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}; "
+          f"{e2b}")
+
+
+def e2b_create(d, port):
+    """POST /v2/sandboxes to d's E2B API, as the SDK's Sandbox.create(): (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+    conn.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": "base", "timeout": 300}),
+                 headers={"X-API-KEY": d.token, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read() or b"null")
+    conn.close()
+    return r.status, body
+
+
+def race_e2b(pg, hosts, e2b_api):
+    """E2B through the cluster (every host runs the E2B API; max_sessions 1 still holds): a
+    sandbox created through b's E2B API is admitted in PostgreSQL and owned by b; c's E2B API
+    refuses a second one 429 (the cluster's quota, as the SDK's RateLimitError); the sandbox is
+    the session ses_<id> through any host's native API (forwarded); killed through b, its
+    reservation ends. A sandbox stays on the host whose E2B API made it (hostd/e2b/README.md,
+    "Cluster")."""
+    b, c = hosts["b"], hosts["c"]
+    b.wait(b.pool_full, 300, "b's pool full again")
+    status, sbx = e2b_create(b, e2b_api["b"])
+    assert status == 201, (status, sbx)
+    sid = "ses_" + sbx["sandboxID"]
+    idx = pg.psql(f"SELECT host_id, state FROM sessions WHERE id = '{sid}'")
+    assert len(idx) == 1 and idx[0][0] == "host-b" and idx[0][1] != "ended", idx
+    status, refused = e2b_create(c, e2b_api["c"])
+    assert status == 429 and "max_sessions" in refused["message"], (status, refused)
+    assert c.session(sid)["state"] == "running"  # the native face, forwarded to b
+    conn = http.client.HTTPConnection("127.0.0.1", e2b_api["b"], timeout=60)
+    conn.request("DELETE", f"/sandboxes/{sbx['sandboxID']}", headers={"X-API-KEY": b.token})
+    assert conn.getresponse().status == 204
+    conn.close()
+    b.wait_state(sid, "ended", 300)
+    led = pg.psql(f"SELECT state FROM reservations WHERE session_id = '{sid}'")
+    assert led == [["charged"]], led
+    return (f"E2B: a sandbox made through b's E2B API owned by host-b in the index, c's E2B "
+            f"API refused a second one 429 ({refused['message'][:60]}), read through c's "
+            f"native API, killed through b, charged once")
 
 
 def auth_status(d, token):
@@ -582,7 +628,8 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     return run_scenario(globals()[f"scenario_{sys.argv[1]}"],
-                        warm=0 if sys.argv[1] == "tenants" else 1)
+                        warm=0 if sys.argv[1] == "tenants" else 1,
+                        extra_conf=E2B_CONF if sys.argv[1] == "race" else "")
 
 
 if __name__ == "__main__":
