@@ -59,14 +59,13 @@ static char token_path[512];
 static unsigned case_seq; /* keeps tenant and session ids of the cases apart */
 static pthread_barrier_t gate;
 
+/* atexit: also when a TEST_CHECK fails (it exits) */
 static void
-cleanup(void)
+scratch_remove(void)
 {
-    if (scratch)
-        test_rm_rf(scratch);
+    test_rm_rf(scratch);
+    free(scratch);
 }
-#undef TEST_CLEANUP
-#define TEST_CLEANUP() cleanup()
 
 static AdmitQuota
 roomy(void)
@@ -334,6 +333,7 @@ main(int argc, char **argv)
         test_skip("STOCKADE_TEST_PG is not set (run through tests/lib/pgtemp.py)");
     scratch = test_mkdtemp("bench-cluster-admit");
     TEST_CHECK(scratch, "mkdtemp");
+    atexit(scratch_remove);
     write_token_file();
 
     /* [tenancy][sqlite, pg alone, pg K] */
@@ -371,6 +371,5 @@ main(int argc, char **argv)
     for (int m = 0; m < 2; m++)
         for (int c = 0; c < 3; c++)
             free(cases[m][c].took_usec);
-    cleanup();
     return 0;
 }
