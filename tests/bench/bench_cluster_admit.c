@@ -13,13 +13,15 @@
  * One tenant: every admission takes the same row lock. Many: admission j of connection i
  * goes to tenant (i + j*K) mod T, so connections rarely meet on a row. Each case has its own
  * tenants with a roomy quota row, so every admission is admitted and each case starts on an
- * empty ledger (a tenant's usage is summed over its ledger: it grows with the run).
+ * empty ledger. A tenant's usage is summed over its whole ledger, which grows with the run:
+ * the p50 of the first and of the last tenth of the admissions show what that costs.
  *
  * PostgreSQL: run through tests/lib/pgtemp.py, which passes its conninfo in STOCKADE_TEST_PG
  * (tests/bench/bench_cluster.py does). SQLite: a real file in a temp folder, WAL,
  * synchronous=NORMAL (the store's own settings).
  *
- *   bench_cluster_admit [--admissions N] [--connections K] [--tenants T] [--quick] */
+ *   bench_cluster_admit [--admissions N] [--connections K] [--tenants T] [--rounds R] [--quick]
+ * (defaults 2000, 8, 64, 3; --quick: 200 admissions over 4 connections, one round) */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@ typedef struct Case {
     size_t admissions;    /* in all */
     uint64_t *took_usec;  /* one per admission */
     double per_s, p50_ms, p99_ms;
+    double early_p50_ms, late_p50_ms; /* the first and the last tenth, by admission order */
 } Case;
 
 typedef struct Worker {
@@ -234,17 +237,28 @@ cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The p-th fraction of v[0..n) (n >= 1) in ms; sorts v. */
+static double
+pick_ms(uint64_t *v, size_t n, double p)
+{
+    qsort(v, n, sizeof(uint64_t), cmp_u64);
+    return (double) v[(size_t) ((double) (n - 1) * p + 0.5)] / 1000.0;
+}
+
 static void
 case_figures(Case *k, uint64_t wall_took_usec)
 {
-    qsort(k->took_usec, k->admissions, sizeof(uint64_t), cmp_u64);
-    k->per_s = (double) k->admissions * 1e6 / (double) (wall_took_usec ? wall_took_usec : 1);
-    k->p50_ms = (double) k->took_usec[(k->admissions - 1) / 2] / 1000.0;
-    k->p99_ms = (double) k->took_usec[(size_t) ((double) (k->admissions - 1) * 0.99)] / 1000.0;
+    size_t n = k->admissions, tenth = n / 10 ? n / 10 : 1;
+    k->per_s = (double) n * 1e6 / (double) (wall_took_usec ? wall_took_usec : 1);
+    /* by admission order first: the tenant's ledger grows through the run */
+    k->early_p50_ms = pick_ms(k->took_usec, tenth, 0.5);
+    k->late_p50_ms = pick_ms(k->took_usec + n - tenth, tenth, 0.5);
+    k->p50_ms = pick_ms(k->took_usec, n, 0.5);
+    k->p99_ms = pick_ms(k->took_usec, n, 0.99);
     printf("%-9s %-12s %2u connection(s): %6zu admissions, %7.0f/s, each p50 %.2f ms p99 %.2f"
-           " ms\n",
-           k->name, k->many ? "many tenants" : "one tenant", n_workers(k), k->admissions, k->per_s,
-           k->p50_ms, k->p99_ms);
+           " ms (p50 of the first tenth %.2f ms, of the last %.2f ms)\n",
+           k->name, k->many ? "many tenants" : "one tenant", n_workers(k), n, k->per_s, k->p50_ms,
+           k->p99_ms, k->early_p50_ms, k->late_p50_ms);
     fflush(stdout);
 }
 
@@ -286,8 +300,10 @@ run_case(Case *k)
 static void
 json_case(const Case *k, const char *tenancy, bool last)
 {
-    printf("\"%s_%s\":{\"connections\":%u,\"per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f}%s",
-           k->name, tenancy, n_workers(k), k->per_s, k->p50_ms, k->p99_ms, last ? "" : ",");
+    printf("\"%s_%s\":{\"connections\":%u,\"per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+           "\"first_tenth_p50_ms\":%.3f,\"last_tenth_p50_ms\":%.3f}%s",
+           k->name, tenancy, n_workers(k), k->per_s, k->p50_ms, k->p99_ms, k->early_p50_ms,
+           k->late_p50_ms, last ? "" : ",");
 }
 
 static void
@@ -301,63 +317,74 @@ write_token_file(void)
     TEST_CHECK(ok, "write %s", token_path);
 }
 
-int
-main(int argc, char **argv)
+typedef struct Options {
+    size_t admissions;
+    unsigned connections, tenants, rounds;
+} Options;
+
+static int
+parse_options(int argc, char **argv, Options *o)
 {
-    size_t admissions = 2000;
-    unsigned connections = 8, tenants = 64;
-
+    *o = (Options){.admissions = 2000, .connections = 8, .tenants = 64, .rounds = 3};
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            admissions = 200;
-            connections = 4;
-        } else if (strcmp(argv[i], "--admissions") == 0 && i + 1 < argc)
-            admissions = strtoul(argv[++i], NULL, 10);
+        if (strcmp(argv[i], "--quick") == 0)
+            *o = (Options){.admissions = 200, .connections = 4, .tenants = 64, .rounds = 1};
+        else if (strcmp(argv[i], "--admissions") == 0 && i + 1 < argc)
+            o->admissions = strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--connections") == 0 && i + 1 < argc)
-            connections = (unsigned) strtoul(argv[++i], NULL, 10);
+            o->connections = (unsigned) strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--tenants") == 0 && i + 1 < argc)
-            tenants = (unsigned) strtoul(argv[++i], NULL, 10);
-        else {
-            fprintf(stderr,
-                    "usage: %s [--admissions N] [--connections K] [--tenants T] [--quick]\n",
-                    argv[0]);
-            return 2;
-        }
+            o->tenants = (unsigned) strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            o->rounds = (unsigned) strtoul(argv[++i], NULL, 10);
+        else
+            return -1;
     }
-    if (admissions < 2 || connections < 1 || connections > MAX_CONNECTIONS || tenants < 1) {
-        fprintf(stderr, "admissions >= 2, connections 1..%d, tenants >= 1\n", MAX_CONNECTIONS);
-        return 2;
-    }
-    conninfo = getenv("STOCKADE_TEST_PG");
-    if (!conninfo)
-        test_skip("STOCKADE_TEST_PG is not set (run through tests/lib/pgtemp.py)");
-    scratch = test_mkdtemp("bench-cluster-admit");
-    TEST_CHECK(scratch, "mkdtemp");
-    atexit(scratch_remove);
-    write_token_file();
+    return o->admissions >= 2 && o->connections >= 1 && o->connections <= MAX_CONNECTIONS &&
+                   o->tenants >= 1 && o->rounds >= 1
+               ? 0
+               : -1;
+}
 
-    /* [tenancy][sqlite, pg alone, pg K] */
-    Case cases[2][3];
-    for (int m = 0; m < 2; m++) {
-        const char *names[3] = {"sqlite", "pg_1conn", "pg"};
-        const unsigned conns[3] = {0, 1, connections};
-        for (int c = 0; c < 3; c++) {
-            cases[m][c] = (Case){.name = names[c],
-                                 .connections = conns[c],
-                                 .many = m == 1,
-                                 .tenants = tenants,
-                                 .admissions = admissions};
-            run_case(&cases[m][c]);
-        }
-    }
-    const char *tenancy[2] = {"one_tenant", "many_tenants"};
+/* Every case `rounds` times, the rounds interleaved (each a fresh set of tenants); of each
+ * case the fastest round is kept: the machine is shared, and the round least disturbed by
+ * other load says best what the code costs. The baseline is treated alike. */
+static void
+run_cases(const Options *o, Case best[2][3])
+{
+    static const char *const names[3] = {"sqlite", "pg_1conn", "pg"};
+    const unsigned conns[3] = {0, 1, o->connections};
+    for (unsigned r = 0; r < o->rounds; r++)
+        for (int m = 0; m < 2; m++)
+            for (int c = 0; c < 3; c++) {
+                Case trial = {.name = names[c],
+                              .connections = conns[c],
+                              .many = m == 1,
+                              .tenants = o->tenants,
+                              .admissions = o->admissions};
+                run_case(&trial);
+                if (r > 0 && trial.per_s <= best[m][c].per_s) {
+                    free(trial.took_usec);
+                    continue;
+                }
+                if (r > 0)
+                    free(best[m][c].took_usec);
+                best[m][c] = trial;
+            }
+}
+
+static void
+report(const Options *o, const Case cases[2][3])
+{
+    static const char *const tenancy[2] = {"one_tenant", "many_tenants"};
     for (int m = 0; m < 2; m++)
-        printf("%s: PostgreSQL (%u connections) %.0f/s, one connection %.0f/s, SQLite (one"
-               " writer) %.0f/s: PG/SQLite %.2f (target >= %d/s)\n",
-               tenancy[m], connections, cases[m][2].per_s, cases[m][1].per_s, cases[m][0].per_s,
-               cases[m][2].per_s / cases[m][0].per_s, TARGET_ADMIT_PER_S);
-    printf("{\"admissions\":%zu,\"admit_connections\":%u,\"admit_tenants\":%u,", admissions,
-           connections, tenants);
+        printf("%s (fastest of %u rounds): PostgreSQL (%u connections) %.0f/s, one connection"
+               " %.0f/s, SQLite (one writer) %.0f/s: PG/SQLite %.2f (target >= %d/s)\n",
+               tenancy[m], o->rounds, o->connections, cases[m][2].per_s, cases[m][1].per_s,
+               cases[m][0].per_s, cases[m][2].per_s / cases[m][0].per_s, TARGET_ADMIT_PER_S);
+    printf("{\"admissions\":%zu,\"admit_connections\":%u,\"admit_tenants\":%u,"
+           "\"admit_rounds\":%u,",
+           o->admissions, o->connections, o->tenants, o->rounds);
     for (int m = 0; m < 2; m++)
         printf("\"admit_pg_%s_per_s\":%.0f,\"admit_sqlite_%s_per_s\":%.0f,"
                "\"admit_pg_over_sqlite_%s\":%.2f,",
@@ -368,6 +395,30 @@ main(int argc, char **argv)
         for (int c = 0; c < 3; c++)
             json_case(&cases[m][c], tenancy[m], m == 1 && c == 2);
     printf("}}\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    Options o;
+    Case cases[2][3]; /* [one tenant, many][sqlite, pg alone, pg K] */
+
+    if (parse_options(argc, argv, &o) < 0) {
+        fprintf(stderr,
+                "usage: %s [--admissions N>=2] [--connections 1..%d] [--tenants T] [--rounds R]"
+                " [--quick]\n",
+                argv[0], MAX_CONNECTIONS);
+        return 2;
+    }
+    conninfo = getenv("STOCKADE_TEST_PG");
+    if (!conninfo)
+        test_skip("STOCKADE_TEST_PG is not set (run through tests/lib/pgtemp.py)");
+    scratch = test_mkdtemp("bench-cluster-admit");
+    TEST_CHECK(scratch, "mkdtemp");
+    atexit(scratch_remove);
+    write_token_file();
+    run_cases(&o, cases);
+    report(&o, cases);
     for (int m = 0; m < 2; m++)
         for (int c = 0; c < 3; c++)
             free(cases[m][c].took_usec);
