@@ -10,8 +10,9 @@
  *   sqlite  what session_admit() does on a host without [cluster]: a savepoint, the quota,
  *           the usage, admit_decide(), the reservation and the bucket, committed (a create
  *           commits at once). One writer: the daemon's loop thread is the store's only one.
- * One tenant: every admission takes the same row lock. Many: admission j of connection i
- * goes to tenant (i + j*K) mod T, so connections rarely meet on a row. Each case has its own
+ * One tenant: every admission takes the same row lock. Many: admission j (connection i makes
+ * those with j mod K = i) goes to tenant j mod T, so with T >= K the K connections at one
+ * step ask for K different tenants and rarely meet on a row. Each case has its own
  * tenants with a roomy quota row, so every admission is admitted and each case starts on an
  * empty ledger. A tenant's usage is summed over its whole ledger, which grows with the run:
  * the p50 of the first and of the last tenth of the admissions show what that costs.
