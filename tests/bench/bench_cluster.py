@@ -80,7 +80,9 @@ def host_state(via, host_id):
 
 
 def lose_host(pg, owner, via, sid):
-    """owner's daemon killed; seconds until via's hosts list says it is lost."""
+    """owner's daemon killed (SIGKILL); polls via's hosts list until it says owner is lost.
+    Seconds from owner's last heartbeat (the database's stamp) and from the kill to that
+    answer, and to the taker's mark (lost_usec, the database's clock)."""
     owner.proc.send_signal(signal.SIGKILL)
     t_kill = time.time()
     owner.proc.wait()
