@@ -24,6 +24,8 @@ through a, b started again: 401 on b from its first answer (a revocation it miss
 lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
 changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
 started again: a create works again and its token reaches the other hosts (the resync).
+Last, every host stopped and started again together with nothing to do: a no-op (nothing in
+the database changes but start and heartbeat times, no migration, no takeover).
 route: any host answers for any session (hosts b and c run no guest). A session created
 through c, which has no idle guest, is placed on a (the one host with one: a lists it, c
 does not, c counts it in stockade_forward_placed_total); it is read through b, its events followed (follow=1) through b while an exec started
@@ -338,14 +340,52 @@ def tenants_outage(pg, hosts, tid, revoked_tok, revoked_id, live, took):
     took["after outage c"] = until_status(c, late["token"], 200, "a token made after the outage")
 
 
+# What a start must not change: everything in the database but the hosts' start and
+# heartbeat times.
+CLUSTER_STATE_SQL = (
+    "SELECT version FROM schema_version ORDER BY version",
+    "SELECT id, url, accel, lost_usec, lost_by FROM hosts ORDER BY id",
+    "SELECT id, name, created_usec, changed_seq FROM tenants ORDER BY id",
+    "SELECT id, tenant_id, admin, revoked_usec, changed_seq FROM tokens ORDER BY id",
+    "SELECT * FROM quotas ORDER BY tenant_id",
+    "SELECT * FROM sessions ORDER BY id",
+    "SELECT * FROM reservations ORDER BY id",
+)
+
+
+def tenants_restart_noop(pg, hosts, live):
+    """Every host stopped and started again (together) with nothing to do: the schema is not
+    migrated again, no host is taken over, nothing in the database changes but start and
+    heartbeat times, and every host authenticates as before."""
+    before = [pg.psql(q) for q in CLUSTER_STATE_SQL]
+    for d in hosts.values():
+        assert d.stop() == 0
+    start_together(hosts)
+    hosts_until(hosts, "a", lambda hs: len(hs) == len(HOSTS) and all(
+        h["heartbeat_age_ms"] < 3000 and h["state"] == "live" for h in hs))
+    after = [pg.psql(q) for q in CLUSTER_STATE_SQL]
+    # the fixture issues each started daemon a tenant and an operator token (admin API)
+    tok = 3  # CLUSTER_STATE_SQL's tokens
+    known = {t[0] for t in before[tok]}
+    fixture_made = [t for t in after[tok] if t[0] not in known]
+    after[tok] = [t for t in after[tok] if t[0] in known]
+    assert len(fixture_made) == 2 * len(HOSTS), fixture_made
+    assert after == before, f"a second start changed the cluster: {before} -> {after}"
+    for h, d in hosts.items():
+        assert auth_status(d, live) == 200, f"host {h} after its second start"
+        assert "lost (last heartbeat" not in d.tail_log(100000), f"host {h} took a host over"
+
+
 def scenario_tenants(pg, hosts):
     took = {}
     start_together({"a": hosts["a"], "b": hosts["b"]})
     tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
     revoked_id = tenants_missed_revoke(hosts, tid, live)
     tenants_outage(pg, hosts, tid, revoked, revoked_id, live, took)
+    tenants_restart_noop(pg, hosts, live)
     print("tenants ok: a tenant and its tokens made on one host authenticate on every host, "
           f"revocations reach every host, nothing changes while PostgreSQL is away; "
+          f"a second start of every host changes nothing; "
           f"seconds to reach another host: { {k: round(v, 2) for k, v in took.items()} }")
 
 
