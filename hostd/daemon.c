@@ -546,9 +546,10 @@ daemon_free(Daemon *d)
         return;
     if (d->hub)
         eventhub_shutdown(d->hub); /* followers end */
-    api_stop_forwarding(d->api); /* forwarded transfers answer while both servers take answers */
-    e2b_stop(d->e2b);          /* waits for connection threads, its pending loop calls never run */
-    api_stop(d->api);          /* the same: the loop no longer runs */
+    /* Forwarded transfers (the E2B faces' too) end while both servers still take answers. */
+    api_stop_forwarding(d->api);
+    e2b_stop(d->e2b); /* waits for connection threads; its pending loop calls never run */
+    api_stop(d->api); /* the same: the loop no longer runs */
     http_budget_free(d->body_budget); /* no server uses it any more */
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);

@@ -43,8 +43,8 @@ typedef struct {
     char url[API_FORWARD_URL_MAX_BYTES + 1];
     char tenant[64];
     bool admin;
-    char *host_token;           /* NULL when passing (api_forward_pass): no identity */
-    const char *const *pass;    /* the request headers passed through unchanged, or NULL */
+    char *host_token;        /* NULL when passing (api_forward_pass): no identity */
+    const char *const *pass; /* the request headers passed through unchanged, or NULL */
     const uint8_t *body;
     size_t body_len, body_off;
     long status;
@@ -597,9 +597,10 @@ void
 api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
                       bool admin)
 {
-    hop_start(a, req,
-              &(HopSpec){.host_id = owner->host_id, .base_url = owner->url, .tenant = tenant,
-                         .admin = admin});
+    hop_start(
+        a, req,
+        &(HopSpec){
+            .host_id = owner->host_id, .base_url = owner->url, .tenant = tenant, .admin = admin});
 }
 
 void

@@ -74,7 +74,8 @@ url_host_is_valid(const char *h, size_t n)
         return false;
     for (size_t i = v6; i < n - v6; i++) {
         char ch = h[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') ||
                   (v6 ? ch == ':' || ch == '.' : ch == '.' || ch == '-');
         if (!ok)
             return false;

@@ -71,8 +71,8 @@ cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error **e
         (envd_port && cluster_e2b_url(adv, envd_port, envd, sizeof(envd)) < 0))
         return error_set(errp, E_INVALID, 0, "[cluster] advertise_url has no host for E2B URLs");
     const char *p[] = {c->cfg.host_id, api, envd};
-    return cluster_query(c, "UPDATE hosts SET e2b_api_url = $2, e2b_envd_url = $3 WHERE id = $1",
-                         3, p, NULL, errp);
+    return cluster_query(c, "UPDATE hosts SET e2b_api_url = $2, e2b_envd_url = $3 WHERE id = $1", 3,
+                         p, NULL, errp);
 }
 
 /* One candidate per (host, pool entry named $2): its estimated idle guests ("est") and its

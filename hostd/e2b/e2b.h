@@ -38,7 +38,7 @@ typedef struct HttpRequest HttpRequest;
 typedef struct E2bOwner {
     char tenant[64];
     char host_id[64];
-    char api_url[E2B_PEER_URL_MAX_BYTES + 1];  /* its E2B listeners ("" : it runs none) */
+    char api_url[E2B_PEER_URL_MAX_BYTES + 1]; /* its E2B listeners ("" : it runs none) */
     char envd_url[E2B_PEER_URL_MAX_BYTES + 1];
     bool here; /* the cluster says this host: never forwarded (one hop) */
 } E2bOwner;

@@ -16,16 +16,23 @@
 /* The client's headers the owner needs to answer as it would directly; everything else
  * (cookies, proxies' headers, Accept-Encoding: the hop asks for no compression) stays. */
 static const char *const pass_headers[] = {
-    E2B_API_KEY_HEADER,         E2B_ACCESS_TOKEN_HEADER,    E2B_TRAFFIC_TOKEN_HEADER,
-    E2B_SANDBOX_ID_HEADER,      E2B_SANDBOX_PORT_HEADER,    "Host",
-    "Authorization",            "Content-Encoding",         "Connect-Protocol-Version",
-    "Connect-Timeout-Ms",       "Connect-Content-Encoding", "Keepalive-Ping-Interval",
+    E2B_API_KEY_HEADER,
+    E2B_ACCESS_TOKEN_HEADER,
+    E2B_TRAFFIC_TOKEN_HEADER,
+    E2B_SANDBOX_ID_HEADER,
+    E2B_SANDBOX_PORT_HEADER,
+    "Host",
+    "Authorization",
+    "Content-Encoding",
+    "Connect-Protocol-Version",
+    "Connect-Timeout-Ms",
+    "Connect-Content-Encoding",
+    "Keepalive-Ping-Interval",
     NULL,
 };
 
 int
-e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret,
-              Error **errp)
+e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret, Error **errp)
 {
     _cleanup_error_ Error *err = NULL;
     char sid[E2B_SESSION_ID_BYTES];

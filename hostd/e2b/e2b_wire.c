@@ -353,8 +353,8 @@ e2b_time_parse(const char *s, int64_t *ret_wall_usec)
 }
 
 const char *
-e2b_forward_target(const char *owner_tenant, bool here, const char *api_url,
-                   const char *envd_url, const char *tenant, bool envd)
+e2b_forward_target(const char *owner_tenant, bool here, const char *api_url, const char *envd_url,
+                   const char *tenant, bool envd)
 {
     const char *url = envd ? envd_url : api_url;
     if (here || (tenant && strcmp(tenant, owner_tenant) != 0))

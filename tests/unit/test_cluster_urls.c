@@ -59,10 +59,25 @@ test_read_back(void **state)
     memset(long_host + 7, 'a', CLUSTER_URL_MAX_BYTES);
     strcpy(long_host + 7 + CLUSTER_URL_MAX_BYTES - 5, ":3000");
     const char *bad[] = {
-        "", "http://", "http://h", "http://h:", "http://h:0", "http://h:01", "http://h:65536",
-        "http://h:3000/", "http://h:3000/x", "http://h:3000?x", "http://u@h:3000",
-        "https://h:3000", "http://h :3000", "http://h:3000\r\nX: y", "http://h:+300",
-        "http://h:300000", "http://[::1:3000", "http://h\x7f:1", long_host,
+        "",
+        "http://",
+        "http://h",
+        "http://h:",
+        "http://h:0",
+        "http://h:01",
+        "http://h:65536",
+        "http://h:3000/",
+        "http://h:3000/x",
+        "http://h:3000?x",
+        "http://u@h:3000",
+        "https://h:3000",
+        "http://h :3000",
+        "http://h:3000\r\nX: y",
+        "http://h:+300",
+        "http://h:300000",
+        "http://[::1:3000",
+        "http://h\x7f:1",
+        long_host,
     };
     const char *good[] = {"http://h:1", "http://10.0.0.2:3000", "http://[fd00::2]:65535",
                           "http://host-b.example:49983"};
