@@ -3,7 +3,8 @@ PostgreSQL (tests/lib/pgtemp.py), with a short lease ([cluster] lease_s = LEASE_
 
     test_cluster_lost.py
 
-A long task (`sleep 600`) runs on host b; b's daemon is killed with SIGKILL (its QEMU
+A long task (`sleep 600`) runs on host b; a HEAD of it through a and c answers b's
+status, type and length with no body. b's daemon is killed with SIGKILL (its QEMU
 guests keep running). Through host a, `stockade hosts` must show b lost within the lease
 plus LATE_S (the detection time from the kill is printed; the issue's target is lease + 2 s;
 the test fails only past lease + 5 s), and the cluster's index must say the session ended
@@ -53,6 +54,25 @@ def run_long_task(b):
                                             "timeout_s": 900}, expect=(201,))["id"]
     b.wait_state(sid, "running", 600)
     return sid
+
+
+def check_head(hosts, sid):
+    """A HEAD through a forwarding host answers what the owner (b) answers it: its status,
+    Content-Type and Content-Length (the GET's), and no body; a chunked answer (events
+    follow) has no length and ends at once."""
+    a, b = hosts["a"], hosts["b"]
+    path = f"/v1/sessions/{sid}"
+    _, _, body = b.request("GET", path)
+    for name in ("b", "a", "c"):
+        status, headers, got = hosts[name].request("HEAD", path)
+        h = {k.lower(): v for k, v in headers}
+        seen = (status, h.get("content-type"), h.get("content-length"))
+        assert got == b"" and seen == (200, "application/json", str(len(body))), (name, seen)
+    t0 = time.time()
+    status, headers, got = a.request("HEAD", f"{path}/events?follow=1", timeout=10)
+    h = {k.lower(): v for k, v in headers}
+    assert status == 200 and got == b"" and "content-length" not in h, (status, h)
+    assert h.get("connection") == "close" and time.time() - t0 < 5, (h, time.time() - t0)
 
 
 def wait_lost(a, pg, sid, t_kill):
@@ -191,6 +211,7 @@ def scenario_host_lost(pg, hosts):
     b.wait(lambda: int(pg.psql("SELECT heartbeat_usec FROM hosts WHERE id = 'host-b'")[0][0])
            > created + 3 * USEC, 30, "b's heartbeats while the task runs", step=0.5)
     assert ledger_row(pg, sid)[0] == "open"
+    check_head(hosts, sid)
     old_pids = set(qemu_guests(b.prefix))
     assert old_pids, "b runs no QEMU guest"
     b.proc.send_signal(signal.SIGKILL)
