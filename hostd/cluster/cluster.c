@@ -1,9 +1,9 @@
 /* The connection, the query helpers, migrations and this host's row. See cluster.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -47,10 +47,13 @@ connection_ok(Cluster *c)
     return ok;
 }
 
-/* poll() on the connection's socket until deadline: > 0 ready, 0 the deadline passed. */
+/* poll() on the connection's socket until deadline: > 0 ready, 0 the deadline passed. No
+ * socket (libpq dropped it) is "ready": libpq's next call reports the loss at once. */
 static int
 socket_wait(PGconn *conn, short events, uint64_t deadline_usec)
 {
+    if (PQsocket(conn) < 0)
+        return 1;
     for (;;) {
         uint64_t now = now_usec();
         if (now >= deadline_usec)

@@ -9,7 +9,8 @@ guests keep running). Through host a, `stockade hosts` must show b lost within t
 plus LATE_S (the detection time from the kill is printed; the issue's target is lease + 2 s;
 the test fails only past lease + 5 s), and the cluster's index must say the session ended
 host_lost. Exactly one of a and c took over (lost_by, and one log line between them), and
-`stockade doctor` through a says b is lost, by whom, past the cluster's 6 s lease. The
+`stockade doctor` through a says b is lost, by whom, past the cluster's 6 s lease (and
+`stockade hosts` shows "lost by" the taker). The
 ledger: b's reservation ended once, charged to b's last heartbeat (the database's stamp),
 not to now. Then b is started again on its own state: the QEMU guests it left are gone
 (its start destroys guests of its domain prefix), its own record of the session ends
@@ -110,7 +111,8 @@ def check_takeover(pg, hosts, sid, last_hb):
 
 def check_doctor(a, taker):
     """`stockade doctor --json` through a live host names b lost, its taker, and judges by
-    the cluster's lease (LEASE_S, not doctor's 10 s default). Seconds it took."""
+    the cluster's lease (LEASE_S, not doctor's 10 s default); `stockade hosts` names the
+    taker in b's row. Seconds doctor took."""
     t0 = time.time()
     r = subprocess.run([os.path.join(a.build, "tools", "stockade"), "--socket", a.socket_path,
                         "--json", "doctor"], capture_output=True, text=True, timeout=120)
@@ -121,6 +123,11 @@ def check_doctor(a, taker):
     assert f"1 of 3 hosts lost (silent past the {LEASE_S} s lease): host-b (taken over by" \
         f" {taker} at " in c["message"], c
     assert "start stockaded on the lost host" in c["fix"], c
+    table = subprocess.run([os.path.join(a.build, "tools", "stockade"), "--socket",
+                            a.socket_path, "hosts"], capture_output=True, text=True,
+                           timeout=60).stdout
+    row = next((x for x in table.splitlines() if x.startswith("host-b ")), "")
+    assert f" lost by {taker} " in row, table
     return took
 
 
