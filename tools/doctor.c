@@ -227,8 +227,8 @@ host_field(json_t *h, const char *key, char *out, size_t cap)
  * "id (N s)" in silent; their counts. A lost host is only lost: its heartbeat is stale by
  * definition, and what the operator must know is that its sessions were ended elsewhere. */
 static void
-hosts_sort(json_t *hosts, int64_t lease_ms, char *lost, char *silent, size_t cap, size_t *ret_lost,
-           size_t *ret_silent)
+hosts_classify(json_t *hosts, int64_t lease_ms, char *lost, char *silent, size_t cap,
+               size_t *ret_lost, size_t *ret_silent)
 {
     char id[64], by[64], at[40];
     *ret_lost = *ret_silent = 0;
@@ -261,7 +261,7 @@ doctor_cluster_verdict(json_t *ans, DoctorResult *r)
     r->check = "cluster";
     if (lease_ms <= 0) /* a daemon from before lease_ms was answered */
         lease_ms = DOCTOR_CLUSTER_LEASE_MS;
-    hosts_sort(hosts, lease_ms, lost, silent, sizeof(lost), &n_lost, &n_silent);
+    hosts_classify(hosts, lease_ms, lost, silent, sizeof(lost), &n_lost, &n_silent);
     if (n_lost + n_silent == 0) {
         say(r, DOCTOR_OK, NULL,
             "the database answers; %zu host%s, every heartbeat fresh (lease %lld s)", n,
