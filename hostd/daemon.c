@@ -200,6 +200,7 @@ daemon_heartbeat(Daemon *d)
     if (d->heartbeat_failing)
         log_info("cluster: heartbeat written again");
     d->heartbeat_failing = false;
+    sessions_settle_retry(d->sessions); /* what ended while the database was away */
 }
 
 /* One pull of the cluster's changed tenants and tokens into this host's store. Rows the

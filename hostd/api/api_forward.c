@@ -202,6 +202,53 @@ api_forward_take(ApiCtx *c)
     return true;
 }
 
+/* ------------------------------------------------------------------ placing a create */
+
+/* This host's counts of a pool: whether it has the pool, and its idle guests. */
+static bool
+local_pool(Api *a, const char *pool, unsigned *ret_idle)
+{
+    PoolStatus st;
+    a->d.pool_status(a->d.pool_userdata, &st);
+    for (size_t i = 0; i < st.n_shapes; i++)
+        if (strcmp(st.shapes[i].name, pool) == 0) {
+            *ret_idle = st.shapes[i].idle;
+            return true;
+        }
+    *ret_idle = 0;
+    return false;
+}
+
+bool
+api_forward_place(ApiCtx *c, const char *pool)
+{
+    _cleanup_error_ Error *err = NULL;
+    Api *a = c->api;
+    unsigned idle;
+    ClusterOwner o;
+
+    if (!a->d.cluster || c->forwarded)
+        return false; /* a create placed here by another host stays here (one hop) */
+    bool have = local_pool(a, pool, &idle);
+    if (have && idle > 0)
+        return false; /* prefer this host */
+    int r = cluster_place(a->d.cluster, pool, true, &o, &err);
+    if (r == 0 && !have) /* no idle guest anywhere: a host that has the pool queues it */
+        r = cluster_place(a->d.cluster, pool, false, &o, &err);
+    if (r < 0) /* the database away: the local admission answers (503) */
+        log_warn("forward: placing a create of pool %s: %s", pool, err->message);
+    if (r <= 0)
+        return false; /* here: queued for this host's next guest, or its "no such pool" */
+    char tenant[sizeof(c->tenant)];
+    bool admin = c->admin;
+    snprintf(tenant, sizeof(tenant), "%s", c->tenant);
+    HttpRequest *req = c->req;
+    api_ctx_done(c);
+    atomic_fetch_add(&a->fwd->placed, 1);
+    api_forward_hop_start(a, req, &o, tenant, admin);
+    return true;
+}
+
 int
 api_forward_identify(ApiCtx *c, Error **errp)
 {
@@ -217,7 +264,8 @@ api_forward_identify(ApiCtx *c, Error **errp)
     if (r == 1)
         return 0;
     /* Only a request another host would forward: the credential opens nothing else. */
-    if (r < 0 || !api_forward_is_session_path(c->seg, c->n_seg))
+    if (r < 0 || !(api_forward_is_session_path(c->seg, c->n_seg) ||
+                   api_forward_is_create(http_method(c->req), c->seg, c->n_seg)))
         return error_set(errp, E_UNAUTHORIZED, 0,
                          "forwarding headers without a valid host credential");
     snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
@@ -241,7 +289,11 @@ api_forward_metrics(ApiForward *af, FILE *f)
             "# TYPE stockade_forward_total counter\nstockade_forward_total %llu\n"
             "# HELP stockade_forward_unreachable_total Forwarded requests answered 502.\n"
             "# TYPE stockade_forward_unreachable_total counter\n"
-            "stockade_forward_unreachable_total %llu\n",
+            "stockade_forward_unreachable_total %llu\n"
+            "# HELP stockade_forward_placed_total Creates placed on another host (no idle "
+            "guest of the pool here).\n"
+            "# TYPE stockade_forward_placed_total counter\nstockade_forward_placed_total %llu\n",
             live, (unsigned long long) atomic_load(&af->forwarded),
-            (unsigned long long) atomic_load(&af->unreachable));
+            (unsigned long long) atomic_load(&af->unreachable),
+            (unsigned long long) atomic_load(&af->placed));
 }

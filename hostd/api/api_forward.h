@@ -24,6 +24,11 @@
  * forwarded): /v1/sessions/{id}/... and /v1/tasks/{id}/...; the id is segment 2. */
 bool api_forward_is_session_path(char *const *seg, size_t n);
 
+/* Whether a request is a create another host may place here (issue 16: a create goes to a
+ * host with an idle guest): POST /v1/sessions and POST /v1/tasks. The owner accepts a
+ * forwarded identity on these and on session paths only. */
+bool api_forward_is_create(const char *method, char *const *seg, size_t n);
+
 /* base (an advertise_url: http:// or https://, a trailing '/' dropped) + raw_path (checked
  * by the HTTP layer, starts with '/') + '?' + raw_query (when not empty; printable ASCII
  * without spaces or '#') into buf. -1 when something is malformed or it does not fit. */

@@ -26,7 +26,7 @@ struct ApiForward {
     pthread_mutex_t lock;
     unsigned live; /* transfer threads running, under lock */
     atomic_bool stopping;
-    atomic_uint_fast64_t forwarded, unreachable; /* for /metrics */
+    atomic_uint_fast64_t forwarded, unreachable, placed; /* for /metrics */
     CacheSlot cache[FWD_CACHE_SLOTS];            /* under lock */
     CURL *handles[FWD_IDLE_HANDLES];             /* idle, under lock */
     size_t n_idle;

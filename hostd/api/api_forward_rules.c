@@ -12,6 +12,13 @@ api_forward_is_session_path(char *const *seg, size_t n)
            (strcmp(seg[1], "sessions") == 0 || strcmp(seg[1], "tasks") == 0);
 }
 
+bool
+api_forward_is_create(const char *method, char *const *seg, size_t n)
+{
+    return n == 2 && strcmp(method, "POST") == 0 && strcmp(seg[0], "v1") == 0 &&
+           (strcmp(seg[1], "sessions") == 0 || strcmp(seg[1], "tasks") == 0);
+}
+
 /* Bytes that may go into a request line as they are: no space, control, '#' or non-ASCII. */
 static bool
 target_bytes_ok(const char *s)

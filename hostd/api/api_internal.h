@@ -60,6 +60,10 @@ int api_authenticate(ApiCtx *c, Error **errp);
  * or answered 404/503; c is done), false when the local route should answer. */
 int api_forward_identify(ApiCtx *c, Error **errp);
 bool api_forward_take(ApiCtx *c);
+/* Loop thread, from a create's route: true when the create was placed on another host (this
+ * one has no idle guest of pool, another has; c is done and the owner answers), false when
+ * this host admits it (it has an idle guest, nobody has, not a cluster, or forwarded here). */
+bool api_forward_place(ApiCtx *c, const char *pool);
 int api_forward_new(ApiForward **ret, Error **errp);
 /* Before the HTTP server stops: refuses new transfers (503) and waits (3 s at most) for the
  * running ones to end, each answering its request while the server can still take the

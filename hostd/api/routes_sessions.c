@@ -30,6 +30,10 @@ create_on_loop(ApiCtx *c)
 
     AdmitRefusal refusal;
 
+    if (api_forward_place(c, sp->pool)) { /* [cluster]: another host has an idle guest */
+        spec_free(sp);
+        return;
+    }
     sp->tenant_id = c->tenant;
     if (sessions_create(c->api->d.sessions, sp, id, &refusal, &err) < 0) {
         spec_free(sp);

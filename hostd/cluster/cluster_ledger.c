@@ -21,33 +21,29 @@ static const char *const reservation_states[] = {
 
 #define QUOTA_COLUMNS_BYTES 512
 
-/* "max_sessions, wallet_guest_seconds, ...": the quota columns in admit_quota_keys order.
- * Built per call into the caller's buffer: a Cluster may live on any thread. */
+/* "max_sessions, wallet_guest_seconds, ...": the quota columns in admit_quota_keys order,
+ * each after prefix ("" or a table alias with its dot). Built per call into the caller's
+ * buffer: a Cluster may live on any thread. */
 static const char *
-quota_columns(char cols[QUOTA_COLUMNS_BYTES])
+quota_columns(char cols[QUOTA_COLUMNS_BYTES], const char *prefix)
 {
     cols[0] = '\0';
     for (size_t i = 0, n = 0; i < admit_quota_n_keys && n < QUOTA_COLUMNS_BYTES; i++)
-        n += (size_t) snprintf(cols + n, QUOTA_COLUMNS_BYTES - n, "%s%s", i ? ", " : "",
+        n += (size_t) snprintf(cols + n, QUOTA_COLUMNS_BYTES - n, "%s%s%s", i ? ", " : "", prefix,
                                admit_quota_keys[i].name);
     return cols;
 }
 
-int
-cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp)
+/* The quota columns of row `row` from column `col` on (quota_columns() order), checked:
+ * the database is not trusted. */
+static int
+quota_from_row(const PGresult *r, int row, int col, const char *tenant_id, AdmitQuota *ret,
+               Error **errp)
 {
-    char sql[640], cols[QUOTA_COLUMNS_BYTES];
-    _cleanup_pgresult_ PGresult *r = NULL;
-    const char *p[] = {tenant_id};
-    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1", quota_columns(cols));
-    if (cluster_query(c, sql, 1, p, &r, errp) < 0)
-        return -1;
-    if (PQntuples(r) != 1)
-        return error_set(errp, E_NOT_FOUND, 0, "no quota for tenant %.40s", tenant_id);
     AdmitQuota q = {0};
     for (size_t i = 0; i < admit_quota_n_keys; i++) {
-        int64_t v = cluster_get_i64(r, 0, (int) i);
-        if (v < 0 || (uint64_t) v > admit_quota_keys[i].max) /* the database is not trusted */
+        int64_t v = cluster_get_i64(r, row, col + (int) i);
+        if (v < 0 || (uint64_t) v > admit_quota_keys[i].max)
             return error_set(errp, E_INTERNAL, 0, "quota %s of %.40s is out of range",
                              admit_quota_keys[i].name, tenant_id);
         *admit_quota_field(&q, &admit_quota_keys[i]) = (uint64_t) v;
@@ -57,12 +53,27 @@ cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **er
 }
 
 int
+cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **errp)
+{
+    char sql[640], cols[QUOTA_COLUMNS_BYTES];
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {tenant_id};
+    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1",
+             quota_columns(cols, ""));
+    if (cluster_query(c, sql, 1, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) != 1)
+        return error_set(errp, E_NOT_FOUND, 0, "no quota for tenant %.40s", tenant_id);
+    return quota_from_row(r, 0, 0, tenant_id, ret, errp);
+}
+
+int
 cluster_quota_upsert(Cluster *c, const char *tenant_id, const AdmitQuota *q, Error **errp)
 {
     char sql[1600], cols[QUOTA_COLUMNS_BYTES], vals[CLUSTER_QUOTA_KEYS_MAX][CLUSTER_NUM_BYTES];
     const char *p[1 + CLUSTER_QUOTA_KEYS_MAX] = {tenant_id};
     size_t n = (size_t) snprintf(sql, sizeof(sql), "INSERT INTO quotas (tenant_id, %s) VALUES ($1",
-                                 quota_columns(cols));
+                                 quota_columns(cols, ""));
     if (admit_quota_n_keys > ELEMENTSOF(vals))
         return error_set(errp, E_INTERNAL, 0, "cluster: more quota keys than columns");
     for (size_t i = 0; i < admit_quota_n_keys; i++) {
@@ -102,23 +113,33 @@ cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, int64_
 }
 
 /* Makes the tenant's row if the cluster has not seen it, then locks it: from here to the
- * end of the transaction no other admission of this tenant can read its usage. */
+ * end of the transaction no other admission of this tenant can read its usage. The same
+ * statement reads the bucket and the tenant's quota row (*ret_quota: *fallback when it has
+ * none): one round trip fewer while the lock is held. */
 static int
-tenant_lock(Cluster *c, const char *tenant_id, int64_t now_usec, AdmitBucket *ret, Error **errp)
+tenant_lock(Cluster *c, const char *tenant_id, int64_t now_usec, const AdmitQuota *fallback,
+            AdmitBucket *ret, AdmitQuota *ret_quota, Error **errp)
 {
+    char sql[768], cols[QUOTA_COLUMNS_BYTES];
     const char *p[] = {tenant_id};
     _cleanup_pgresult_ PGresult *r = NULL;
+    snprintf(sql, sizeof(sql),
+             "SELECT t.bucket_level_milli, t.bucket_usec, q.tenant_id IS NOT NULL, %s"
+             " FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id WHERE t.id = $1"
+             " FOR UPDATE OF t",
+             quota_columns(cols, "q."));
     if (tenant_ensure(c, tenant_id, now_usec, errp) < 0 ||
-        cluster_query(c,
-                      "SELECT bucket_level_milli, bucket_usec FROM tenants WHERE id = $1"
-                      " FOR UPDATE",
-                      1, p, &r, errp) < 0)
+        cluster_query(c, sql, 1, p, &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1)
         return error_set(errp, E_CONFLICT, 0, "tenant %.40s: its name is another's id", tenant_id);
     ret->level_milli = (uint64_t) MAX(cluster_get_i64(r, 0, 0), 0);
     ret->updated_usec = cluster_get_i64(r, 0, 1);
-    return 0;
+    if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+        *ret_quota = *fallback;
+        return 0;
+    }
+    return quota_from_row(r, 0, 3, tenant_id, ret_quota, errp);
 }
 
 static int
@@ -139,36 +160,39 @@ usage_read(Cluster *c, const char *tenant_id, AdmitUsage *u, Error **errp)
     return 0;
 }
 
-/* The session's index row (owned by this host), its reservation and the bucket. */
+/* The session's index row (owned by this host), its reservation and the bucket, in one
+ * statement (one round trip while the tenant's row is locked). The reservation's foreign
+ * key sees the index row its sibling inserted: both are the same statement's. */
 static int
 admit_write(Cluster *c, ReservationRecord *res, const AdmitBucket *b, Error **errp)
 {
-    char v[8][CLUSTER_NUM_BYTES];
+    char v[7][CLUSTER_NUM_BYTES];
     _cleanup_pgresult_ PGresult *r = NULL;
-    const char *ps[] = {res->session_id, res->tenant_id, c->cfg.host_id,
-                        cluster_num(v[0], res->created_usec)};
-    const char *pr[] = {res->tenant_id,
-                        res->session_id,
-                        cluster_num(v[1], (int64_t) res->vcpus),
-                        cluster_num(v[2], (int64_t) res->reserved_guest_s),
-                        cluster_num(v[3], (int64_t) res->output_bytes),
-                        cluster_num(v[4], (int64_t) res->workspace_bytes),
-                        v[0]};
-    const char *pb[] = {res->tenant_id, cluster_num(v[5], (int64_t) b->level_milli),
-                        cluster_num(v[6], b->updated_usec)};
-    if (cluster_query(c,
-                      "INSERT INTO sessions (id, tenant_id, host_id, state, created_usec)"
-                      " VALUES ($1, $2, $3, 'pending', $4)",
-                      4, ps, NULL, errp) < 0 ||
-        cluster_query(c,
-                      "INSERT INTO reservations (tenant_id, session_id, vcpus, reserved_guest_s,"
-                      " output_bytes, workspace_bytes, created_usec)"
-                      " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                      7, pr, &r, errp) < 0 ||
-        cluster_query(c,
-                      "UPDATE tenants SET bucket_level_milli = $2, bucket_usec = $3 WHERE id = $1",
-                      3, pb, NULL, errp) < 0)
+    const char *p[] = {res->session_id,
+                       res->tenant_id,
+                       c->cfg.host_id,
+                       cluster_num(v[0], res->created_usec),
+                       cluster_num(v[1], (int64_t) res->vcpus),
+                       cluster_num(v[2], (int64_t) res->reserved_guest_s),
+                       cluster_num(v[3], (int64_t) res->output_bytes),
+                       cluster_num(v[4], (int64_t) res->workspace_bytes),
+                       cluster_num(v[5], (int64_t) b->level_milli),
+                       cluster_num(v[6], b->updated_usec)};
+    if (cluster_query(
+            c,
+            "WITH s AS (INSERT INTO sessions (id, tenant_id, host_id, state, created_usec)"
+            "  VALUES ($1, $2, $3, 'pending', $4::bigint) RETURNING id),"
+            " b AS (UPDATE tenants SET bucket_level_milli = $9::bigint,"
+            "  bucket_usec = $10::bigint WHERE id = $2)"
+            " INSERT INTO reservations (tenant_id, session_id, vcpus, reserved_guest_s,"
+            " output_bytes, workspace_bytes, created_usec)"
+            " SELECT $2, s.id, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
+            " $4::bigint FROM s RETURNING id",
+            10, p, &r, errp) < 0)
         return -1;
+    if (PQntuples(r) != 1)
+        return error_set(errp, E_INTERNAL, 0, "cluster: the reservation of %.64s was not written",
+                         res->session_id);
     res->id = cluster_get_i64(r, 0, 0);
     res->state = RESERVATION_OPEN;
     return 0;
@@ -179,23 +203,17 @@ cluster_admit(Cluster *c, const AdmitQuota *fallback, const AdmitRequest *rq,
               uint64_t output_cap_bytes, int64_t now_usec, ReservationRecord *res,
               AdmitDecision *ret, Error **errp)
 {
-    _cleanup_error_ Error *qerr = NULL;
     AdmitQuota q;
     AdmitUsage u = {0};
     AdmitDecision d;
 
     if (cluster_begin(c, errp) < 0)
         return -1;
-    if (tenant_lock(c, res->tenant_id, now_usec, &u.bucket, errp) < 0)
-        goto fail_rollback;
-    if (cluster_quota_get(c, res->tenant_id, &q, &qerr) < 0) {
-        if (qerr->category != E_NOT_FOUND) {
-            error_set(errp, qerr->category, 0, "%s", qerr->message);
-            goto fail_rollback;
-        }
-        q = *fallback;
-    }
-    if (usage_read(c, res->tenant_id, &u, errp) < 0)
+    /* The usage is read by a statement of its own after the lock is held: in READ COMMITTED
+     * each statement sees what committed before it began, so it sees the admission that held
+     * the lock before this one. Read in the locking statement it could be older. */
+    if (tenant_lock(c, res->tenant_id, now_usec, fallback, &u.bucket, &q, errp) < 0 ||
+        usage_read(c, res->tenant_id, &u, errp) < 0)
         goto fail_rollback;
     admit_decide(&q, &u, rq, now_usec, &d);
     if (d.refusal.limit_id != ADMIT_OK) {

@@ -1,4 +1,5 @@
-/* The session index read for forwarding: which host owns a session. See cluster_route.h. */
+/* The session index and the hosts read for forwarding: which host owns a session, and which
+ * host a create goes to. See cluster_route.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,42 @@ cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Err
         return error_set(errp, E_NOT_FOUND, 0, "no session %.64s", session_id);
     *ret = o;
     return 0;
+}
+
+/* One candidate per (host, pool entry named $2): its estimated idle guests ("est") and its
+ * open sessions. Everything read from pools is checked for its JSON type first: a host
+ * that wrote something else has no idle guest here, and the statement never fails on it. */
+static const char place_sql[] =
+    "WITH cand AS ("
+    " SELECT h.id, h.url,"
+    "  (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.state <> 'ended') AS open,"
+    "  (CASE WHEN jsonb_typeof(p -> 'idle') = 'number' THEN (p ->> 'idle')::numeric ELSE 0 END)"
+    "  - (SELECT count(*) FROM sessions s WHERE s.host_id = h.id AND s.state <> 'ended'"
+    "     AND s.created_usec > h.heartbeat_usec) AS est"
+    " FROM hosts h, jsonb_array_elements(CASE WHEN jsonb_typeof(h.pools) = 'array'"
+    "  THEN h.pools ELSE '[]'::jsonb END) p"
+    " WHERE h.id <> $1 AND h.lost_usec = 0 AND " DB_NOW_USEC " - h.heartbeat_usec < $3"
+    "  AND jsonb_typeof(p) = 'object' AND p ->> 'name' = $2)"
+    " SELECT id, url FROM cand WHERE est > 0 OR NOT $4::boolean"
+    " ORDER BY est > 0 DESC, open, est DESC, id LIMIT 1";
+
+int
+cluster_place(Cluster *c, const char *pool, bool need_idle, ClusterOwner *ret, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    char fresh[CLUSTER_NUM_BYTES];
+    const char *p[] = {c->cfg.host_id, pool, cluster_num(fresh, CLUSTER_PLACE_FRESH_USEC),
+                       need_idle ? "true" : "false"};
+    ClusterOwner o = {0};
+
+    if (cluster_query(c, place_sql, 4, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) != 1)
+        return 0;
+    if (!copy_col(r, 0, o.host_id, sizeof(o.host_id)) || !copy_col(r, 1, o.url, sizeof(o.url)))
+        return 0; /* over its bound: not a host this one can name */
+    *ret = o;
+    return 1;
 }
 
 const char *

@@ -1,6 +1,7 @@
-/* Who owns a session, for the API's forwarding (issue 16: any host answers for any
- * session; hostd/api/api_forward.c). Apart from cluster.h so the host-loss work on the
- * same module merges without touching the same lines. */
+/* Who owns a session, and where a create goes, for the API's forwarding (issue 16: any
+ * host answers for any session, and a create is placed on a host with an idle guest;
+ * hostd/api/api_forward.c). Apart from cluster.h so the host-loss work on the same module
+ * merges without touching the same lines. */
 #pragma once
 
 #include "cluster.h"
@@ -15,6 +16,25 @@ typedef struct ClusterOwner {
  * such session (or a field read back is over its bound: the row is treated as absent);
  * E_UNAVAILABLE when the server is away. A blocking round trip: the connection's thread. */
 int cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Error **errp);
+
+/* A heartbeat younger than this makes a host a place for a create: three beats (2 s each),
+ * so one late beat does not take a host out, and never a host about to be declared lost
+ * (the lease is at least 6 s). */
+#define CLUSTER_PLACE_FRESH_USEC (6 * USEC_PER_SEC)
+
+/* Another host for a create of `pool` (issue 16: "placed on a host with an idle guest of that
+ * pool, prefer itself, then the least loaded"; the caller has seen that this host has no
+ * idle guest of it). Candidates: every other host not lost, with a heartbeat younger than
+ * CLUSTER_PLACE_FRESH_USEC, whose last heartbeat lists the pool. A host's idle guests are
+ * estimated as the idle count of its last heartbeat (at most 2 s old) less the sessions the
+ * index gave it since that beat, so a burst of creates does not all land on one guest.
+ * need_idle: only hosts with an estimated idle guest; else (this host has no such pool) any
+ * host with the pool, those with an idle guest first. Ranked by open sessions (fewest
+ * first), then more idle guests, then id. The pools JSON is another host's: a value that is
+ * not what heartbeats write counts as no idle guest. Returns 1 and fills ret->host_id and
+ * ret->url (tenant_id ""); 0 when no host fits; -1 (E_UNAVAILABLE when the server is away).
+ * A blocking round trip: the connection's thread. */
+int cluster_place(Cluster *c, const char *pool, bool need_idle, ClusterOwner *ret, Error **errp);
 
 /* This host's id and its host-to-host credential (host_token_file). Fixed once
  * cluster_open() returned: any thread may read them while the Cluster lives. */

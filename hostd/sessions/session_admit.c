@@ -217,13 +217,17 @@ session_admit_settle(Session *s)
     ReservationRecord res;
 
     if (ledger_for_session(s->mgr, s->rec.id, &res, &err) < 0) {
-        if (err->category != E_NOT_FOUND) /* none: admitted before the ledger existed */
+        if (err->category != E_NOT_FOUND) { /* none: admitted before the ledger existed */
             log_error("session %s: ledger: %s", s->rec.id, err->message);
+            s->mgr->settle_retry = s->mgr->cluster != NULL;
+        }
         return;
     }
-    if (res.state == RESERVATION_OPEN && reservation_settle(s->mgr, &res, &s->rec, &err) < 0)
+    if (res.state == RESERVATION_OPEN && reservation_settle(s->mgr, &res, &s->rec, &err) < 0) {
         log_error("session %s: ledger: reservation %lld not settled: %s", s->rec.id,
                   (long long) res.id, err->message);
+        s->mgr->settle_retry = s->mgr->cluster != NULL; /* the store's: one transaction */
+    }
 }
 
 void
@@ -267,6 +271,48 @@ ledger_open(Sessions *m, ReservationRecord **ret, size_t *ret_n, Error **errp)
 {
     return m->cluster ? cluster_reservations_open(m->cluster, ret, ret_n, errp)
                       : store_reservations_open(m->store, ret, ret_n, errp);
+}
+
+/* Cluster mode: a session that ended while the database was away left its reservation open
+ * there (session_admit_settle() logged it). Once the database answers, every open reservation
+ * of this host whose session has ended is settled from its record: the one in memory while
+ * the session is still finalizing, else the store's. A live session's settles when it ends.
+ * Each ends exactly once: only an open reservation is ended, and the cluster's triggers
+ * refuse a second end. Bounded by this host's open reservations (its live sessions and those
+ * that failed). */
+void
+sessions_settle_retry(Sessions *m)
+{
+    _cleanup_error_ Error *err = NULL;
+    ReservationRecord *v = NULL;
+    size_t n = 0, settled = 0;
+
+    if (!m->cluster || !m->settle_retry)
+        return;
+    if (cluster_reservations_open(m->cluster, &v, &n, &err) < 0)
+        return; /* still away: the next heartbeat tries again */
+    m->settle_retry = false;
+    for (size_t i = 0; i < n; i++) {
+        Session *s = sessions_find(m, NULL, v[i].session_id);
+        int r;
+        if (s && s->state != ST_ENDED)
+            continue; /* live: it settles when it ends */
+        if (s)
+            r = reservation_settle(m, &v[i], &s->rec, &err) < 0 ? -1 : 1;
+        else
+            r = reconcile_one(m, &v[i], &err);
+        if (r < 0) {
+            log_error("ledger: reservation %lld: %s", (long long) v[i].id, err->message);
+            m->settle_retry = true;
+            error_free(err);
+            err = NULL;
+        }
+        settled += r > 0;
+    }
+    free(v);
+    if (settled)
+        log_info("ledger: %zu reservation(s) settled now that the cluster's database answers",
+                 settled);
 }
 
 void

@@ -112,6 +112,7 @@ struct Sessions {
     Pool *pool;
     Store *store;
     Cluster *cluster; /* borrowed; NULL: a single host, the ledger is in the store */
+    bool settle_retry; /* cluster: a settlement failed (database away): retry (session_admit.c) */
     EventHub *hub;
     SessionsConfig cfg;
     char *artifacts_dir;

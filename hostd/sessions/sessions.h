@@ -104,6 +104,10 @@ void sessions_start(Sessions *s);
  * live sessions whose reservations the taking host already settled (the ledger is not
  * touched again). Returns how many. */
 size_t sessions_end_lost(Sessions *s);
+/* Cluster mode: settles the reservations whose settlement failed at their session's end
+ * (the database was away), once it answers again; the daemon calls it after each heartbeat
+ * that was written. Cheap when nothing failed. */
+void sessions_settle_retry(Sessions *s);
 /* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
 void sessions_free(Sessions *s);

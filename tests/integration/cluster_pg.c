@@ -608,6 +608,7 @@ main(void)
     test_reconnect();
     test_tenancy();
     test_host_lost();
+    test_place();
     test_bounds();
     test_refuse();
     cleanup();

@@ -16,6 +16,8 @@ long sql_long(const char *sql);
 
 /* cluster_pg_lost.c: a host that dies (takeover, charge, return). */
 void test_host_lost(void);
+/* cluster_pg_place.c: where a create goes (cluster_place). */
+void test_place(void);
 /* cluster_pg_bounds.c: how long a call may take (a crowd at one lock, a slow statement, a
  * frozen server). */
 void test_bounds(void);

@@ -11,7 +11,9 @@ together, spread over the three hosts: exactly one is admitted, 99 are refused 4
 max_sessions, and the ledger holds one reservation, owned by the host that answered 201.
 `stockade hosts` through host b lists the three hosts, their fresh heartbeats, and the
 owner's busy guest and open session; `stockade doctor` says the database answers. Cancelled, the session settles its reservation exactly once (charged, at most what it
-reserved) and the index says ended.
+reserved) and the index says ended. Every host also runs the E2B API: a sandbox made
+through b's is admitted in PostgreSQL and owned by b, c's refuses a second one 429 (the
+cluster's max_sessions), the sandbox is read through c's native API, killed through b.
 
 tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
 only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
@@ -22,8 +24,11 @@ through a, b started again: 401 on b from its first answer (a revocation it miss
 lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
 changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
 started again: a create works again and its token reaches the other hosts (the resync).
-route: any host answers for any session (hosts b and c run no guest). A session made on
-host a is read through b, its events followed (follow=1) through b while an exec started
+Last, every host stopped and started again together with nothing to do: a no-op (nothing in
+the database changes but start and heartbeat times, no migration, no takeover).
+route: any host answers for any session (hosts b and c run no guest). A session created
+through c, which has no idle guest, is placed on a (the one host with one: a lists it, c
+does not, c counts it in stockade_forward_placed_total); it is read through b, its events followed (follow=1) through b while an exec started
 through b prints a line, sleeps 5 s and prints another: the first line must reach the
 client through b before the owner recorded the later one (by the events' own times), and
 the later one on the same open stream; an exec fed its stdin through b; a sleep ended by a signal sent through b; a file larger than the
@@ -52,6 +57,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
 from stockade_fixture import Daemon, wall  # noqa: E402
+from test_e2b_hostile import E2B_CONF, e2b_ports  # noqa: E402
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
@@ -158,6 +164,7 @@ def hosts_until(hosts, via, cond, timeout=60):
 
 def scenario_race(pg, hosts):
     start_together(hosts)
+    e2b_api = {h: e2b_ports(d)[0] for h, d in hosts.items()}  # from the log, while it is short
     versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
     assert versions[0] == versions[1], f"schema migrated more than once: {versions}"
     assert len(pg.psql("SELECT id FROM hosts")) == len(HOSTS)
@@ -208,10 +215,52 @@ def scenario_race(pg, hosts):
     assert state == "charged" and 0 < int(charged) <= int(reserved) and ended == "t", led
     idx = pg.psql(f"SELECT state, ended_usec > 0 FROM sessions WHERE id = '{sid}'")
     assert idx == [["ended", "t"]], idx
+    e2b = race_e2b(pg, hosts, e2b_api)
     print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
           f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
           f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
-          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}")
+          f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}; "
+          f"{e2b}")
+
+
+def e2b_create(d, port):
+    """POST /v2/sandboxes to d's E2B API, as the SDK's Sandbox.create(): (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+    conn.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": "base", "timeout": 300}),
+                 headers={"X-API-KEY": d.token, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    body = json.loads(r.read() or b"null")
+    conn.close()
+    return r.status, body
+
+
+def race_e2b(pg, hosts, e2b_api):
+    """E2B through the cluster (every host runs the E2B API; max_sessions 1 still holds): a
+    sandbox created through b's E2B API is admitted in PostgreSQL and owned by b; c's E2B API
+    refuses a second one 429 (the cluster's quota, as the SDK's RateLimitError); the sandbox is
+    the session ses_<id> through any host's native API (forwarded); killed through b, its
+    reservation ends. A sandbox stays on the host whose E2B API made it (hostd/e2b/README.md,
+    "Cluster")."""
+    b, c = hosts["b"], hosts["c"]
+    b.wait(b.pool_full, 300, "b's pool full again")
+    status, sbx = e2b_create(b, e2b_api["b"])
+    assert status == 201, (status, sbx)
+    sid = "ses_" + sbx["sandboxID"]
+    idx = pg.psql(f"SELECT host_id, state FROM sessions WHERE id = '{sid}'")
+    assert len(idx) == 1 and idx[0][0] == "host-b" and idx[0][1] != "ended", idx
+    status, refused = e2b_create(c, e2b_api["c"])
+    assert status == 429 and "max_sessions" in refused["message"], (status, refused)
+    assert c.session(sid)["state"] == "running"  # the native face, forwarded to b
+    conn = http.client.HTTPConnection("127.0.0.1", e2b_api["b"], timeout=60)
+    conn.request("DELETE", f"/sandboxes/{sbx['sandboxID']}", headers={"X-API-KEY": b.token})
+    assert conn.getresponse().status == 204
+    conn.close()
+    b.wait_state(sid, "ended", 300)
+    led = pg.psql(f"SELECT state FROM reservations WHERE session_id = '{sid}'")
+    assert led == [["charged"]], led
+    return (f"E2B: a sandbox made through b's E2B API owned by host-b in the index, c's E2B "
+            f"API refused a second one 429 ({refused['message'][:60]}), read through c's "
+            f"native API, killed through b, charged once")
 
 
 def auth_status(d, token):
@@ -291,14 +340,52 @@ def tenants_outage(pg, hosts, tid, revoked_tok, revoked_id, live, took):
     took["after outage c"] = until_status(c, late["token"], 200, "a token made after the outage")
 
 
+# What a start must not change: everything in the database but the hosts' start and
+# heartbeat times.
+CLUSTER_STATE_SQL = (
+    "SELECT version FROM schema_version ORDER BY version",
+    "SELECT id, url, accel, lost_usec, lost_by FROM hosts ORDER BY id",
+    "SELECT id, name, created_usec, changed_seq FROM tenants ORDER BY id",
+    "SELECT id, tenant_id, admin, revoked_usec, changed_seq FROM tokens ORDER BY id",
+    "SELECT * FROM quotas ORDER BY tenant_id",
+    "SELECT * FROM sessions ORDER BY id",
+    "SELECT * FROM reservations ORDER BY id",
+)
+
+
+def tenants_restart_noop(pg, hosts, live):
+    """Every host stopped and started again (together) with nothing to do: the schema is not
+    migrated again, no host is taken over, nothing in the database changes but start and
+    heartbeat times, and every host authenticates as before."""
+    before = [pg.psql(q) for q in CLUSTER_STATE_SQL]
+    for d in hosts.values():
+        assert d.stop() == 0
+    start_together(hosts)
+    hosts_until(hosts, "a", lambda hs: len(hs) == len(HOSTS) and all(
+        h["heartbeat_age_ms"] < 3000 and h["state"] == "live" for h in hs))
+    after = [pg.psql(q) for q in CLUSTER_STATE_SQL]
+    # the fixture issues each started daemon a tenant and an operator token (admin API)
+    tok = 3  # CLUSTER_STATE_SQL's tokens
+    known = {t[0] for t in before[tok]}
+    fixture_made = [t for t in after[tok] if t[0] not in known]
+    after[tok] = [t for t in after[tok] if t[0] in known]
+    assert len(fixture_made) == 2 * len(HOSTS), fixture_made
+    assert after == before, f"a second start changed the cluster: {before} -> {after}"
+    for h, d in hosts.items():
+        assert auth_status(d, live) == 200, f"host {h} after its second start"
+        assert "lost (last heartbeat" not in d.tail_log(100000), f"host {h} took a host over"
+
+
 def scenario_tenants(pg, hosts):
     took = {}
     start_together({"a": hosts["a"], "b": hosts["b"]})
     tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
     revoked_id = tenants_missed_revoke(hosts, tid, live)
     tenants_outage(pg, hosts, tid, revoked, revoked_id, live, took)
+    tenants_restart_noop(pg, hosts, live)
     print("tenants ok: a tenant and its tokens made on one host authenticate on every host, "
           f"revocations reach every host, nothing changes while PostgreSQL is away; "
+          f"a second start of every host changes nothing; "
           f"seconds to reach another host: { {k: round(v, 2) for k, v in took.items()} }")
 
 
@@ -404,11 +491,26 @@ def route_exec_and_follow(a, b, sid):
     return gap
 
 
-def forward_live(d):
-    """stockade_forward_live of d's /metrics: its transfers to other hosts running now."""
+def forward_metric(d, name="stockade_forward_live"):
+    """A stockade_forward_* figure of d's /metrics (live: its transfers to other hosts
+    running now)."""
     text = d.request("GET", "/metrics")[2].decode()
-    return int(next(x.split()[1] for x in text.splitlines()
-                    if x.startswith("stockade_forward_live ")))
+    return int(next(x.split()[1] for x in text.splitlines() if x.startswith(name + " ")))
+
+
+def route_placed(hosts):
+    """A create through c, which has no idle guest, is placed on a, the one host with an idle
+    guest (once a's heartbeat says so): a holds the session in its own store, c does not, and
+    c counts one placed create. The session is the one the rest of the scenario uses."""
+    a, c = hosts["a"], hosts["c"]
+    hosts_until(hosts, "c", lambda hs: any(h["id"] == "host-a" and h["pools"][0]["idle"] == 1
+                                           for h in hs))
+    sid = c.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 1200})["id"]
+    assert forward_metric(c, "stockade_forward_placed_total") == 1
+    listed = {h: [x["id"] for x in hosts[h].call("GET", "/v1/sessions")["sessions"]]
+              for h in ("a", "c")}
+    assert listed == {"a": [sid], "c": []}, listed
+    return sid
 
 
 def route_client_leaves(a, b, sid):
@@ -419,11 +521,11 @@ def route_client_leaves(a, b, sid):
     conn.request("GET", q, headers=b.auth_headers(q))
     r = conn.getresponse()
     assert r.status == 200 and r.readline(), r.status
-    assert forward_live(b) >= 1, "no transfer while a client follows through b"
+    assert forward_metric(b) >= 1, "no transfer while a client follows through b"
     t0 = time.time()
     conn.sock.shutdown(2)
     conn.close()
-    b.wait(lambda: forward_live(b) == 0, 10, "b's transfer to a to stop once its client left")
+    b.wait(lambda: forward_metric(b) == 0, 10, "b's transfer to a to stop once its client left")
     return time.time() - t0
 
 
@@ -504,7 +606,7 @@ def scenario_route(pg, hosts):
         hosts[h].pools = {"minimal": dict(warm=0, slots=1)}
     start_together(hosts)
     a.wait(a.pool_full, 600, "a full pool on host a")
-    sid = a.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 1200})["id"]
+    sid = route_placed(hosts)
     a.wait_state(sid, "running", 300)
     got = b.session(sid)
     assert got["id"] == sid and got["state"] == "running", got
@@ -522,7 +624,7 @@ def scenario_route(pg, hosts):
     route_outages(pg, a, b, sid)
     p = {k: (percentile(v, 50), percentile(v, 99)) for k, v in (("local", local),
                                                                 ("routed", routed))}
-    print(f"route ok: a session of host a read, exec'd (streamed: the later line "
+    print(f"route ok: a create through c placed on host a; the session read, exec'd (streamed: the later line "
           f"{gap:.1f} s after the first), fed stdin, signalled, given and read a file, "
           f"cancelled and closed through b and c; a follower leaving b stopped b's transfer in {left:.1f} s; another tenant 404; forged forwarding headers 401; one hop; CLI exec "
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
@@ -566,7 +668,8 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     return run_scenario(globals()[f"scenario_{sys.argv[1]}"],
-                        warm=0 if sys.argv[1] == "tenants" else 1)
+                        warm=0 if sys.argv[1] == "tenants" else 1,
+                        extra_conf=E2B_CONF if sys.argv[1] == "race" else "")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ host_lost, it serves again (a new task completes on it, admitted through the clu
 it. Last, b is frozen (SIGSTOP) past its lease while a task runs, as if cut off from the
 database: it is taken over the same way; thawed, its heartbeat is refused, it ends its own
 record host_lost (the ledger untouched) and rejoins. Then PostgreSQL is stopped for longer
-than the lease and started again: no host is taken over. Standard library only."""
+than the lease and started again: no host is taken over. Stopped again, a task cancelled
+meanwhile still ends (creates answer 503) and its reservation is settled by itself, once,
+when the database is back. Standard library only."""
 import json
 import os
 import signal
@@ -205,6 +207,30 @@ def check_db_away(pg, hosts):
     assert b.session(sid)["state"] == "running", b.session(sid)
     lost_after = sum("lost (last heartbeat" in hosts[h].tail_log(100000) for h in hosts)
     assert lost_after == lost_before, "a host was taken over after the database came back"
+    return sid
+
+
+def check_db_away_end(pg, hosts, sid):
+    """A session that ends while PostgreSQL is away: it ends on its host all the same (the
+    guest destroyed, its record ended), creates answer 503 meanwhile, and once the database
+    is back its reservation is settled by itself within a few heartbeats, exactly once,
+    charged from the record (at most what it reserved)."""
+    a, b = hosts["a"], hosts["b"]
+    pg.stop_server()
+    b.post(f"/v1/sessions/{sid}/cancel")
+    b.wait_state(sid, "ended", 300)
+    for d in (a, b):
+        st, _, body = d.request("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 60})
+        assert st == 503, (st, body)
+    assert f"session {sid}: ledger:" in b.tail_log(400), "the settlement did not meet the outage"
+    pg.restart_server(start_only=True)
+    t0 = time.time()
+    b.wait(lambda: ledger_row(pg, sid)[0] != "open", 30, "the reservation settled", step=0.5)
+    took = time.time() - t0
+    state, charged, reserved, _, _, ended, idx, _, _ = ledger_row(pg, sid)
+    assert state == "charged" and 0 < int(charged) <= int(reserved), ledger_row(pg, sid)
+    assert int(ended) > 0 and idx == "ended", ledger_row(pg, sid)
+    return took
 
 
 def scenario_host_lost(pg, hosts):
@@ -235,7 +261,8 @@ def scenario_host_lost(pg, hosts):
     before = ledger_row(pg, sid)
     check_return(pg, hosts, sid, old_pids, before)
     frozen = check_partition(pg, hosts)
-    check_db_away(pg, hosts)
+    sid_away = check_db_away(pg, hosts)
+    settled = check_db_away_end(pg, hosts, sid_away)
     print(f"host_lost ok: lease {LEASE_S} s; host-b lost in a's hosts list {took:.2f} s after"
           f" the kill, {after_hb:.2f} s after its last heartbeat (target lease + 2 ="
           f" {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s after the kill); taken"
@@ -244,7 +271,9 @@ def scenario_host_lost(pg, hosts):
           f" its {len(old_pids)} old QEMU guest(s) destroyed, its record ended host_lost, a new"
           f" task ran, the ledger unchanged; b frozen past its lease: lost in {frozen:.2f} s,"
           f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged;"
-          f" PostgreSQL away {LEASE_S + 4} s: nobody taken over")
+          f" PostgreSQL away {LEASE_S + 4} s: nobody taken over; a task cancelled while it"
+          f" was away ended, creates 503, its reservation settled {settled:.1f} s after the"
+          f" database was back, once")
 
 
 def main():

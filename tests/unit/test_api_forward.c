@@ -44,6 +44,33 @@ test_session_paths(void **state)
 }
 
 static void
+test_is_create(void **state)
+{
+    (void) state;
+    const struct {
+        const char *method;
+        const char *seg[4];
+        bool create;
+    } cases[] = {
+        {"POST", {"v1", "sessions", NULL}, true},
+        {"POST", {"v1", "tasks", NULL}, true},
+        {"GET", {"v1", "sessions", NULL}, false}, /* the list: this host's own */
+        {"PUT", {"v1", "tasks", NULL}, false},
+        {"POST", {"v1", "sessions", "s_1", NULL}, false}, /* a session path, not a create */
+        {"POST", {"v1", "admin", NULL}, false},
+        {"POST", {"v2", "sessions", NULL}, false},
+        {"POST", {"v1", NULL}, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = 0;
+        while (n < 4 && cases[i].seg[n])
+            n++;
+        assert_int_equal(api_forward_is_create(cases[i].method, (char *const *) cases[i].seg, n),
+                         cases[i].create);
+    }
+}
+
+static void
 test_url(void **state)
 {
     (void) state;
@@ -156,9 +183,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_session_paths),    cmocka_unit_test(test_url),
-        cmocka_unit_test(test_response_headers), cmocka_unit_test(test_secret_equal),
-        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_session_paths), cmocka_unit_test(test_is_create),
+        cmocka_unit_test(test_url),           cmocka_unit_test(test_response_headers),
+        cmocka_unit_test(test_secret_equal),  cmocka_unit_test(test_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
