@@ -1,5 +1,5 @@
 /* stockade hosts: the hosts of the daemon's cluster (GET /v1/admin/hosts, issue 16): id, its
- * state (live, or lost: taken over), the URL the others reach it at, its heartbeat's age, its
+ * state (live, or "lost by H": taken over by host H), the URL the others reach it at, its heartbeat's age, its
  * pools (idle/busy) and its open sessions. A daemon without [cluster] answers 404: that is said
  * plainly. */
 #include <stdio.h>
@@ -14,7 +14,7 @@
 static const char hosts_help[] =
     "Usage: stockade hosts [--json]\n"
     "Lists the hosts of the daemon's cluster ([cluster] in stockaded.conf): each host's id,\n"
-    "its state (live, or lost: past its lease, its sessions ended by another host),\n"
+    "its state (live, or \"lost by H\": past its lease, its sessions ended by host H),\n"
     "the URL the other hosts reach it at, the age of its last heartbeat, its pools as\n"
     "name:idle/busy, and the sessions it holds open. Needs an operator (admin API).\n";
 
@@ -43,13 +43,18 @@ hosts_print(Cli *cli, json_t *list)
     Table *t = table_new(ELEMENTSOF(headers), headers);
     for (size_t i = 0; t && i < json_array_size(list); i++) {
         json_t *h = json_array_get(list, i);
-        char age[32], pools[HOSTS_POOLS_TEXT_BYTES], sessions[24];
+        char age[32], pools[HOSTS_POOLS_TEXT_BYTES], sessions[24], state[96];
+        const char *st = event_str(h, "state", "?");
+        if (strcmp(st, "lost") == 0) /* who took it over: where its sessions ended */
+            snprintf(state, sizeof(state), "lost by %.64s", event_str(h, "lost_by", "?"));
+        else
+            snprintf(state, sizeof(state), "%.64s", st);
         snprintf(age, sizeof(age), "%.1f s ago",
                  (double) event_int(h, "heartbeat_age_ms", 0) / 1e3);
         pools_text(json_object_get(h, "pools"), pools, sizeof(pools));
         snprintf(sessions, sizeof(sessions), "%lld", (long long) event_int(h, "sessions", 0));
         const char *cells[] = {event_str(h, "id", "?"),
-                               event_str(h, "state", "?"),
+                               state,
                                event_str(h, "url", "?"),
                                age,
                                pools,

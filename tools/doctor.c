@@ -195,38 +195,102 @@ doctor_check_daemon(DoctorEnv *env, DoctorResult *r)
     say(r, DOCTOR_OK, NULL, "stockaded %s answers at %s", v, client_where(env->client));
 }
 
-/* Hosts whose heartbeat is older than the lease, as "id (N s)" in names. */
-static size_t
-hosts_silent(json_t *hosts, char *names, size_t cap)
+/* Appends "sep" then the formatted text to out (cap bytes), cut at the end: a list of hosts
+ * that does not fit is shortened, never overrun. */
+static void append(char *out, size_t cap, const char *sep, const char *fmt, ...) _printf_(4, 5);
+
+static void
+append(char *out, size_t cap, const char *sep, const char *fmt, ...)
 {
-    size_t n = 0, used = 0;
-    names[0] = '\0';
+    size_t used = strlen(out);
+    va_list ap;
+    if (used + 1 >= cap)
+        return;
+    if (used > 0)
+        used += (size_t) snprintf(out + used, cap - used, "%s", sep);
+    if (used + 1 >= cap)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(out + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The host's field as printable text (the database is other hosts' word). */
+static const char *
+host_field(json_t *h, const char *key, char *out, size_t cap)
+{
+    const char *raw = event_str(h, key, "?");
+    return log_escape(out, cap, raw, strlen(raw));
+}
+
+/* Lost hosts as "id (taken over by X at T)" in lost, live hosts silent past the lease as
+ * "id (N s)" in silent; their counts. A lost host is only lost: its heartbeat is stale by
+ * definition, and what the operator must know is that its sessions were ended elsewhere. */
+static void
+hosts_classify(json_t *hosts, int64_t lease_ms, char *lost, char *silent, size_t cap,
+               size_t *ret_lost, size_t *ret_silent)
+{
+    char id[64], by[64], at[40];
+    *ret_lost = *ret_silent = 0;
+    lost[0] = silent[0] = '\0';
     for (size_t i = 0; i < json_array_size(hosts); i++) {
         json_t *h = json_array_get(hosts, i);
         long long age = event_int(h, "heartbeat_age_ms", 0);
-        if (age <= DOCTOR_CLUSTER_LEASE_MS)
-            continue;
-        char id[64];
-        const char *raw = event_str(h, "id", "?");
-        log_escape(id, sizeof(id), raw, strlen(raw));
-        if (used < cap) {
-            int w =
-                snprintf(names + used, cap - used, "%s%s (%lld s)", n ? ", " : "", id, age / 1000);
-            used += w > 0 ? (size_t) w : 0;
+        host_field(h, "id", id, sizeof(id));
+        if (strcmp(event_str(h, "state", "live"), "lost") == 0) {
+            append(lost, cap, ", ", "%s (taken over by %s at %s)", id,
+                   host_field(h, "lost_by", by, sizeof(by)),
+                   host_field(h, "lost_at", at, sizeof(at)));
+            (*ret_lost)++;
+        } else if (age > lease_ms) {
+            append(silent, cap, ", ", "%s (%lld s)", id, age / 1000);
+            (*ret_silent)++;
         }
-        n++;
     }
-    return n;
 }
 
-/* Cluster mode (issue 16): the shared database answers through the daemon, and every host
- * beat within the lease. A daemon without [cluster] has nothing to check. */
+void
+doctor_cluster_verdict(json_t *ans, DoctorResult *r)
+{
+    char lost[DOCTOR_HOSTS_TEXT_BYTES], silent[DOCTOR_HOSTS_TEXT_BYTES];
+    char fix[DOCTOR_TEXT_MAX_BYTES] = "", msg[DOCTOR_TEXT_MAX_BYTES] = "";
+    json_t *hosts = json_object_get(ans, "hosts");
+    int64_t lease_ms = event_int(ans, "lease_ms", 0);
+    size_t n = json_array_size(hosts), n_lost, n_silent;
+
+    r->check = "cluster";
+    if (lease_ms <= 0) /* a daemon from before lease_ms was answered */
+        lease_ms = DOCTOR_CLUSTER_LEASE_MS;
+    hosts_classify(hosts, lease_ms, lost, silent, sizeof(lost), &n_lost, &n_silent);
+    if (n_lost + n_silent == 0) {
+        say(r, DOCTOR_OK, NULL,
+            "the database answers; %zu host%s, every heartbeat fresh (lease %lld s)", n,
+            n == 1 ? "" : "s", (long long) (lease_ms / 1000));
+        return;
+    }
+    if (n_lost) {
+        append(msg, sizeof(msg), "; ", "%zu of %zu hosts lost (silent past the %lld s lease): %s",
+               n_lost, n, (long long) (lease_ms / 1000), lost);
+        append(fix, sizeof(fix), "; ", "%s",
+               "start stockaded on the lost host again (it rejoins; its sessions ended host_lost)");
+    }
+    if (n_silent) {
+        append(msg, sizeof(msg), "; ", "%zu of %zu hosts silent for over the %lld s lease: %s",
+               n_silent, n, (long long) (lease_ms / 1000), silent);
+        append(fix, sizeof(fix), "; ", "%s",
+               "start stockaded there, or remove the host from the cluster");
+    }
+    say(r, DOCTOR_WARN, fix, "%s", msg);
+}
+
+/* Cluster mode (issue 16): the shared database answers through the daemon, no host is lost
+ * and every live host beat within the cluster's lease (lease_ms of the answer). A daemon
+ * without [cluster] has nothing to check. */
 void
 doctor_check_cluster(DoctorEnv *env, DoctorResult *r)
 {
     _cleanup_error_ Error *err = NULL;
     _cleanup_json_ json_t *ans = NULL;
-    char names[200];
 
     r->check = "cluster";
     if (!env->health) {
@@ -244,15 +308,7 @@ doctor_check_cluster(DoctorEnv *env, DoctorResult *r)
                 "the cluster's database does not answer: %s", err->message);
         return;
     }
-    json_t *hosts = json_object_get(ans, "hosts");
-    size_t n = json_array_size(hosts), silent = hosts_silent(hosts, names, sizeof(names));
-    if (silent)
-        say(r, DOCTOR_WARN, "start stockaded there, or remove the host from the cluster",
-            "%zu of %zu hosts silent for over %d s: %s", silent, n, DOCTOR_CLUSTER_LEASE_MS / 1000,
-            names);
-    else
-        say(r, DOCTOR_OK, NULL, "the database answers; %zu host%s, every heartbeat fresh", n,
-            n == 1 ? "" : "s");
+    doctor_cluster_verdict(ans, r);
 }
 
 void

@@ -15,7 +15,10 @@
 #define DOCTOR_DISK_FAIL_BYTES (1ull << 30)
 #define DOCTOR_DEFAULT_LIBVIRT_SOCKET "/run/libvirt/libvirt-sock"
 #define DOCTOR_DEFAULT_QEMU "/usr/bin/qemu-system-x86_64"
-#define DOCTOR_CLUSTER_LEASE_MS 10000 /* a host silent longer than this is lost (issue 16) */
+/* The lease when the daemon's hosts list does not say (a daemon from before lease_ms):
+ * [cluster] lease_s's default (issue 16). */
+#define DOCTOR_CLUSTER_LEASE_MS 10000
+#define DOCTOR_HOSTS_TEXT_BYTES 200 /* the hosts named in one verdict; more are cut */
 
 typedef enum DoctorLevel { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL } DoctorLevel;
 
@@ -46,5 +49,10 @@ void doctor_check_images(DoctorEnv *env, DoctorResult *r);
 void doctor_check_snapshots(DoctorEnv *env, DoctorResult *r);
 void doctor_check_disk(DoctorEnv *env, DoctorResult *r);
 void doctor_check_cluster(DoctorEnv *env, DoctorResult *r);
+/* The pure part of doctor_check_cluster: the verdict on an answer of GET /v1/admin/hosts
+ * ({"hosts":[...],"lease_ms"}): WARN naming each lost host and who took it over, and each
+ * live host whose heartbeat is older than lease_ms (DOCTOR_CLUSTER_LEASE_MS if absent);
+ * else OK. */
+void doctor_cluster_verdict(json_t *ans, DoctorResult *r);
 
 const char *doctor_level_name(DoctorLevel l);

@@ -12,7 +12,9 @@
  * so the owner's socket stops being read. The client going away closes the stream; the
  * curl thread sees the cancel flag at its next write or progress callback (at most about a
  * second) and drops the owner's connection. The owner going away ends the transfer and the
- * client's stream with it (truncated, so the client knows). */
+ * client's stream with it (truncated, so the client knows). A HEAD goes upstream as a HEAD
+ * and is answered with the owner's status, headers and Content-Length, and no body
+ * (http_respond_head), exactly as the owner answers it locally. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@ typedef struct {
     char url[API_FORWARD_URL_MAX_BYTES + 1];
     char tenant[64];
     bool admin;
+    bool head;               /* a HEAD: the owner sends headers only; its length is answered */
     char *host_token;        /* NULL when passing (api_forward_pass): no identity */
     const char *const *pass; /* the request headers passed through unchanged, or NULL */
     const uint8_t *body;
@@ -153,7 +156,9 @@ fwd_answer(Fwd *f, bool stream)
     for (size_t i = 0; i < f->n_kept; i++)
         (void) http_response_header(req, f->kept[i][0], f->kept[i][1]);
     const char *ctype = f->ctype[0] ? f->ctype : NULL;
-    if (stream) {
+    if (f->head) { /* the owner's length, as a local HEAD answers it (chunked: none) */
+        http_respond_head(req, (unsigned) f->status, ctype, f->chunked ? -1 : f->content_length);
+    } else if (stream) {
         pthread_mutex_lock(&f->lock);
         f->refs++; /* the stream's */
         pthread_mutex_unlock(&f->lock);
@@ -410,7 +415,7 @@ fwd_perform(Fwd *f, CURL *curl, struct curl_slist *hdrs, const char *method)
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, fwd_progress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, f);
     curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 64L * 1024);
-    if (strcmp(method, "HEAD") == 0) {
+    if (f->head) {
         curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
@@ -497,8 +502,10 @@ fwd_thread(void *userdata)
     if (f->curl && hdrs)
         rc = fwd_perform(f, f->curl, hdrs, method);
     pthread_mutex_lock(&f->lock);
-    if (!f->headers_done && rc == CURLE_OK) /* no body came: the answer is complete */
+    if (!f->headers_done && rc == CURLE_OK) { /* no body came: the answer is complete */
         (void) curl_easy_getinfo(f->curl, CURLINFO_RESPONSE_CODE, &f->status);
+        (void) curl_easy_getinfo(f->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &f->content_length);
+    }
     f->done = true;
     f->failed = rc != CURLE_OK;
     bool answer = !f->answered;
@@ -549,6 +556,7 @@ fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
     f->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     f->content_length = -1;
     f->admin = hs->admin;
+    f->head = strcmp(http_method(req), "HEAD") == 0;
     f->pass = hs->pass;
     snprintf(f->tenant, sizeof(f->tenant), "%s", hs->tenant ? hs->tenant : "");
     snprintf(f->host_id, sizeof(f->host_id), "%s", hs->host_id);

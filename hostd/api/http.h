@@ -126,6 +126,13 @@ void http_respond_bytes(HttpRequest *r, unsigned status, const char *content_typ
 void http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int fd,
                        uint64_t size);
 
+/* The answer to a HEAD whose body this server does not have (a HEAD forwarded to another
+ * host, which sent only its headers): status, content_type and the Content-Length the body
+ * would have (content_length < 0: none, as for a stream), no body. Only for a HEAD: any
+ * other method gets a 500, never a length it is not sent. */
+void http_respond_head(HttpRequest *r, unsigned status, const char *content_type,
+                       int64_t content_length);
+
 /* Streaming (chunked) responses. The producer runs on the connection's thread, one call at a
  * time; it writes up to cap bytes into buf and returns how many (> 0), 0 when the stream is
  * finished, or -1 to abort it (the client sees a truncated chunked body). Each returned

@@ -91,7 +91,7 @@ struct HttpConn {
     bool cut;               /* under srv->lock: the watchdog shut it down */
 };
 
-typedef enum { REPLY_NONE, REPLY_BUFFER, REPLY_FILE, REPLY_STREAM } HttpReplyKind;
+typedef enum { REPLY_NONE, REPLY_BUFFER, REPLY_FILE, REPLY_STREAM, REPLY_HEAD } HttpReplyKind;
 
 /* What a handler answered; built into an MHD response on the connection thread. */
 typedef struct HttpReply {
@@ -100,8 +100,8 @@ typedef struct HttpReply {
     char *content_type;
     uint8_t *data; /* BUFFER */
     size_t len;
-    int fd; /* FILE */
-    uint64_t size;
+    int fd;                /* FILE */
+    uint64_t size;         /* FILE; HEAD: the length announced (MHD_SIZE_UNKNOWN: none) */
     HttpProducer producer; /* STREAM */
     void *userdata;
     void (*free_userdata)(void *);

@@ -274,6 +274,33 @@ http_respond_file(HttpRequest *r, unsigned status, const char *content_type, int
     reply_publish(r);
 }
 
+/* An answer of unknown length to a HEAD closes the connection: MHD (0.9.75) still ends a
+ * chunked answer to a HEAD with its last-chunk line, bytes that a client keeping the
+ * connection would read as the start of its next answer. */
+static void
+reply_close_unsized_head(HttpRequest *r)
+{
+    if (strcmp(http_method(r), "HEAD") == 0)
+        r->reply.close = true;
+}
+
+void
+http_respond_head(HttpRequest *r, unsigned status, const char *content_type, int64_t content_length)
+{
+    HttpReply *rp = &r->reply;
+
+    if (!status_valid(status) || strcmp(http_method(r), "HEAD") != 0) {
+        reply_set_internal(rp);
+    } else {
+        reply_set_buffer(rp, status, content_type, NULL, 0);
+        rp->kind = REPLY_HEAD;
+        rp->size = content_length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t) content_length;
+        if (content_length < 0)
+            reply_close_unsized_head(r);
+    }
+    reply_publish(r);
+}
+
 void
 http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
                     HttpProducer producer, void *userdata, void (*free_userdata)(void *))
@@ -286,12 +313,22 @@ http_respond_stream(HttpRequest *r, unsigned status, const char *content_type,
         reply_set_internal(rp);
     } else {
         reply_set_buffer(rp, status, content_type, NULL, 0);
+        reply_close_unsized_head(r);
         rp->kind = REPLY_STREAM;
         rp->producer = producer;
         rp->userdata = userdata;
         rp->free_userdata = free_userdata;
     }
     reply_publish(r);
+}
+
+/* The body of a REPLY_HEAD: MHD sends no body to a HEAD and so never calls this; if it ever
+ * did, the connection is closed rather than a made-up body sent. */
+static ssize_t
+head_no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void) cls, (void) pos, (void) buf, (void) max;
+    return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
 /* Moves the body of rp into a new MHD response (rp keeps nothing to free on success). */
@@ -317,6 +354,9 @@ reply_build_body(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc)
         rp->free_userdata = NULL; /* the stream (or its failure path) freed or owns it */
         rp->producer = NULL;
         break;
+    case REPLY_HEAD:
+        resp = MHD_create_response_from_callback(rp->size, 1024, head_no_body, NULL, NULL);
+        break;
     case REPLY_NONE:
         break;
     }
@@ -335,8 +375,8 @@ reply_build(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc)
             MHD_YES ||
         (rp->content_type && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                                                      rp->content_type) != MHD_YES) ||
-        (rp->close && MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") !=
-                          MHD_YES)) {
+        (rp->close &&
+         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES)) {
         MHD_destroy_response(resp);
         return NULL;
     }

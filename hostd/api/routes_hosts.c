@@ -1,7 +1,9 @@
 /* GET /v1/admin/hosts (issue 16): the hosts of this host's cluster, from the cluster's
  * database, with each one's heartbeat age (by the database's clock), pools and open
- * sessions. The cluster's connection belongs to the loop thread, so the read runs there.
- * A host without [cluster] answers 404 saying so. */
+ * sessions, and the lease they are judged by (lease_ms: `stockade doctor` compares the ages
+ * with it, so it must be this cluster's [cluster] lease_s, not a default).
+ * The cluster's connection belongs to the loop thread, so the read runs there. A host
+ * without [cluster] answers 404 saying so. */
 #include <string.h>
 
 #include "api_internal.h"
@@ -48,7 +50,9 @@ hosts_on_loop(ApiCtx *c)
         json_array_append_new(arr, o);
     }
     cluster_hosts_free(v, n);
-    api_reply_json(c, 200, json_pack("{s:o}", "hosts", arr));
+    api_reply_json(c, 200,
+                   json_pack("{s:o,s:I}", "hosts", arr, "lease_ms",
+                             (json_int_t) (cluster_lease_usec(c->api->d.cluster) / 1000)));
 }
 
 void

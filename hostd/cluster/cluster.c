@@ -1,9 +1,11 @@
 /* The connection, the query helpers, migrations and this host's row. See cluster.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "cluster_internal.h"
@@ -25,26 +27,125 @@ cluster_get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
+/* A broken connection is reset (one try, bounded by connect_timeout), then not tried again
+ * for CLUSTER_RECONNECT_BACKOFF_USEC, or CLUSTER_SLOW_RECONNECT_FACTOR times as long as a
+ * failed try took: calls in between fail at once. */
 static bool
 connection_ok(Cluster *c)
 {
     if (PQstatus(c->conn) == CONNECTION_OK)
         return true;
-    uint64_t now = now_usec();
-    if (c->last_reset_usec && now - c->last_reset_usec < CLUSTER_RECONNECT_BACKOFF_USEC)
+    uint64_t t0 = now_usec();
+    if (t0 < c->retry_after_usec)
         return false;
-    c->last_reset_usec = now;
     PQreset(c->conn); /* the server came back (or moved): one try, then the caller's error */
-    return PQstatus(c->conn) == CONNECTION_OK;
+    bool ok = PQstatus(c->conn) == CONNECTION_OK;
+    uint64_t now = now_usec();
+    c->retry_after_usec = now + (ok ? CLUSTER_RECONNECT_BACKOFF_USEC
+                                    : MAX(CLUSTER_RECONNECT_BACKOFF_USEC,
+                                          CLUSTER_SLOW_RECONNECT_FACTOR * (now - t0)));
+    return ok;
 }
 
-/* The category of a failed statement: the server's SQLSTATE says whether it is away. */
+/* poll() on the connection's socket until deadline: > 0 ready, 0 the deadline passed. No
+ * socket (libpq dropped it) is "ready": libpq's next call reports the loss at once. */
+static int
+socket_wait(PGconn *conn, short events, uint64_t deadline_usec)
+{
+    if (PQsocket(conn) < 0)
+        return 1;
+    for (;;) {
+        uint64_t now = now_usec();
+        if (now >= deadline_usec)
+            return 0;
+        struct pollfd p = {.fd = PQsocket(conn), .events = events};
+        int r = poll(&p, 1, (int) ((deadline_usec - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC));
+        if (r != 0 && !(r < 0 && errno == EINTR))
+            return r < 0 ? 1 : r; /* an error: libpq's next read says what it is */
+    }
+}
+
+/* No answer in time: the socket is shut down under libpq (which then sees the connection
+ * closed and drops what it was waiting for, without blocking), so the connection is broken
+ * and the next call resets it after the short backoff; the server sees the close and rolls
+ * the transaction back (statement_timeout ends a statement it is still running). */
+static int
+connection_cut(Cluster *c, Error **errp)
+{
+    PGresult *r;
+    (void) shutdown(PQsocket(c->conn), SHUT_RDWR);
+    while (PQstatus(c->conn) == CONNECTION_OK && (r = PQgetResult(c->conn)))
+        PQclear(r);
+    c->retry_after_usec = now_usec() + CLUSTER_RECONNECT_BACKOFF_USEC;
+    return error_set(errp, E_UNAVAILABLE, 0, "cluster database: no answer within %d s",
+                     (int) (c->answer_timeout_usec / USEC_PER_SEC));
+}
+
+/* Drives the sent statement until its answer is in (0), or the deadline passed (-1). A
+ * connection that fails on the way has its socket shut down too: libpq then answers its
+ * error at once instead of waiting in PQgetResult. */
+static int
+answer_wait(PGconn *conn, uint64_t deadline_usec)
+{
+    int flushed;
+    while ((flushed = PQflush(conn)) == 1) /* a big statement on a full socket */
+        if (!socket_wait(conn, POLLIN | POLLOUT, deadline_usec))
+            return -1;
+        else if (!PQconsumeInput(conn))
+            break;
+    while (flushed == 0 && PQisBusy(conn))
+        if (!socket_wait(conn, POLLIN, deadline_usec))
+            return -1;
+        else if (!PQconsumeInput(conn))
+            break;
+    if (flushed != 0 || PQisBusy(conn))
+        (void) shutdown(PQsocket(conn), SHUT_RDWR);
+    return 0;
+}
+
+/* PQexecParams (params, or NULL with n = 0 for the simple protocol: several statements, as
+ * a migration is) with a deadline of c->answer_timeout_usec for all of it: sending, and
+ * every result. *ret gets what PQexec would return: the first error, else the last result;
+ * NULL if none came (the connection failed: PQerrorMessage says why). -1 (E_UNAVAILABLE)
+ * only when the deadline passed: the connection is then cut (connection_cut). */
+static int
+exec_bounded(Cluster *c, const char *sql, int n, const char *const *params, PGresult **ret,
+             Error **errp)
+{
+    uint64_t deadline = now_usec() + c->answer_timeout_usec;
+    PGresult *last = NULL, *r;
+
+    *ret = NULL;
+    if (PQsetnonblocking(c->conn, 1) < 0 ||
+        !(params ? PQsendQueryParams(c->conn, sql, n, NULL, params, NULL, NULL, 0)
+                 : PQsendQuery(c->conn, sql)))
+        return 0;
+    for (;;) {
+        if (answer_wait(c->conn, deadline) < 0) {
+            PQclear(last);
+            return connection_cut(c, errp);
+        }
+        if (!(r = PQgetResult(c->conn)))
+            break;
+        if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
+            PQclear(r); /* the first error wins */
+        } else {
+            PQclear(last);
+            last = r;
+        }
+    }
+    *ret = last;
+    return 0;
+}
+
+/* The category of a failed statement: the server's SQLSTATE says whether it is away, or
+ * too slow to answer in time (57014: statement_timeout). */
 static ErrorCategory
 result_category(Cluster *c, const PGresult *r)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     if (PQstatus(c->conn) != CONNECTION_OK || !state || strncmp(state, "08", 2) == 0 ||
-        strncmp(state, "57P", 3) == 0)
+        strncmp(state, "57P", 3) == 0 || strcmp(state, "57014") == 0)
         return E_UNAVAILABLE;
     if (strcmp(state, "23505") == 0 || strcmp(state, "23P01") == 0 || strcmp(state, "P0001") == 0)
         return E_CONFLICT;
@@ -67,18 +168,20 @@ cluster_query(Cluster *c, const char *sql, int n, const char *const *params, PGr
     /* A broken connection holds no transaction (its status is PQTRANS_UNKNOWN, not idle):
      * the caller stopped at the statement that found it broken, so this call starts afresh
      * and may reconnect; without this a server that went away was never reconnected to. */
-    bool idle = PQstatus(c->conn) != CONNECTION_OK ||
-                PQtransactionStatus(c->conn) == PQTRANS_IDLE;
+    bool idle = PQstatus(c->conn) != CONNECTION_OK || PQtransactionStatus(c->conn) == PQTRANS_IDLE;
     if (idle && !connection_ok(c))
         return error_set(errp, E_UNAVAILABLE, 0, "cluster database unreachable: %.300s",
                          PQerrorMessage(c->conn));
-    _cleanup_pgresult_ PGresult *r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+    _cleanup_pgresult_ PGresult *r = NULL;
+    if (exec_bounded(c, sql, n, params ? params : (const char *const[]){NULL}, &r, errp) < 0)
+        return -1;
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     /* The server restarted since the last call: outside a transaction nothing was lost with
      * the old connection, so reconnect and run the statement once more. */
     if (st == PGRES_FATAL_ERROR && idle && PQstatus(c->conn) != CONNECTION_OK && connection_ok(c)) {
         PQclear(TAKE_PTR(r));
-        r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+        if (exec_bounded(c, sql, n, params ? params : (const char *const[]){NULL}, &r, errp) < 0)
+            return -1;
         st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     }
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
@@ -103,8 +206,10 @@ cluster_commit(Cluster *c, Error **errp)
 void
 cluster_rollback(Cluster *c)
 {
-    if (PQtransactionStatus(c->conn) != PQTRANS_IDLE)
-        PQclear(PQexec(c->conn, "ROLLBACK"));
+    PGresult *r = NULL;
+    if (PQstatus(c->conn) == CONNECTION_OK && PQtransactionStatus(c->conn) != PQTRANS_IDLE &&
+        exec_bounded(c, "ROLLBACK", 0, NULL, &r, NULL) == 0)
+        PQclear(r);
 }
 
 /* ------------------------------------------------------------------ schema */
@@ -142,7 +247,11 @@ migrate_one(Cluster *c, size_t i, Error **errp)
                        c->cfg.host_id};
     if (cluster_begin(c, errp) < 0)
         return -1;
-    _cleanup_pgresult_ PGresult *r = PQexec(c->conn, cluster_migrations[i]);
+    _cleanup_pgresult_ PGresult *r = NULL;
+    if (exec_bounded(c, cluster_migrations[i], 0, NULL, &r, errp) < 0) {
+        cluster_rollback(c);
+        return error_prefix(errp, "schema migration %zu", i + 1);
+    }
     if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
         query_fail(c, r, errp);
         cluster_rollback(c);
@@ -187,10 +296,20 @@ cluster_migrate(Cluster *c, Error **errp)
 {
     char key[CLUSTER_NUM_BYTES];
     const char *p[] = {cluster_num(key, CLUSTER_SCHEMA_LOCK_KEY)};
-    if (cluster_query(c, "SELECT pg_advisory_lock($1)", 1, p, NULL, errp) < 0)
-        return -1;
-    int r = migrate_locked(c, errp);
-    PQclear(PQexecParams(c->conn, "SELECT pg_advisory_unlock($1)", 1, NULL, p, NULL, NULL, 0));
+    PGresult *res = NULL;
+    int r = -1;
+
+    c->answer_timeout_usec = CLUSTER_MIGRATE_ANSWER_TIMEOUT_USEC;
+    if (cluster_query(c, "SET statement_timeout = 0", 0, NULL, NULL, errp) == 0 &&
+        cluster_query(c, "SELECT pg_advisory_lock($1)", 1, p, NULL, errp) == 0) {
+        r = migrate_locked(c, errp);
+        if (exec_bounded(c, "SELECT pg_advisory_unlock($1)", 1, p, &res, NULL) == 0)
+            PQclear(res);
+    }
+    c->answer_timeout_usec = CLUSTER_ANSWER_TIMEOUT_USEC;
+    if (PQstatus(c->conn) == CONNECTION_OK &&
+        exec_bounded(c, "RESET statement_timeout", 0, NULL, &res, NULL) == 0)
+        PQclear(res);
     return r;
 }
 
@@ -271,9 +390,29 @@ cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
         return -1;
     }
     PQconninfoFree(opts);
-    /* Our defaults first: the expanded conninfo (dbname) comes after and overrides them. */
-    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *vals[] = {CLUSTER_CONNECT_TIMEOUT_S, "stockaded", cfg->database, NULL};
+    /* Our defaults first: the expanded conninfo (dbname) comes after and overrides them.
+     * Keepalives find a server gone while the connection was idle (the next call reconnects
+     * instead of waiting out its bound), tcp_user_timeout bounds bytes the peer never
+     * acknowledges; both TCP only (ignored on a unix socket). */
+    char options[64], user_timeout[CLUSTER_NUM_BYTES];
+    snprintf(options, sizeof(options), "-c statement_timeout=%d", CLUSTER_STATEMENT_TIMEOUT_MS);
+    cluster_num(user_timeout, CLUSTER_ANSWER_TIMEOUT_USEC / USEC_PER_MSEC);
+    const char *keys[] = {"connect_timeout",  "application_name",
+                          "options",          "keepalives",
+                          "keepalives_idle",  "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout",
+                          "dbname",           NULL};
+    const char *vals[] = {CLUSTER_CONNECT_TIMEOUT_S,
+                          "stockaded",
+                          options,
+                          "1",
+                          "10",
+                          "2",
+                          "3",
+                          user_timeout,
+                          cfg->database,
+                          NULL};
+    c->answer_timeout_usec = CLUSTER_ANSWER_TIMEOUT_USEC;
     c->conn = PQconnectdbParams(keys, vals, 1);
     if (!c->conn)
         return error_set(errp, E_INTERNAL, ENOMEM, "cluster connection");

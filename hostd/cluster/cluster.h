@@ -10,7 +10,10 @@
  * Threading: a Cluster is one connection, owned by one thread (the loop thread): every call
  * is a blocking round trip to the server. A call that finds the connection broken resets it
  * once; if the server is still away it fails with E_UNAVAILABLE (HTTP 503) and changes
- * nothing, so a caller may simply retry later.
+ * nothing, so a caller may simply retry later. No call waits longer than
+ * CLUSTER_ANSWER_TIMEOUT_USEC for an answer, nor than connect_timeout for a reconnect
+ * (cluster_open's migrations excepted): a server that hangs costs E_UNAVAILABLE, not a
+ * stalled loop.
  *
  * Admission is exact across hosts: cluster_admit() is one transaction that locks the
  * tenant's row (SELECT ... FOR UPDATE) before it reads the usage, runs the pure decision of
@@ -26,6 +29,22 @@
 #include "cluster_config.h"
 #include "error.h"
 #include "store_tenants.h"
+#include "timeutil.h"
+
+/* The longest the loop thread waits for the answer to one statement. A server that is
+ * frozen (SIGSTOP, a hung host: its kernel still takes our bytes) or behind a network that
+ * drops packets never answers, and TCP gives up only after minutes: meanwhile the daemon's
+ * loop (API answers, streams, heartbeats) would stand still. Past it the connection is cut
+ * (its transaction lost: the server rolls it back), the call fails E_UNAVAILABLE and the
+ * next call reconnects. 5 s: every statement here is one step of a short transaction
+ * (milliseconds); an admission waiting at its tenant's row lock behind 100 concurrent creates
+ * waits far less (README.md, "Bounds"). */
+#define CLUSTER_ANSWER_TIMEOUT_USEC (5 * USEC_PER_SEC)
+/* The server's own bound on a statement (statement_timeout, sent at connect), under the
+ * client's: a statement that is slow on a live server (a lock held elsewhere) fails cleanly
+ * on a connection that stays usable, and one whose client gave up at its bound does not go
+ * on holding locks that every other host's admissions queue behind. */
+#define CLUSTER_STATEMENT_TIMEOUT_MS 4000
 
 typedef struct Cluster Cluster;
 

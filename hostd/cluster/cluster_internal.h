@@ -15,10 +15,19 @@
 /* While the server is away, a reconnect is tried at most this often; calls in between fail
  * at once instead of each blocking the caller (the loop thread) for a connect. */
 #define CLUSTER_RECONNECT_BACKOFF_USEC (1 * USEC_PER_SEC)
+/* A reconnect that failed slowly (a server that accepts but does not answer: its connect
+ * ran into connect_timeout) is not tried again for this many times as long as it took, so
+ * a hung server holds the loop thread at most a fifth of the time, each wait bounded. */
+#define CLUSTER_SLOW_RECONNECT_FACTOR 4
+/* Migrations (cluster_open, before the daemon serves) may wait for another host's
+ * migration at the schema lock and run DDL over big tables: their own, longer bound, and no
+ * statement_timeout. */
+#define CLUSTER_MIGRATE_ANSWER_TIMEOUT_USEC (600 * USEC_PER_SEC)
 
 struct Cluster {
     PGconn *conn;
-    uint64_t last_reset_usec; /* monotonic time of the last reconnect attempt */
+    uint64_t retry_after_usec;    /* monotonic: no reconnect before this */
+    uint64_t answer_timeout_usec; /* CLUSTER_ANSWER_TIMEOUT_USEC, longer while migrating */
     ClusterConfig cfg;
     char *host_token; /* the host-to-host credential (host_token_file), NUL-terminated */
 };

@@ -29,8 +29,8 @@ quota_columns(char cols[QUOTA_COLUMNS_BYTES], const char *prefix)
 {
     cols[0] = '\0';
     for (size_t i = 0, n = 0; i < admit_quota_n_keys && n < QUOTA_COLUMNS_BYTES; i++)
-        n += (size_t) snprintf(cols + n, QUOTA_COLUMNS_BYTES - n, "%s%s%s", i ? ", " : "",
-                               prefix, admit_quota_keys[i].name);
+        n += (size_t) snprintf(cols + n, QUOTA_COLUMNS_BYTES - n, "%s%s%s", i ? ", " : "", prefix,
+                               admit_quota_keys[i].name);
     return cols;
 }
 
@@ -58,7 +58,8 @@ cluster_quota_get(Cluster *c, const char *tenant_id, AdmitQuota *ret, Error **er
     char sql[640], cols[QUOTA_COLUMNS_BYTES];
     _cleanup_pgresult_ PGresult *r = NULL;
     const char *p[] = {tenant_id};
-    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1", quota_columns(cols, ""));
+    snprintf(sql, sizeof(sql), "SELECT %s FROM quotas WHERE tenant_id = $1",
+             quota_columns(cols, ""));
     if (cluster_query(c, sql, 1, p, &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1)
@@ -177,16 +178,17 @@ admit_write(Cluster *c, ReservationRecord *res, const AdmitBucket *b, Error **er
                        cluster_num(v[4], (int64_t) res->workspace_bytes),
                        cluster_num(v[5], (int64_t) b->level_milli),
                        cluster_num(v[6], b->updated_usec)};
-    if (cluster_query(c,
-                      "WITH s AS (INSERT INTO sessions (id, tenant_id, host_id, state, created_usec)"
-                      "  VALUES ($1, $2, $3, 'pending', $4::bigint) RETURNING id),"
-                      " b AS (UPDATE tenants SET bucket_level_milli = $9::bigint,"
-                      "  bucket_usec = $10::bigint WHERE id = $2)"
-                      " INSERT INTO reservations (tenant_id, session_id, vcpus, reserved_guest_s,"
-                      " output_bytes, workspace_bytes, created_usec)"
-                      " SELECT $2, s.id, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
-                      " $4::bigint FROM s RETURNING id",
-                      10, p, &r, errp) < 0)
+    if (cluster_query(
+            c,
+            "WITH s AS (INSERT INTO sessions (id, tenant_id, host_id, state, created_usec)"
+            "  VALUES ($1, $2, $3, 'pending', $4::bigint) RETURNING id),"
+            " b AS (UPDATE tenants SET bucket_level_milli = $9::bigint,"
+            "  bucket_usec = $10::bigint WHERE id = $2)"
+            " INSERT INTO reservations (tenant_id, session_id, vcpus, reserved_guest_s,"
+            " output_bytes, workspace_bytes, created_usec)"
+            " SELECT $2, s.id, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
+            " $4::bigint FROM s RETURNING id",
+            10, p, &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1)
         return error_set(errp, E_INTERNAL, 0, "cluster: the reservation of %.64s was not written",

@@ -54,8 +54,7 @@ int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error
  * not what heartbeats write counts as no idle guest. Returns 1 and fills ret->host_id and
  * ret->url (tenant_id ""); 0 when no host fits; -1 (E_UNAVAILABLE when the server is away).
  * A blocking round trip: the connection's thread. */
-int cluster_place(Cluster *c, const char *pool, bool need_idle, ClusterOwner *ret,
-                  Error **errp);
+int cluster_place(Cluster *c, const char *pool, bool need_idle, ClusterOwner *ret, Error **errp);
 
 /* This host's id and its host-to-host credential (host_token_file). Fixed once
  * cluster_open() returned: any thread may read them while the Cluster lives. */

@@ -5,8 +5,8 @@
  *   guard, crowd                                               api_http_test_hostile.c
  *   loop                                                       api_http_test_loop.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
- * /error/quota, /seg/..., /bytes, /file, /stream/timer, /stream/pipe) and main(). Figures
- * (cut-off times, CPU, request rates) are printed. */
+ * /error/quota, /seg/..., /bytes, /file, /head/sized, /head/unsized, /stream/timer,
+ * /stream/pipe) and main(). Figures (cut-off times, CPU, request rates) are printed. */
 #include "api_http_test.h"
 
 #include <curl/curl.h>
@@ -290,6 +290,10 @@ test_handler(HttpRequest *r, void *userdata)
         answer_segments(r);
     } else if (strcmp(path, "/bytes") == 0) {
         http_respond_bytes(r, 200, "text/plain", "hello\n", 6);
+    } else if (strcmp(path, "/head/sized") == 0) { /* as a forwarded HEAD answers */
+        http_respond_head(r, 200, "application/x-tar", HEAD_SIZED_BYTES);
+    } else if (strcmp(path, "/head/unsized") == 0) {
+        http_respond_head(r, 200, "application/x-ndjson", -1);
     } else if (strcmp(path, "/file") == 0) {
         int fd = open(file_path, O_RDONLY | O_CLOEXEC);
         http_respond_file(r, 200, "text/plain", fd, strlen(FILE_CONTENT));

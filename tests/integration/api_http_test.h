@@ -42,6 +42,7 @@ extern int stream_pipe_w;                  /* write end feeding /stream/pipe pro
 extern _Atomic(HttpRequest *) pending_req; /* the /never request, answered by the test */
 
 #define FILE_CONTENT "file body\n" /* what /file serves */
+#define HEAD_SIZED_BYTES 123457    /* the length /head/sized announces (and never sends) */
 
 void test_handler(HttpRequest *r, void *userdata);
 

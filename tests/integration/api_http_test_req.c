@@ -1,6 +1,7 @@
 /* Request-level scenarios of the HTTP layer's integration test (see api_http_test.c):
  *   echo    JSON round trip over TCP and unix (SO_PEERCRED uid), late answers from another
- *           thread, error bodies (429 + Retry-After), bytes, file, HEAD, segments
+ *           thread, error bodies (429 + Retry-After), bytes, file, HEAD (also one answered
+ *           with http_respond_head: a length, no body), segments
  *   paths   traversal, encoded '/', NUL, bad escapes, long targets, 405, header caps, framing
  *   body    exact-cap body; 1 GiB Content-Length refused before the body (bytes pushed and
  *           RSS measured); curl with Expect; chunked over the cap closed
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -99,6 +101,53 @@ get_expect(const char *method, const char *path, long status, const char *want)
     curl_result_clear(&res);
 }
 
+/* Sends req on a new connection and reads every byte until EOF (or 5 s of silence) into
+ * out: what the server sent, exactly. */
+static void
+read_all_answers(const char *req, char *out, size_t cap)
+{
+    size_t got = 0;
+    int fd = cli_connect_tcp(port);
+
+    if (fd >= 0 && cli_send(fd, req, strlen(req)) == 0)
+        for (;;) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            ssize_t r = poll(&p, 1, 5000) == 1 ? read(fd, out + got, cap - 1 - got) : -1;
+            if (r <= 0 || (got += (size_t) r) == cap - 1)
+                break;
+        }
+    out[got] = '\0';
+    if (fd >= 0)
+        close(fd);
+}
+
+/* http_respond_head (a forwarded HEAD): the owner's length announced and not a byte sent,
+ * so a request after it on the same connection is answered right after its head; without
+ * a length (a stream's HEAD too) the connection closes after the head; refused for a GET. */
+static void
+echo_head(void)
+{
+    static const char next[] = "GET /bytes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    char out[8192], req[256], want[64];
+
+    snprintf(req, sizeof(req), "HEAD /head/sized HTTP/1.1\r\nHost: x\r\n\r\n%s", next);
+    read_all_answers(req, out, sizeof(out));
+    snprintf(want, sizeof(want), "Content-Length: %d\r\n", HEAD_SIZED_BYTES);
+    const char *second = strstr(out, "\r\n\r\nHTTP/1.1 200"), *tail = NULL;
+    EXPECT(strncmp(out, "HTTP/1.1 200", 12) == 0 && second);
+    EXPECT(has_header(out, want) && has_header(out, "Content-Type: application/x-tar"));
+    EXPECT(second && (tail = strstr(second + 4, "\r\n\r\n")) &&
+           strcmp(tail, "\r\n\r\nhello\n") == 0);
+    const char *unsized[] = {"/head/unsized", "/stream/timer?n=2&ms=10"};
+    for (size_t i = 0; i < ELEMENTSOF(unsized); i++) {
+        snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n%s", unsized[i], next);
+        read_all_answers(req, out, sizeof(out));
+        EXPECT(strncmp(out, "HTTP/1.1 200", 12) == 0 && !has_header(out, "Content-Length:"));
+        EXPECT(has_header(out, "Connection: close") && !strstr(out, "hello"));
+    }
+    get_expect("GET", "/head/sized", 500, "\"code\":\"internal\"");
+}
+
 void
 scenario_echo(void)
 {
@@ -122,6 +171,7 @@ scenario_echo(void)
     echo_quota();
     get_expect("GET", "/nope", 404, "\"code\":\"not_found\"");
     get_expect("HEAD", "/echo", 200, NULL);
+    echo_head();
     get_expect("GET", "/bytes", 200, "hello\n");
     get_expect("GET", "/file", 200, FILE_CONTENT);
     get_expect("GET", "/seg/a%20b/c%C3%A9;x=1", 200,

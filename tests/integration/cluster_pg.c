@@ -18,6 +18,8 @@
  *             and pulled; no un-revoke, delete or truncate of tokens; a taken name; rows
  *             over the store's bounds skipped and passed; a sequence put back noticed
  *   host_lost a host that dies is taken over (cluster_pg_lost.c)
+ *   bounds    100 admissions at one lock, a slow statement, a frozen server: each call
+ *             within its bound (cluster_pg_bounds.c)
  *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,7 +65,7 @@ config_for(const char *host)
     return c;
 }
 
-static Cluster *
+Cluster *
 open_host(const char *host)
 {
     Error *e = NULL;
@@ -607,6 +609,7 @@ main(void)
     test_tenancy();
     test_host_lost();
     test_place();
+    test_bounds();
     test_refuse();
     cleanup();
     printf("PASS\n");

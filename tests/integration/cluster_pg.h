@@ -8,6 +8,8 @@
 
 /* A host's [cluster] config against the test's database and token file. */
 ClusterConfig config_for(const char *host);
+/* cluster_open() of that host; fails the test if it cannot. */
+Cluster *open_host(const char *host);
 /* One value of a raw query as text (malloc'd); must_fail: the statement must be refused. */
 char *sql_value(const char *sql, bool must_fail);
 long sql_long(const char *sql);
@@ -16,3 +18,6 @@ long sql_long(const char *sql);
 void test_host_lost(void);
 /* cluster_pg_place.c: where a create goes (cluster_place). */
 void test_place(void);
+/* cluster_pg_bounds.c: how long a call may take (a crowd at one lock, a slow statement, a
+ * frozen server). */
+void test_bounds(void);

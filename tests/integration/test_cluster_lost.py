@@ -3,11 +3,14 @@ PostgreSQL (tests/lib/pgtemp.py), with a short lease ([cluster] lease_s = LEASE_
 
     test_cluster_lost.py
 
-A long task (`sleep 600`) runs on host b; b's daemon is killed with SIGKILL (its QEMU
+A long task (`sleep 600`) runs on host b; a HEAD of it through a and c answers b's
+status, type and length with no body. b's daemon is killed with SIGKILL (its QEMU
 guests keep running). Through host a, `stockade hosts` must show b lost within the lease
 plus LATE_S (the detection time from the kill is printed; the issue's target is lease + 2 s;
 the test fails only past lease + 5 s), and the cluster's index must say the session ended
-host_lost. Exactly one of a and c took over (lost_by, and one log line between them). The
+host_lost. Exactly one of a and c took over (lost_by, and one log line between them), and
+`stockade doctor` through a says b is lost, by whom, past the cluster's 6 s lease (and
+`stockade hosts` shows "lost by" the taker). The
 ledger: b's reservation ended once, charged to b's last heartbeat (the database's stamp),
 not to now. Then b is started again on its own state: the QEMU guests it left are gone
 (its start destroys guests of its domain prefix), its own record of the session ends
@@ -19,8 +22,10 @@ record host_lost (the ledger untouched) and rejoins. Then PostgreSQL is stopped 
 than the lease and started again: no host is taken over. Stopped again, a task cancelled
 meanwhile still ends (creates answer 503) and its reservation is settled by itself, once,
 when the database is back. Standard library only."""
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -54,6 +59,25 @@ def run_long_task(b):
     return sid
 
 
+def check_head(hosts, sid):
+    """A HEAD through a forwarding host answers what the owner (b) answers it: its status,
+    Content-Type and Content-Length (the GET's), and no body; a chunked answer (events
+    follow) has no length and ends at once."""
+    a, b = hosts["a"], hosts["b"]
+    path = f"/v1/sessions/{sid}"
+    _, _, body = b.request("GET", path)
+    for name in ("b", "a", "c"):
+        status, headers, got = hosts[name].request("HEAD", path)
+        h = {k.lower(): v for k, v in headers}
+        seen = (status, h.get("content-type"), h.get("content-length"))
+        assert got == b"" and seen == (200, "application/json", str(len(body))), (name, seen)
+    t0 = time.time()
+    status, headers, got = a.request("HEAD", f"{path}/events?follow=1", timeout=10)
+    h = {k.lower(): v for k, v in headers}
+    assert status == 200 and got == b"" and "content-length" not in h, (status, h)
+    assert h.get("connection") == "close" and time.time() - t0 < 5, (h, time.time() - t0)
+
+
 def wait_lost(a, pg, sid, t_kill):
     """Seconds from the kill until a's hosts list says host-b lost; fails past the bound."""
     bound = LEASE_S + LATE_S
@@ -85,6 +109,28 @@ def check_takeover(pg, hosts, sid, last_hb):
              if "host host-b lost" in line]
     assert len(lines) == 1, f"takeover log lines of a and c: {lines}"
     return int(charged), lost_by[0][0]
+
+
+def check_doctor(a, taker):
+    """`stockade doctor --json` through a live host names b lost, its taker, and judges by
+    the cluster's lease (LEASE_S, not doctor's 10 s default); `stockade hosts` names the
+    taker in b's row. Seconds doctor took."""
+    t0 = time.time()
+    r = subprocess.run([os.path.join(a.build, "tools", "stockade"), "--socket", a.socket_path,
+                        "--json", "doctor"], capture_output=True, text=True, timeout=120)
+    took = time.time() - t0
+    checks = {c["check"]: c for c in json.loads(r.stdout)}
+    c = checks.get("cluster")
+    assert c and c["level"] == "WARN", (c, r.stderr)
+    assert f"1 of 3 hosts lost (silent past the {LEASE_S} s lease): host-b (taken over by" \
+        f" {taker} at " in c["message"], c
+    assert "start stockaded on the lost host" in c["fix"], c
+    table = subprocess.run([os.path.join(a.build, "tools", "stockade"), "--socket",
+                            a.socket_path, "hosts"], capture_output=True, text=True,
+                           timeout=60).stdout
+    row = next((x for x in table.splitlines() if x.startswith("host-b ")), "")
+    assert f" lost by {taker} " in row, table
+    return took
 
 
 def check_return(pg, hosts, sid, old_pids, before):
@@ -198,6 +244,7 @@ def scenario_host_lost(pg, hosts):
     b.wait(lambda: int(pg.psql("SELECT heartbeat_usec FROM hosts WHERE id = 'host-b'")[0][0])
            > created + 3 * USEC, 30, "b's heartbeats while the task runs", step=0.5)
     assert ledger_row(pg, sid)[0] == "open"
+    check_head(hosts, sid)
     old_pids = set(qemu_guests(b.prefix))
     assert old_pids, "b runs no QEMU guest"
     b.proc.send_signal(signal.SIGKILL)
@@ -209,6 +256,7 @@ def scenario_host_lost(pg, hosts):
     after_hb = took + t_kill - last_hb / USEC  # the lease runs from the last heartbeat
     assert row["sessions"] == 0, row
     charged, taker = check_takeover(pg, hosts, sid, last_hb)
+    doctor_s = check_doctor(a, taker)
     assert old_pids & set(qemu_guests(b.prefix)), "b's guests died with its daemon: no check"
     before = ledger_row(pg, sid)
     check_return(pg, hosts, sid, old_pids, before)
@@ -218,7 +266,8 @@ def scenario_host_lost(pg, hosts):
     print(f"host_lost ok: lease {LEASE_S} s; host-b lost in a's hosts list {took:.2f} s after"
           f" the kill, {after_hb:.2f} s after its last heartbeat (target lease + 2 ="
           f" {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s after the kill); taken"
-          f" over by {taker} alone; charged {charged} guest-s to b's last heartbeat; b back:"
+          f" over by {taker} alone (stockade doctor through a says so in {doctor_s:.2f} s);"
+          f" charged {charged} guest-s to b's last heartbeat; b back:"
           f" its {len(old_pids)} old QEMU guest(s) destroyed, its record ended host_lost, a new"
           f" task ran, the ledger unchanged; b frozen past its lease: lost in {frozen:.2f} s,"
           f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged;"

@@ -65,9 +65,8 @@ test_is_create(void **state)
         size_t n = 0;
         while (n < 4 && cases[i].seg[n])
             n++;
-        assert_int_equal(
-            api_forward_is_create(cases[i].method, (char *const *) cases[i].seg, n),
-            cases[i].create);
+        assert_int_equal(api_forward_is_create(cases[i].method, (char *const *) cases[i].seg, n),
+                         cases[i].create);
     }
 }
 
@@ -184,10 +183,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_session_paths),    cmocka_unit_test(test_is_create),
-        cmocka_unit_test(test_url),
-        cmocka_unit_test(test_response_headers), cmocka_unit_test(test_secret_equal),
-        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_session_paths), cmocka_unit_test(test_is_create),
+        cmocka_unit_test(test_url),           cmocka_unit_test(test_response_headers),
+        cmocka_unit_test(test_secret_equal),  cmocka_unit_test(test_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
