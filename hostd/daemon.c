@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "cluster.h"
+#include "cluster_route.h"
 #include "e2b.h"
 #include "eventhub.h"
 #include "extract_service.h"
@@ -429,6 +430,42 @@ daemon_start_api(Daemon *d, Error **errp)
     return 0;
 }
 
+/* Cluster mode: where an E2B sandbox of another host lives (the loop's connection). */
+static int
+daemon_e2b_owner(void *userdata, const char *session_id, E2bOwner *ret, Error **errp)
+{
+    Daemon *d = userdata;
+    ClusterE2bOwner o;
+    if (cluster_e2b_owner(d->cluster, session_id, &o, errp) < 0)
+        return -1;
+    *ret = (E2bOwner){.here = strcmp(o.host_id, cluster_host_id(d->cluster)) == 0};
+    snprintf(ret->tenant, sizeof(ret->tenant), "%s", o.tenant_id);
+    snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
+    snprintf(ret->api_url, sizeof(ret->api_url), "%s", o.api_url);
+    snprintf(ret->envd_url, sizeof(ret->envd_url), "%s", o.envd_url);
+    return 0;
+}
+
+/* ... and the hop to it: the native API's (hostd/api/api_forward_hop.c). */
+static void
+daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *base_url,
+                   const char *const *pass)
+{
+    Daemon *d = userdata;
+    api_forward_pass(d->api, req, host_id, base_url, pass);
+}
+
+/* Cluster mode: the other hosts learn where this one's E2B faces listen (none: ''). A
+ * failure is logged, not fatal: this host's own sandboxes still answer here. */
+static void
+daemon_publish_e2b(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (d->cluster && cluster_e2b_publish(d->cluster, d->e2b ? e2b_api_port(d->e2b) : 0,
+                                          d->e2b ? e2b_envd_port(d->e2b) : 0, &err) < 0)
+        log_error("cluster: publishing the E2B listeners: %s", err->message);
+}
+
 static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
@@ -440,10 +477,18 @@ daemon_start_e2b(Daemon *d, Error **errp)
                     .workspace_mib = d->cfg->pool.workspace_mib,
                     .body_budget = d->body_budget,
                     .spool_dir = d->cfg->state_dir};
-    if (!c->enabled)
+    if (d->cluster) {
+        deps.owner = daemon_e2b_owner;
+        deps.forward = daemon_e2b_forward;
+        deps.cluster_userdata = d;
+    }
+    if (!c->enabled) {
+        daemon_publish_e2b(d);
         return 0;
+    }
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
         return -1;
+    daemon_publish_e2b(d);
     log_info("E2B API on http://%s:%u, envd on http://%s:%u (domain %s)", c->address,
              e2b_api_port(d->e2b), c->address, e2b_envd_port(d->e2b), c->domain);
     return 0;
@@ -501,8 +546,10 @@ daemon_free(Daemon *d)
         return;
     if (d->hub)
         eventhub_shutdown(d->hub); /* followers end */
-    api_stop(d->api);          /* waits for connection threads: the loop no longer runs */
-    e2b_stop(d->e2b);          /* the same, and its pending loop calls are never run */
+    /* Forwarded transfers (the E2B faces' too) end while both servers still take answers. */
+    api_stop_forwarding(d->api);
+    e2b_stop(d->e2b); /* waits for connection threads; its pending loop calls never run */
+    api_stop(d->api); /* the same: the loop no longer runs */
     http_budget_free(d->body_budget); /* no server uses it any more */
     workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);

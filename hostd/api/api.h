@@ -37,6 +37,23 @@ typedef struct ApiDeps {
 int api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp);
 void api_stop(Api *a);
 
+/* Cluster mode, for the E2B faces (hostd/e2b, "Cluster"; handed to them by the daemon): the
+ * hop of a forwarded request (hostd/api/README.md, "Forwarding") without an identity. req
+ * goes to base_url (an http:// URL read from the cluster, checked again here) + its path and
+ * query, with its body, its Content-Type and of its other headers only those named in pass
+ * (a NULL-terminated list that outlives the transfer; a value that is not plain one-line
+ * ASCII of at most 4 KiB is left out), and nothing naming this host or the caller: the other
+ * end authenticates the caller itself. The answer comes back as a forwarded request's does
+ * (whole, or streamed as it arrives); 502 naming host_id when the other end cannot be
+ * reached. Answers req exactly once, also when it cannot start (503 without [cluster] or
+ * once api_stop_forwarding() ran). Any thread. */
+void api_forward_pass(Api *a, HttpRequest *req, const char *host_id, const char *base_url,
+                      const char *const *pass);
+/* No new forwarded transfer from now on (they answer 503); waits a little for running ones
+ * to end. Before stopping the servers whose requests they answer (the E2B faces' too).
+ * NULL is fine; api_stop() does it again. */
+void api_stop_forwarding(Api *a);
+
 /* Makes a new API token for tenant_id (admin: an operator token) from 256 bits of getrandom,
  * stores only its SHA-256 and commits. ret_token gets the text, the one time it exists;
  * ret (may be NULL) the stored record. Loop thread (or a process of its own). */

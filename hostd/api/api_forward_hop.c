@@ -30,6 +30,7 @@
 #define FWD_LOW_SPEED_TIME_S 120       /* a silent owner (events send a line each 15 s) */
 #define FWD_MAX_KEPT_HEADERS 4         /* response headers passed back */
 #define FWD_HEADER_MAX_BYTES 1024      /* a kept response header line */
+#define FWD_PASS_HEADER_MAX_BYTES 4096 /* a request header passed through (api_forward_pass) */
 
 /* One forwarded request. References: the transfer thread's, and the stream's once the
  * answer is a stream. */
@@ -44,8 +45,9 @@ typedef struct {
     char url[API_FORWARD_URL_MAX_BYTES + 1];
     char tenant[64];
     bool admin;
-    bool head; /* a HEAD: the owner sends headers only; its length is answered, no body */
-    char *host_token;
+    bool head;               /* a HEAD: the owner sends headers only; its length is answered */
+    char *host_token;        /* NULL when passing (api_forward_pass): no identity */
+    const char *const *pass; /* the request headers passed through unchanged, or NULL */
     const uint8_t *body;
     size_t body_len, body_off;
     long status;
@@ -341,17 +343,56 @@ fail_free:
     return NULL;
 }
 
-/* The client's Content-Type goes on only when it is plain text on one line. */
+/* A client's header value goes on only when it is plain text on one line within max. */
+static const char *
+plain_header(HttpRequest *req, const char *name, size_t max)
+{
+    const char *v = http_header(req, name);
+    if (!v || strlen(v) > max)
+        return NULL;
+    for (const char *p = v; *p; p++)
+        if ((unsigned char) *p < ' ' || (unsigned char) *p >= 0x7f)
+            return NULL;
+    return v;
+}
+
 static const char *
 plain_ctype(HttpRequest *req)
 {
-    const char *ct = http_header(req, "Content-Type");
-    if (!ct || strlen(ct) > 255)
-        return NULL;
-    for (const char *p = ct; *p; p++)
-        if ((unsigned char) *p < ' ' || (unsigned char) *p >= 0x7f)
-            return NULL;
-    return ct;
+    return plain_header(req, "Content-Type", 255);
+}
+
+/* Passing (api_forward_pass): the client's own headers of f->pass, unchanged, and nothing
+ * that names this host or the caller. */
+static struct curl_slist *
+fwd_pass_headers(const Fwd *f, HttpRequest *req)
+{
+    char line[FWD_PASS_HEADER_MAX_BYTES + 128];
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:"), *t;
+    const char *ct = plain_ctype(req);
+
+    if (h && ct) {
+        snprintf(line, sizeof(line), "Content-Type: %s", ct);
+        if (!(t = curl_slist_append(h, line)))
+            goto fail_free;
+        h = t;
+    }
+    for (size_t i = 0; h && f->pass[i]; i++) {
+        const char *v = plain_header(req, f->pass[i], FWD_PASS_HEADER_MAX_BYTES);
+        if (!v || strlen(f->pass[i]) > 64)
+            continue;
+        snprintf(line, sizeof(line), "%s: %s", f->pass[i], v);
+        t = curl_slist_append(h, line);
+        explicit_bzero(line, sizeof(line)); /* credentials among them */
+        if (!t)
+            goto fail_free;
+        h = t;
+    }
+    return h;
+
+fail_free:
+    curl_slist_free_all(h);
+    return NULL;
 }
 
 static CURLcode
@@ -454,7 +495,8 @@ fwd_thread(void *userdata)
     Fwd *f = userdata;
     CURLcode rc = CURLE_OUT_OF_MEMORY;
     const char *method = http_method(f->req);
-    struct curl_slist *hdrs = fwd_request_headers(f, plain_ctype(f->req));
+    struct curl_slist *hdrs =
+        f->pass ? fwd_pass_headers(f, f->req) : fwd_request_headers(f, plain_ctype(f->req));
 
     f->curl = handle_take(f->af);
     if (f->curl && hdrs)
@@ -486,12 +528,21 @@ fwd_thread(void *userdata)
     return NULL;
 }
 
+/* The hop's destination and who it carries: an identity (tenant, admin, this host's
+ * credential), or none and the client's headers of pass. */
+typedef struct {
+    const char *host_id, *base_url;
+    const char *tenant;
+    bool admin;
+    const char *const *pass;
+} HopSpec;
+
 static Fwd *
-fwd_new(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant, bool admin)
+fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
 {
     Fwd *f = calloc(1, sizeof(*f));
     if (!f || !(f->buf = malloc(FWD_BUFFER_BYTES)) ||
-        !(f->host_token = strdup(cluster_host_token(a->d.cluster)))) {
+        (!hs->pass && !(f->host_token = strdup(cluster_host_token(a->d.cluster))))) {
         if (f)
             free(f->buf);
         free(f);
@@ -504,32 +555,32 @@ fwd_new(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
     f->req = req;
     f->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     f->content_length = -1;
-    f->admin = admin;
+    f->admin = hs->admin;
     f->head = strcmp(http_method(req), "HEAD") == 0;
-    snprintf(f->tenant, sizeof(f->tenant), "%s", tenant);
-    snprintf(f->host_id, sizeof(f->host_id), "%s", owner->host_id);
+    f->pass = hs->pass;
+    snprintf(f->tenant, sizeof(f->tenant), "%s", hs->tenant ? hs->tenant : "");
+    snprintf(f->host_id, sizeof(f->host_id), "%s", hs->host_id);
     f->body = http_body(req, &f->body_len);
     return f;
 }
 
-void
-api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
-                      bool admin)
+static void
+hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
 {
     pthread_attr_t attr;
     pthread_t t;
 
-    if (!live_enter(a->fwd)) {
+    if (!a->fwd || !live_enter(a->fwd)) {
         respond_plain(req, E_UNAVAILABLE, "the daemon is stopping");
         return;
     }
-    Fwd *f = fwd_new(a, req, owner, tenant, admin);
+    Fwd *f = fwd_new(a, req, hs);
     if (!f) {
         respond_plain(req, E_INTERNAL, "out of memory forwarding the request");
         live_leave(a->fwd);
         return;
     }
-    if (f->efd < 0 || api_forward_url(owner->url, http_path(req), http_raw_query(req), f->url,
+    if (f->efd < 0 || api_forward_url(hs->base_url, http_path(req), http_raw_query(req), f->url,
                                       sizeof(f->url)) < 0) {
         respond_unreachable(req, f, f->efd < 0 ? "no eventfd" : "its advertise_url is not usable");
         f->req = NULL;
@@ -548,6 +599,30 @@ api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const
         fwd_unref(f);
         live_leave(a->fwd);
     }
+}
+
+void
+api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
+                      bool admin)
+{
+    hop_start(
+        a, req,
+        &(HopSpec){
+            .host_id = owner->host_id, .base_url = owner->url, .tenant = tenant, .admin = admin});
+}
+
+void
+api_forward_pass(Api *a, HttpRequest *req, const char *host_id, const char *base_url,
+                 const char *const *pass)
+{
+    hop_start(a, req, &(HopSpec){.host_id = host_id, .base_url = base_url, .pass = pass});
+}
+
+void
+api_stop_forwarding(Api *a)
+{
+    if (a)
+        api_forward_stop(a->fwd);
 }
 
 void

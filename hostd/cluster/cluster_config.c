@@ -1,5 +1,7 @@
 /* [cluster] checks: pure, unit-tested (tests/unit/test_cluster.c) and reached by the config
  * fuzzer through config_finish(). See cluster.h. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cluster_config.h"
@@ -59,4 +61,57 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
         return error_set(errp, E_INVALID, 0, "[cluster] lease_s must be %d..%d",
                          CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S);
     return 0;
+}
+
+/* A host name or IPv4 address, or a bracketed IPv6 literal: what may stand before ":port". */
+static bool
+url_host_is_valid(const char *h, size_t n)
+{
+    if (n == 0 || n > CLUSTER_URL_MAX_BYTES)
+        return false;
+    bool v6 = h[0] == '[';
+    if (v6 && (n < 3 || h[n - 1] != ']'))
+        return false;
+    for (size_t i = v6; i < n - v6; i++) {
+        char ch = h[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') ||
+                  (v6 ? ch == ':' || ch == '.' : ch == '.' || ch == '-');
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+int
+cluster_e2b_url(const char *advertise_url, unsigned port, char *buf, size_t cap)
+{
+    const char *a = strncmp(advertise_url, "http://", 7) == 0    ? advertise_url + 7
+                    : strncmp(advertise_url, "https://", 8) == 0 ? advertise_url + 8
+                                                                 : NULL;
+    if (!a || port == 0 || port > 65535)
+        return -1;
+    size_t n = strcspn(a, "/?#");
+    if (memchr(a, '@', n)) /* userinfo: not a host to publish */
+        return -1;
+    const char *close = a[0] == '[' ? memchr(a, ']', n) : NULL;
+    size_t host_n = close ? (size_t) (close - a) + 1 : strcspn(a, ":/?#");
+    if (host_n > n || (host_n < n && a[host_n] != ':') || !url_host_is_valid(a, host_n))
+        return -1;
+    int r = snprintf(buf, cap, "http://%.*s:%u", (int) host_n, a, port);
+    return r < 0 || (size_t) r >= cap ? -1 : 0;
+}
+
+bool
+cluster_e2b_url_is_valid(const char *url)
+{
+    if (strncmp(url, "http://", 7) != 0 || strlen(url) > CLUSTER_URL_MAX_BYTES)
+        return false;
+    const char *h = url + 7, *colon = strrchr(h, ':');
+    if (!colon || !url_host_is_valid(h, (size_t) (colon - h)) || colon[1] == '0')
+        return false;
+    char *end = NULL;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    return colon[1] >= '1' && colon[1] <= '9' && *end == '\0' && port <= 65535 &&
+           end - (colon + 1) <= 5;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -36,3 +37,12 @@ typedef struct ClusterConfig {
 int cluster_config_check(const ClusterConfig *c, Error **errp);
 bool cluster_config_enabled(const ClusterConfig *c);
 bool cluster_host_id_is_valid(const char *id);
+
+/* A host's E2B listener as the others reach it (issue 16): "http://" + the host part of
+ * advertise_url (its authority without userinfo and port; an IPv6 literal keeps its
+ * brackets) + ":" + port, into buf. -1 if advertise_url has no usable host, port is 0 or
+ * over 65535, or it does not fit. Pure. */
+int cluster_e2b_url(const char *advertise_url, unsigned port, char *buf, size_t cap);
+/* Whether url has exactly the form cluster_e2b_url() writes (a value read back from the
+ * database is another host's: anything else is not used). Pure. */
+bool cluster_e2b_url_is_valid(const char *url);

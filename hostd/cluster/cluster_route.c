@@ -36,6 +36,45 @@ cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Err
     return 0;
 }
 
+int
+cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {session_id};
+    ClusterE2bOwner o = {0};
+
+    if (cluster_query(c,
+                      "SELECT s.tenant_id, s.host_id, coalesce(h.e2b_api_url, ''),"
+                      " coalesce(h.e2b_envd_url, '') FROM sessions s"
+                      " LEFT JOIN hosts h ON h.id = s.host_id"
+                      " WHERE s.id = $1 AND s.state <> 'ended'",
+                      1, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) != 1 || !copy_col(r, 0, o.tenant_id, sizeof(o.tenant_id)) ||
+        !copy_col(r, 1, o.host_id, sizeof(o.host_id)))
+        return error_set(errp, E_NOT_FOUND, 0, "no session %.64s", session_id);
+    if (!copy_col(r, 2, o.api_url, sizeof(o.api_url)) || !cluster_e2b_url_is_valid(o.api_url))
+        o.api_url[0] = '\0';
+    if (!copy_col(r, 3, o.envd_url, sizeof(o.envd_url)) || !cluster_e2b_url_is_valid(o.envd_url))
+        o.envd_url[0] = '\0';
+    *ret = o;
+    return 0;
+}
+
+int
+cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error **errp)
+{
+    char api[CLUSTER_URL_MAX_BYTES + 1] = "", envd[CLUSTER_URL_MAX_BYTES + 1] = "";
+    const char *adv = c->cfg.advertise_url;
+
+    if ((api_port && cluster_e2b_url(adv, api_port, api, sizeof(api)) < 0) ||
+        (envd_port && cluster_e2b_url(adv, envd_port, envd, sizeof(envd)) < 0))
+        return error_set(errp, E_INVALID, 0, "[cluster] advertise_url has no host for E2B URLs");
+    const char *p[] = {c->cfg.host_id, api, envd};
+    return cluster_query(c, "UPDATE hosts SET e2b_api_url = $2, e2b_envd_url = $3 WHERE id = $1", 3,
+                         p, NULL, errp);
+}
+
 /* One candidate per (host, pool entry named $2): its estimated idle guests ("est") and its
  * open sessions. Everything read from pools is checked for its JSON type first: a host
  * that wrote something else has no idle guest here, and the statement never fails on it. */

@@ -17,6 +17,26 @@ typedef struct ClusterOwner {
  * E_UNAVAILABLE when the server is away. A blocking round trip: the connection's thread. */
 int cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Error **errp);
 
+/* Where a sandbox of the E2B faces lives (hostd/e2b, "Cluster"): its tenant, its owner and
+ * the owner's E2B listeners (cluster_e2b_url() forms; "" when the owner publishes none or a
+ * value read back is not of that form: the row is another host's). */
+typedef struct ClusterE2bOwner {
+    char tenant_id[64];
+    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
+    char api_url[CLUSTER_URL_MAX_BYTES + 1];
+    char envd_url[CLUSTER_URL_MAX_BYTES + 1];
+} ClusterE2bOwner;
+
+/* The owner of a session that has not ended, with its host's E2B URLs. E_NOT_FOUND if the
+ * index has no such session, it ended, or an id read back is over its bound; E_UNAVAILABLE
+ * when the server is away. A blocking round trip: the connection's thread. */
+int cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Error **errp);
+/* Publishes this host's E2B listeners: http://<advertise_url's host>:<port> for each port
+ * that is not 0, '' for 0 (none: a host restarted without [e2b] takes back what an earlier
+ * run published). E_INVALID if advertise_url has no host to build them from. A blocking
+ * round trip: the connection's thread. */
+int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error **errp);
+
 /* A heartbeat younger than this makes a host a place for a create: three beats (2 s each),
  * so one late beat does not take a host out, and never a host about to be declared lost
  * (the lease is at least 6 s). */

@@ -128,6 +128,11 @@ const char *const cluster_migrations[] = {
     "ALTER TABLE hosts ADD COLUMN alive_since_usec BIGINT NOT NULL DEFAULT 0;"
     "ALTER TABLE sessions ADD COLUMN end_reason TEXT NOT NULL DEFAULT ''"
     "  CHECK (end_reason IN ('', 'host_lost'));",
+    /* 4: where each host's E2B faces listen (hostd/e2b, "Cluster"): http://<advertise_url's
+     * host>:<port>, '' when the host runs none. Written by the host once its listeners are
+     * bound (cluster_e2b_publish), read by the others to proxy a sandbox's calls to it. */
+    "ALTER TABLE hosts ADD COLUMN e2b_api_url TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE hosts ADD COLUMN e2b_envd_url TEXT NOT NULL DEFAULT '';",
 };
 
 const size_t cluster_n_migrations = ELEMENTSOF(cluster_migrations);

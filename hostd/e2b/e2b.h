@@ -31,6 +31,26 @@ typedef struct StoreReaders StoreReaders;
 typedef struct EventHub EventHub;
 typedef struct AdmitQuota AdmitQuota;
 
+typedef struct HttpRequest HttpRequest;
+
+/* Cluster mode (README.md, "Cluster"): where a sandbox this host does not hold lives. */
+#define E2B_PEER_URL_MAX_BYTES 255
+typedef struct E2bOwner {
+    char tenant[64];
+    char host_id[64];
+    char api_url[E2B_PEER_URL_MAX_BYTES + 1]; /* its E2B listeners ("" : it runs none) */
+    char envd_url[E2B_PEER_URL_MAX_BYTES + 1];
+    bool here; /* the cluster says this host: never forwarded (one hop) */
+} E2bOwner;
+/* The session's owner from the cluster's index (loop thread: a database round trip).
+ * E_NOT_FOUND when the index has no live session of that id; E_UNAVAILABLE when the
+ * database is away. */
+typedef int (*E2bOwnerFn)(void *userdata, const char *session_id, E2bOwner *ret, Error **errp);
+/* Carries req unchanged (with the headers named in pass) to base_url and answers it with
+ * what comes back, exactly once (hostd/api: api_forward_pass()). Any thread. */
+typedef void (*E2bForwardFn)(void *userdata, HttpRequest *req, const char *host_id,
+                             const char *base_url, const char *const *pass);
+
 typedef struct E2bDeps {
     Loop *loop;
     Sessions *sessions;
@@ -44,6 +64,10 @@ typedef struct E2bDeps {
     struct HttpBudget *body_budget;  /* request bodies in memory, shared with the API; NULL: the
                                       * listeners' own */
     const char *spool_dir;           /* large bodies go to unlinked files here (HttpConfig) */
+    /* [cluster]: a sandbox of another host is proxied to it. NULL owner: a single host. */
+    E2bOwnerFn owner;
+    E2bForwardFn forward;
+    void *cluster_userdata; /* of both */
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects

@@ -144,7 +144,13 @@ sandbox_on_loop(E2bCall *c)
 {
     SandboxCall *sc = (SandboxCall *) c;
     _cleanup_error_ Error *err = NULL;
-    E2bSandbox *sb = e2b_sandbox_running(c->e, sc->id, sc->tenant, &err);
+    E2bRemote remote;
+    int where = e2b_elsewhere(c->e, sc->id, sc->tenant, false, &remote, &err);
+    if (where > 0) { /* another host's, of this tenant: its own E2B API answers */
+        e2b_call_forward(c, &remote);
+        return;
+    }
+    E2bSandbox *sb = where == 0 ? e2b_sandbox_running(c->e, sc->id, sc->tenant, &err) : NULL;
     if (sb)
         (void) sandbox_op(c->e, sc, sb, &err);
     e2b_call_done(c, err);

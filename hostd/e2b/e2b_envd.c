@@ -361,6 +361,9 @@ envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
 typedef struct CheckCall {
     E2bCall c;
     E2bEnvdAuth auth;
+    bool where_only; /* a request without a body: only whether it is another host's */
+    bool forward;    /* out: it is, and goes to remote */
+    E2bRemote remote;
 } CheckCall;
 
 static void
@@ -372,8 +375,12 @@ check_call_free(E2bCall *c)
 static void
 check_on_loop(E2bCall *c)
 {
+    CheckCall *cc = (CheckCall *) c;
     _cleanup_error_ Error *err = NULL;
-    (void) e2b_envd_sandbox(c->e, &((CheckCall *) c)->auth, &err);
+    int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
+    cc->forward = where > 0; /* the owner checks the token: it is the owner's */
+    if (where == 0 && !cc->where_only)
+        (void) e2b_envd_sandbox(c->e, &cc->auth, &err);
     e2b_call_done(c, err);
 }
 
@@ -404,17 +411,35 @@ code_body_fits(HttpRequest *req)
     return n <= E2B_CODE_MAX_BODY_BYTES;
 }
 
+/* Another host's sandbox (cluster mode): the handler forwards the request once it is in. */
+static bool
+envd_forward_later(HttpRequest *req, const E2bRemote *remote)
+{
+    E2bRemote *r = malloc(sizeof(*r));
+    if (!r) {
+        http_respond_bytes(req, 500, NULL, NULL, 0);
+        return false;
+    }
+    *r = *remote;
+    http_request_set_context(req, r, free);
+    return true;
+}
+
 /* A request with a body has its credentials checked on the loop before a body byte is read:
  * without the sandbox's token it is answered at once and its body never read. A request
- * without one is checked by its handler (its head is all there is). */
+ * without one is checked by its handler (its head is all there is). In cluster mode every
+ * request asks the loop whether its sandbox is another host's (e2b_cluster.c); such a
+ * request is read here (within the local limits) and forwarded whole, and its credentials
+ * are the owner's to check. */
 bool
 e2b_envd_guard(HttpRequest *req, void *userdata)
 {
     E2b *e = userdata;
     _cleanup_error_ Error *err = NULL;
     const char *why = NULL;
+    bool body = http_request_has_body(req);
 
-    if (!http_request_has_body(req))
+    if (!body && !e->d.owner)
         return true;
     CheckCall *cc = e2b_call_new(sizeof(*cc), check_call_free);
     if (!cc) {
@@ -427,15 +452,18 @@ e2b_envd_guard(HttpRequest *req, void *userdata)
         return false;
     }
     envd_credentials(req, &cc->auth);
+    cc->where_only = !body;
     bool code = cc->auth.code;
     int r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    E2bRemote remote = cc->remote;
+    bool forward = r == 0 && cc->forward;
     e2b_call_unref(&cc->c);
     if (r == 0 && code && !code_body_fits(req)) {
         error_set(&err, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);
         r = -1;
     }
     if (r == 0)
-        return true;
+        return forward ? envd_forward_later(req, &remote) : true;
     if (strcmp(http_path(req), "/files") == 0 || code)
         e2b_files_error(req, err);
     else
@@ -535,7 +563,13 @@ e2b_envd_handle(HttpRequest *req, void *userdata)
     E2b *e = userdata;
     E2bEnvdAuth auth = {0};
     const char *path = http_path(req), *method = http_method(req), *why = NULL;
+    E2bRemote *remote = http_request_take_context(req); /* the guard's: another host's */
 
+    if (remote) {
+        e2b_forward(e, req, remote);
+        free(remote);
+        return;
+    }
     if (envd_route(e, req, &auth, &why) < 0) {
         http_respond_json(req, 502, e2b_render_api_error(502, why));
         return;

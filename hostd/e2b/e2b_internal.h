@@ -6,6 +6,7 @@
  *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
  *   e2b_files.c   /files and the filesystem calls
  *   e2b_code.c    the code interpreter (port 49999): /execute, /contexts
+ *   e2b_cluster.c cluster mode: another host's sandbox, looked up and proxied to its owner
  *   e2b_config.c, connect.c, multipart.c, e2b_wire.c, e2b_json.c: pure */
 #pragma once
 
@@ -115,6 +116,27 @@ void e2b_call_done(E2bCall *c, const Error *err);
 void e2b_call_unref(E2bCall *c);
 /* An E2bCall-headed struct of size bytes, zeroed, or NULL. */
 void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
+
+/* ------------------------------------------------------------------ cluster mode
+ * (e2b_cluster.c) */
+
+typedef struct E2bRemote {
+    char host_id[64];
+    char url[E2B_PEER_URL_MAX_BYTES + 1]; /* the owner's listener for this face */
+} E2bRemote;
+
+/* Loop thread. Whether sandbox id, which this host's table does not hold, is another host's
+ * that this request goes to (e2b_forward_target(): tenant for the control plane, NULL for
+ * envd): 1 and *ret; 0 when not (a single host, an id held here, not in the cluster's index,
+ * ended, this host's, another tenant's, or its host runs no such listener): the caller answers
+ * as for an unknown sandbox; -1 when the database is away (E_UNAVAILABLE). */
+int e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret,
+                  Error **errp);
+/* Carries req to r's listener, which answers it (exactly once). Any thread. */
+void e2b_forward(E2b *e, HttpRequest *req, const E2bRemote *r);
+/* The same for a posted call, on the loop in place of e2b_call_done() (c's reply never runs;
+ * c may be freed before this returns). */
+void e2b_call_forward(E2bCall *c, const E2bRemote *r);
 
 /* The sandbox table (loop thread). */
 E2bSandbox *e2b_sandbox_find(E2b *e, const char *id);

@@ -351,3 +351,13 @@ e2b_time_parse(const char *s, int64_t *ret_wall_usec)
     *ret_wall_usec = (int64_t) t * 1000000 + frac_usec;
     return 0;
 }
+
+const char *
+e2b_forward_target(const char *owner_tenant, bool here, const char *api_url, const char *envd_url,
+                   const char *tenant, bool envd)
+{
+    const char *url = envd ? envd_url : api_url;
+    if (here || (tenant && strcmp(tenant, owner_tenant) != 0))
+        return NULL;
+    return strncmp(url, "http://", 7) == 0 && url[7] != '\0' ? url : NULL;
+}

@@ -44,10 +44,12 @@ Timed: 50 GETs of the session through a (local) and through b (routed), p50/p99 
 then closed through b (idempotent: ended).
 Host a stopped: b answers 502 naming host-a; PostgreSQL stopped: 503 for an id b must look up.
 Standard library only."""
+import base64
 import http.client
 import json
 import os
 import secrets
+import struct
 import subprocess
 import sys
 import tempfile
@@ -57,7 +59,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
 from stockade_fixture import Daemon, wall  # noqa: E402
-from test_e2b_hostile import E2B_CONF, e2b_ports  # noqa: E402
+from test_e2b_hostile import E2B_CONF, Envd, e2b_ports  # noqa: E402
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
@@ -164,7 +166,7 @@ def hosts_until(hosts, via, cond, timeout=60):
 
 def scenario_race(pg, hosts):
     start_together(hosts)
-    e2b_api = {h: e2b_ports(d)[0] for h, d in hosts.items()}  # from the log, while it is short
+    e2b = {h: e2b_ports(d) for h, d in hosts.items()}  # (api, envd), from the log while short
     versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
     assert versions[0] == versions[1], f"schema migrated more than once: {versions}"
     assert len(pg.psql("SELECT id FROM hosts")) == len(HOSTS)
@@ -215,7 +217,7 @@ def scenario_race(pg, hosts):
     assert state == "charged" and 0 < int(charged) <= int(reserved) and ended == "t", led
     idx = pg.psql(f"SELECT state, ended_usec > 0 FROM sessions WHERE id = '{sid}'")
     assert idx == [["ended", "t"]], idx
-    e2b = race_e2b(pg, hosts, e2b_api)
+    e2b = race_e2b(pg, hosts, e2b)
     print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
           f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
           f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
@@ -223,44 +225,118 @@ def scenario_race(pg, hosts):
           f"{e2b}")
 
 
+def e2b_call(port, method, path, key, body=None):
+    """One control-plane call to the E2B API on port, as the SDK makes it: (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
+    headers = {"X-API-KEY": key}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                 headers=headers)
+    r = conn.getresponse()
+    raw = r.read()
+    conn.close()
+    return r.status, json.loads(raw) if raw else None
+
+
 def e2b_create(d, port):
     """POST /v2/sandboxes to d's E2B API, as the SDK's Sandbox.create(): (status, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=180)
-    conn.request("POST", "/v2/sandboxes", body=json.dumps({"templateID": "base", "timeout": 300}),
-                 headers={"X-API-KEY": d.token, "Content-Type": "application/json"})
+    return e2b_call(port, "POST", "/v2/sandboxes", d.token, {"templateID": "base", "timeout": 300})
+
+
+def envd_run(port, sbx, line):
+    """commands.run(line) through the envd face on port, Connect framing by hand (as
+    test_e2b_hostile's Envd): (stdout, exit code, seconds to the end-stream, seconds to the
+    first message, seconds to the first stdout)."""
+    payload = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", line]}}).encode()
+    t0 = time.time()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/process.Process/Start",
+                 body=struct.pack(">BI", 0, len(payload)) + payload,
+                 headers=dict(Envd(port, sbx).headers,
+                              **{"Content-Type": "application/connect+json"}))
     r = conn.getresponse()
-    body = json.loads(r.read() or b"null")
+    assert r.status == 200 and r.getheader("Content-Type") == "application/connect+json", \
+        (r.status, r.getheader("Content-Type"), r.read()[:300])
+    out, code, t_first, t_out = b"", None, None, None
+    while True:
+        flags, n = struct.unpack(">BI", r.read(5))
+        msg = json.loads(r.read(n))
+        t_first = t_first or time.time() - t0
+        if flags & 2:  # the end-stream message: {} when the stream ended well
+            assert msg == {}, msg
+            break
+        ev = msg["event"]
+        out += base64.b64decode(ev.get("data", {}).get("stdout", ""))
+        t_out = t_out or (out and time.time() - t0)
+        code = ev["end"]["exitCode"] if "end" in ev else code
+    took = time.time() - t0
     conn.close()
-    return r.status, body
+    return out.decode(), code, took, t_first, t_out
 
 
-def race_e2b(pg, hosts, e2b_api):
+def race_e2b(pg, hosts, e2b):
     """E2B through the cluster (every host runs the E2B API; max_sessions 1 still holds): a
     sandbox created through b's E2B API is admitted in PostgreSQL and owned by b; c's E2B API
     refuses a second one 429 (the cluster's quota, as the SDK's RateLimitError); the sandbox is
-    the session ses_<id> through any host's native API (forwarded); killed through b, its
-    reservation ends. A sandbox stays on the host whose E2B API made it (hostd/e2b/README.md,
-    "Cluster")."""
+    the session ses_<id> through any host's native API (forwarded). Through host c's E2B faces
+    (hostd/e2b/README.md, "Cluster": proxied to the owner): getInfo answers it; a streamed
+    commands.run prints and exits 0; a wrong access token is refused as on b; another tenant's
+    key gets 404 as for an unknown sandbox; kill ends it and its reservation once."""
     b, c = hosts["b"], hosts["c"]
     b.wait(b.pool_full, 300, "b's pool full again")
-    status, sbx = e2b_create(b, e2b_api["b"])
+    urls = dict((h, (api, envd)) for h, api, envd in pg.psql(
+        "SELECT id, e2b_api_url, e2b_envd_url FROM hosts"))
+    for h, (api, envd) in e2b.items():
+        assert urls[f"host-{h}"] == (f"http://127.0.0.1:{api}", f"http://127.0.0.1:{envd}"), urls
+    status, sbx = e2b_create(b, e2b["b"][0])
     assert status == 201, (status, sbx)
-    sid = "ses_" + sbx["sandboxID"]
+    sid, sbx_id = "ses_" + sbx["sandboxID"], sbx["sandboxID"]
     idx = pg.psql(f"SELECT host_id, state FROM sessions WHERE id = '{sid}'")
     assert len(idx) == 1 and idx[0][0] == "host-b" and idx[0][1] != "ended", idx
-    status, refused = e2b_create(c, e2b_api["c"])
+    status, refused = e2b_create(c, e2b["c"][0])
     assert status == 429 and "max_sessions" in refused["message"], (status, refused)
     assert c.session(sid)["state"] == "running"  # the native face, forwarded to b
-    conn = http.client.HTTPConnection("127.0.0.1", e2b_api["b"], timeout=60)
-    conn.request("DELETE", f"/sandboxes/{sbx['sandboxID']}", headers={"X-API-KEY": b.token})
-    assert conn.getresponse().status == 204
-    conn.close()
+
+    t0 = time.time()
+    status, info = e2b_call(e2b["c"][0], "GET", f"/sandboxes/{sbx_id}", c.token)
+    assert status == 200 and info["sandboxID"] == sbx_id and info["state"] == "running", info
+    runs = {"b": [], "c": []}
+    for _ in range(2):  # alternated, so the guest's first exec is not counted against one side
+        for h, want in (("b", "direct\n"), ("c", "through c\nsecond line\n")):
+            got = envd_run(e2b[h][1], sbx, "echo " + want.strip().replace("\n", "; echo "))
+            assert got[:2] == (want, 0), (h, got)
+            runs[h].append(got)
+    direct, via_c = (min(runs[h], key=lambda r: r[2]) for h in ("b", "c"))
+    # streamed through, not buffered to the end: the first line arrives before the sleep ends
+    slow = envd_run(e2b["c"][1], sbx, "echo first; sleep 1; echo second")
+    assert slow[:2] == ("first\nsecond\n", 0) and slow[2] - slow[4] >= 0.8, slow
+    wrong = dict(sbx, envdAccessToken="0" * len(sbx["envdAccessToken"]))
+    for port in (e2b["b"][1], e2b["c"][1]):
+        status, err = Envd(port, wrong).unary("List", {})
+        assert status == 401 and err["code"] == "unauthenticated", (port, status, err)
+    other = c.unix_call("POST", "/v1/admin/tenants", {"name": "e2b-other"})
+    status, err = e2b_call(e2b["c"][0], "GET", f"/sandboxes/{sbx_id}", other["token"])
+    assert status == 404 and err["code"] == 404, (status, err)
+    status, _ = e2b_call(e2b["c"][0], "DELETE", f"/sandboxes/{sbx_id}", other["token"])
+    assert status == 404 and b.session(sid)["state"] == "running"
+    status, _ = e2b_call(e2b["c"][0], "DELETE", f"/sandboxes/{sbx_id}", c.token)
+    assert status == 204, status
     b.wait_state(sid, "ended", 300)
+    status, _ = e2b_call(e2b["c"][0], "GET", f"/sandboxes/{sbx_id}", c.token)
+    assert status == 404, status
+    took = time.time() - t0
     led = pg.psql(f"SELECT state FROM reservations WHERE session_id = '{sid}'")
     assert led == [["charged"]], led
     return (f"E2B: a sandbox made through b's E2B API owned by host-b in the index, c's E2B "
             f"API refused a second one 429 ({refused['message'][:60]}), read through c's "
-            f"native API, killed through b, charged once")
+            f"native API; through c's E2B faces (proxied to b): getInfo 200, echo streamed "
+            f"exit 0 (best of 2) in {via_c[2] * 1000:.0f} ms (first message {via_c[3] * 1000:.0f} ms; on b "
+            f"directly {direct[2] * 1000:.0f} ms, first {direct[3] * 1000:.0f} ms); 'echo; "
+            f"sleep 1; echo' through c: first line at {slow[4]:.2f} s, end at {slow[2]:.2f} s; "
+            f"a wrong "
+            f"access token 401 as on b, another tenant's key 404, killed through c "
+            f"(these checks {took:.1f} s), charged once")
 
 
 def auth_status(d, token):

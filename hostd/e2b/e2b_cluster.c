@@ -1,0 +1,69 @@
+/* Cluster mode (README.md, "Cluster"): any host's E2B faces answer for any sandbox of the
+ * cluster. A request naming a sandbox this host's table does not hold is looked up in the
+ * cluster's session index on the loop thread (E2bDeps.owner: the database connection is the
+ * loop's) and then carried unchanged to the owner's E2B listener (E2bDeps.forward: the native
+ * API's hop, hostd/api/api_forward_hop.c), which answers it as if it had come there: the
+ * owner authenticates X-API-KEY (tokens are the cluster's), X-Access-Token and
+ * E2B-Traffic-Access-Token (the sandbox's token is the owner's) itself, so no host credential
+ * goes along and a forged request gains nothing. The control plane checks the key's tenant
+ * against the index first: another tenant's sandbox is 404 here as an unknown one. Never
+ * twice: a row naming this host is an unknown sandbox. */
+#include <stdio.h>
+#include <string.h>
+
+#include "e2b_internal.h"
+
+/* The client's headers the owner needs to answer as it would directly; everything else
+ * (cookies, proxies' headers, Accept-Encoding: the hop asks for no compression) stays. */
+static const char *const pass_headers[] = {
+    E2B_API_KEY_HEADER,
+    E2B_ACCESS_TOKEN_HEADER,
+    E2B_TRAFFIC_TOKEN_HEADER,
+    E2B_SANDBOX_ID_HEADER,
+    E2B_SANDBOX_PORT_HEADER,
+    "Host",
+    "Authorization",
+    "Content-Encoding",
+    "Connect-Protocol-Version",
+    "Connect-Timeout-Ms",
+    "Connect-Content-Encoding",
+    "Keepalive-Ping-Interval",
+    NULL,
+};
+
+int
+e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    char sid[E2B_SESSION_ID_BYTES];
+    E2bOwner o = {0};
+
+    if (!e->d.owner || !e2b_sandbox_id_is_valid(id) || e2b_sandbox_find(e, id))
+        return 0;
+    e2b_session_id_from_sandbox(id, sid);
+    if (e->d.owner(e->d.cluster_userdata, sid, &o, &err) < 0)
+        return err->category == E_NOT_FOUND ? 0
+                                            : error_set(errp, err->category, 0, "%s", err->message);
+    const char *url = e2b_forward_target(o.tenant, o.here, o.api_url, o.envd_url, tenant, envd);
+    if (!url)
+        return 0;
+    snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
+    snprintf(ret->url, sizeof(ret->url), "%s", url);
+    return 1;
+}
+
+void
+e2b_forward(E2b *e, HttpRequest *req, const E2bRemote *r)
+{
+    e->d.forward(e->d.cluster_userdata, req, r->host_id, r->url, pass_headers);
+}
+
+void
+e2b_call_forward(E2bCall *c, const E2bRemote *r)
+{
+    HttpLoopCall *hl = TAKE_PTR(c->hl);
+    HttpRequest *req = http_loop_claim(hl);
+    if (req)
+        e2b_forward(c->e, req, r);
+    http_loop_release(hl); /* may free c (and r with it): the hop has copied what it needs */
+}

@@ -1,0 +1,4 @@
+# hostd/cluster's pure parts: the E2B listener URLs a host publishes and the check of those
+# read back from another host's row (cluster_config.c).
+stockade_test(NAME unit_cluster_urls LABEL unit SOURCES test_cluster_urls.c
+              LIBS stockade_cluster_config PkgConfig::CMOCKA)
