@@ -30,6 +30,9 @@
 #include "workq.h"
 
 #define STATUS_INTERVAL_USEC (2 * USEC_PER_SEC)
+/* Cluster mode: how often this host looks for a host past its lease (a takeover), between
+ * its heartbeats (STATUS_INTERVAL_USEC): a dead host is taken over within lease + this. */
+#define TAKEOVER_INTERVAL_USEC (1 * USEC_PER_SEC)
 #define STORE_READERS 8
 #define SESSION_WORKERS 3 /* salvages and the appliance launch: kept off the pool's workers */
 /* Cluster mode: pulls of the cluster's tenants and tokens (each at most
@@ -55,6 +58,7 @@ struct Daemon {
     int signal_fd;
     LoopSource *signal_src;
     TimerId status_timer;
+    uint64_t ticks; /* of the status timer (daemon_on_status_timer) */
     int stop_requests;
     bool heartbeat_failing;  /* logged once per outage */
     int64_t tenancy_seq;     /* the cluster's last tenant or token change copied to the store */
@@ -159,7 +163,7 @@ daemon_rejoin(Daemon *d, const Error *why)
 
 /* Cluster mode: a host whose heartbeat is past its lease is taken over by one host (the
  * database decides which, and when: hostd/cluster/cluster_takeover.c). One bounded call per
- * status tick, and only after this host's own heartbeat was written. */
+ * TAKEOVER_INTERVAL_USEC, and only while this host's own heartbeat is being written. */
 static void
 daemon_takeover(Daemon *d)
 {
@@ -253,15 +257,19 @@ daemon_tenancy_sync(Daemon *d)
     d->tenancy_failing = false;
 }
 
+/* Every TAKEOVER_INTERVAL_USEC: the status file, the heartbeat and the tenancy pull on every
+ * STATUS_INTERVAL_USEC-th tick, the look for a lost host on each. */
 static void
 daemon_on_status_timer(Loop *l, void *userdata)
 {
     Daemon *d = userdata;
-    daemon_write_status(d);
-    daemon_heartbeat(d);
+    if (d->ticks++ % (STATUS_INTERVAL_USEC / TAKEOVER_INTERVAL_USEC) == 0) {
+        daemon_write_status(d);
+        daemon_heartbeat(d);
+        daemon_tenancy_sync(d);
+    }
     daemon_takeover(d);
-    daemon_tenancy_sync(d);
-    d->status_timer = loop_add_timer(l, now_usec() + STATUS_INTERVAL_USEC,
+    d->status_timer = loop_add_timer(l, now_usec() + TAKEOVER_INTERVAL_USEC,
                                      daemon_on_status_timer, d);
 }
 
