@@ -489,6 +489,7 @@ daemon_start_e2b(Daemon *d, Error **errp)
         deps.owner = daemon_e2b_owner;
         deps.forward = daemon_e2b_forward;
         deps.cluster_userdata = d;
+        deps.envd_key = cluster_host_token(d->cluster);
     }
     if (!c->enabled) {
         daemon_publish_e2b(d);

@@ -272,12 +272,15 @@ e2b_sandbox_add(E2b *e, const char *session_id, const char *tenant, const char *
         free(sb);
         return error_set(errp, E_INTERNAL, ENOMEM, "sandbox");
     }
-    if (getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret) ||
-        e2b_sandbox_id_from_session(session_id, sb->id) < 0) {
+    if (e2b_sandbox_id_from_session(session_id, sb->id) < 0 ||
+        (!e->d.envd_key && getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret))) {
         sandbox_free(sb);
         return error_set(errp, E_INTERNAL, errno, "sandbox id or token");
     }
-    hex_encode(secret, sizeof(secret), sb->token);
+    if (e->d.envd_key) /* cluster mode: any host can check it (e2b_cluster.c) */
+        e2b_envd_token_for(e->d.envd_key, sb->id, sb->token);
+    else
+        hex_encode(secret, sizeof(secret), sb->token);
     explicit_bzero(secret, sizeof(secret));
     snprintf(sb->session_id, sizeof(sb->session_id), "%s", session_id);
     snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant);
@@ -377,6 +380,8 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
 int
 e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
 {
+    if (deps->owner && !deps->envd_key) /* another host's envd tokens could not be checked */
+        return error_set(errp, E_INVALID, 0, "e2b: cluster mode without the host credential");
     E2b *e = calloc(1, sizeof(*e));
     if (!e)
         return error_set(errp, E_INTERNAL, ENOMEM, "e2b");

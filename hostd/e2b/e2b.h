@@ -68,6 +68,9 @@ typedef struct E2bDeps {
     E2bOwnerFn owner;
     E2bForwardFn forward;
     void *cluster_userdata; /* of both */
+    /* [cluster]: the host credential every host shares; sandboxes' envd tokens are derived
+     * from it (e2b_envd_token_for()), so any host can check them. NULL: random tokens. */
+    const char *envd_key;
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects

@@ -12,6 +12,9 @@
 #include <string.h>
 
 #include "e2b_internal.h"
+#include "sha256.h"
+
+#define ENVD_TOKEN_CONTEXT "stockade-e2b-envd-v1:"
 
 /* The client's headers the owner needs to answer as it would directly; everything else
  * (cookies, proxies' headers, Accept-Encoding: the hop asks for no compression) stays. */
@@ -50,6 +53,18 @@ e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *
     snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
     snprintf(ret->url, sizeof(ret->url), "%s", url);
     return 1;
+}
+
+void
+e2b_envd_token_for(const char *key, const char *sandbox_id, char token[E2B_TOKEN_BYTES])
+{
+    char msg[sizeof(ENVD_TOKEN_CONTEXT) + E2B_SANDBOX_ID_BYTES];
+    uint8_t mac[SHA256_BYTES];
+    _Static_assert(2 * SHA256_BYTES + 1 == E2B_TOKEN_BYTES, "a token is one MAC in hex");
+    int n = snprintf(msg, sizeof(msg), "%s%s", ENVD_TOKEN_CONTEXT, sandbox_id);
+    hmac_sha256(key, strlen(key), msg, (size_t) n, mac);
+    hex_encode(mac, sizeof(mac), token);
+    explicit_bzero(mac, sizeof(mac));
 }
 
 void

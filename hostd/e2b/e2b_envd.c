@@ -90,15 +90,19 @@ e2b_envd_sandbox(E2b *e, const E2bEnvdAuth *auth, Error **errp)
                   auth->id[0] ? auth->id : "(none named)");
         return NULL;
     }
-    bool token_ok = strlen(auth->token) == strlen(sb->token) &&
-                    memcmp_constant_time(auth->token, sb->token, strlen(sb->token)) == 0;
-    if (!token_ok && !signature_matches(auth, sb->token)) {
-        error_set(errp, E_UNAUTHORIZED, 0,
-                  "X-Access-Token is not this sandbox's "
-                  "envdAccessToken");
-        return NULL;
-    }
-    return sb;
+    return e2b_envd_token_check(auth, sb->token, errp) < 0 ? NULL : sb;
+}
+
+int
+e2b_envd_token_check(const E2bEnvdAuth *auth, const char *token, Error **errp)
+{
+    bool token_ok = strlen(auth->token) == strlen(token) &&
+                    memcmp_constant_time(auth->token, token, strlen(token)) == 0;
+    if (!token_ok && !signature_matches(auth, token))
+        return error_set(errp, E_UNAUTHORIZED, 0,
+                         "X-Access-Token is not this sandbox's "
+                         "envdAccessToken");
+    return 0;
 }
 
 /* The sandbox a request is routed to: E2b-Sandbox-Id, else the Host; and the port it is for:
@@ -378,9 +382,15 @@ check_on_loop(E2bCall *c)
     CheckCall *cc = (CheckCall *) c;
     _cleanup_error_ Error *err = NULL;
     int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
-    cc->forward = where > 0; /* the owner checks the token: it is the owner's */
-    if (where == 0 && !cc->where_only)
+    cc->forward = where > 0;
+    if (where > 0) { /* checked here before a body byte is read, and by the owner again */
+        char token[E2B_TOKEN_BYTES];
+        e2b_envd_token_for(c->e->d.envd_key, cc->auth.id, token);
+        (void) e2b_envd_token_check(&cc->auth, token, &err);
+        explicit_bzero(token, sizeof(token));
+    } else if (where == 0 && !cc->where_only) {
         (void) e2b_envd_sandbox(c->e, &cc->auth, &err);
+    }
     e2b_call_done(c, err);
 }
 
@@ -429,8 +439,9 @@ envd_forward_later(HttpRequest *req, const E2bRemote *remote)
  * without the sandbox's token it is answered at once and its body never read. A request
  * without one is checked by its handler (its head is all there is). In cluster mode every
  * request asks the loop whether its sandbox is another host's (e2b_cluster.c); such a
- * request is read here (within the local limits) and forwarded whole, and its credentials
- * are the owner's to check. */
+ * request has its credentials checked here against the cluster's derived token
+ * (e2b_envd_token_for()), also without a body, then is read (within the local limits) and
+ * forwarded whole; the owner checks them again. */
 bool
 e2b_envd_guard(HttpRequest *req, void *userdata)
 {

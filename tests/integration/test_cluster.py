@@ -59,6 +59,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
 from stockade_fixture import Daemon, wall  # noqa: E402
+from test_e2b_auth import unauthenticated_head  # noqa: E402
 from test_e2b_hostile import E2B_CONF, Envd, e2b_ports  # noqa: E402
 
 HOSTS = ("a", "b", "c")
@@ -281,7 +282,8 @@ def race_e2b(pg, hosts, e2b):
     refuses a second one 429 (the cluster's quota, as the SDK's RateLimitError); the sandbox is
     the session ses_<id> through any host's native API (forwarded). Through host c's E2B faces
     (hostd/e2b/README.md, "Cluster": proxied to the owner): getInfo answers it; a streamed
-    commands.run prints and exits 0; a wrong access token is refused as on b; another tenant's
+    commands.run prints and exits 0; a wrong access token is refused as on b (an upload's
+    before its body is read: c checks the cluster's derived token itself); another tenant's
     key gets 404 as for an unknown sandbox; kill ends it and its reservation once."""
     b, c = hosts["b"], hosts["c"]
     b.wait(b.pool_full, 300, "b's pool full again")
@@ -315,6 +317,12 @@ def race_e2b(pg, hosts, e2b):
     for port in (e2b["b"][1], e2b["c"][1]):
         status, err = Envd(port, wrong).unary("List", {})
         assert status == 401 and err["code"] == "unauthenticated", (port, status, err)
+    # an upload without the token is refused through c before a byte of its body is read: c
+    # checks the cluster's derived token itself (hostd/e2b/e2b_cluster.c)
+    q = "/files?path=/workspace/big.bin"
+    for token in (None, "0" * len(sbx["envdAccessToken"])):
+        head = {"E2b-Sandbox-Id": sbx_id, **({"X-Access-Token": token} if token else {})}
+        assert unauthenticated_head(e2b["c"][1], q, head, 60 << 20) == 401, token
     other = c.unix_call("POST", "/v1/admin/tenants", {"name": "e2b-other"})
     status, err = e2b_call(e2b["c"][0], "GET", f"/sandboxes/{sbx_id}", other["token"])
     assert status == 404 and err["code"] == 404, (status, err)
