@@ -269,8 +269,8 @@ daemon_on_status_timer(Loop *l, void *userdata)
         daemon_tenancy_sync(d);
     }
     daemon_takeover(d);
-    d->status_timer = loop_add_timer(l, now_usec() + TAKEOVER_INTERVAL_USEC,
-                                     daemon_on_status_timer, d);
+    d->status_timer =
+        loop_add_timer(l, now_usec() + TAKEOVER_INTERVAL_USEC, daemon_on_status_timer, d);
 }
 
 /* What the extraction service knows of the pool: its disks and its accel decision. */
