@@ -204,33 +204,20 @@ api_forward_take(ApiCtx *c)
 
 /* ------------------------------------------------------------------ placing a create */
 
-/* This host's counts of a pool: whether it has the pool, and its idle guests. */
-static bool
-local_pool(Api *a, const char *pool, unsigned *ret_idle)
-{
-    PoolStatus st;
-    a->d.pool_status(a->d.pool_userdata, &st);
-    for (size_t i = 0; i < st.n_shapes; i++)
-        if (strcmp(st.shapes[i].name, pool) == 0) {
-            *ret_idle = st.shapes[i].idle;
-            return true;
-        }
-    *ret_idle = 0;
-    return false;
-}
-
 bool
 api_forward_place(ApiCtx *c, const char *pool)
 {
     _cleanup_error_ Error *err = NULL;
     Api *a = c->api;
-    unsigned idle;
+    PoolStatus st;
     ClusterOwner o;
 
     if (!a->d.cluster || c->forwarded)
         return false; /* a create placed here by another host stays here (one hop) */
-    bool have = local_pool(a, pool, &idle);
-    if (have && idle > 0)
+    a->d.pool_status(a->d.pool_userdata, &st);
+    const PoolShapeStatus *here = pool_status_shape(&st, pool);
+    bool have = here != NULL;
+    if (have && here->idle > 0)
         return false; /* prefer this host */
     int r = cluster_place(a->d.cluster, pool, true, &o, &err);
     if (r == 0 && !have) /* no idle guest anywhere: a host that has the pool queues it */

@@ -58,13 +58,12 @@ pool_shape(E2b *e, const char *pool, unsigned *ret_vcpus, unsigned *ret_mib)
 {
     PoolStatus st;
     e->d.pool_status(e->d.pool_userdata, &st);
-    for (size_t i = 0; i < st.n_shapes; i++)
-        if (strcmp(st.shapes[i].name, pool) == 0) {
-            *ret_vcpus = st.shapes[i].vcpus;
-            *ret_mib = st.shapes[i].memory_mib;
-            return 0;
-        }
-    return -1;
+    const PoolShapeStatus *sh = pool_status_shape(&st, pool);
+    if (!sh)
+        return -1;
+    *ret_vcpus = sh->vcpus;
+    *ret_mib = sh->memory_mib;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ on the loop */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "domxml.h"
 #include "histogram.h"
@@ -45,3 +46,13 @@ typedef struct PoolStatus {
 
 /* Fills *ret with a snapshot of the pool. Loop thread. */
 typedef void (*PoolStatusFn)(void *userdata, PoolStatus *ret);
+
+/* The shape (image pool) named name in st, or NULL when the pool has none. */
+static inline const PoolShapeStatus *
+pool_status_shape(const PoolStatus *st, const char *name)
+{
+    for (size_t i = 0; i < st->n_shapes; i++)
+        if (strcmp(st->shapes[i].name, name) == 0)
+            return &st->shapes[i];
+    return NULL;
+}

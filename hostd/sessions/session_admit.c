@@ -35,13 +35,12 @@ session_shape(Sessions *m, const char *pool, AdmitRequest *rq, Error **errp)
 {
     PoolStatus st;
     pool_status(m->pool, &st);
-    for (size_t i = 0; i < st.n_shapes; i++)
-        if (strcmp(st.shapes[i].name, pool) == 0) {
-            rq->vcpus = st.shapes[i].vcpus;
-            rq->memory_mib = st.shapes[i].memory_mib;
-            return 0;
-        }
-    return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", pool);
+    const PoolShapeStatus *sh = pool_status_shape(&st, pool);
+    if (!sh)
+        return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", pool);
+    rq->vcpus = sh->vcpus;
+    rq->memory_mib = sh->memory_mib;
+    return 0;
 }
 
 static int

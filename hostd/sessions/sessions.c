@@ -96,11 +96,8 @@ static int
 spec_check(Sessions *m, const SessionSpec *sp, Error **errp)
 {
     PoolStatus st;
-    bool known = false;
     pool_status(m->pool, &st);
-    for (size_t i = 0; i < st.n_shapes; i++)
-        known |= strcmp(st.shapes[i].name, sp->pool) == 0;
-    if (!known)
+    if (!pool_status_shape(&st, sp->pool))
         return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", sp->pool);
     if (sp->timeout_usec > m->cfg.max_timeout_usec)
         return error_set(errp, E_INVALID, 0, "timeout is over the maximum of %llu s",
