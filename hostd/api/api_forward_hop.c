@@ -31,6 +31,10 @@
 #define FWD_MAX_KEPT_HEADERS 4         /* response headers passed back */
 #define FWD_HEADER_MAX_BYTES 1024      /* a kept response header line */
 #define FWD_PASS_HEADER_MAX_BYTES 4096 /* a request header passed through (api_forward_pass) */
+/* A request header line sent upstream: a name of at most 64 bytes, ": ", the larger of a
+ * passed value and the host credential (CLUSTER_TOKEN_MAX_BYTES, 4096), NUL. */
+#define FWD_HEADER_LINE_MAX_BYTES (FWD_PASS_HEADER_MAX_BYTES + 128)
+_Static_assert(CLUSTER_TOKEN_MAX_BYTES + 64 <= FWD_HEADER_LINE_MAX_BYTES, "the credential's line");
 
 /* One forwarded request. References: the transfer thread's, and the stream's once the
  * answer is a stream. */
@@ -310,10 +314,23 @@ fwd_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_o
     return cancel || atomic_load(&f->af->stopping);
 }
 
+/* "name: value" appended to *h (the line wiped after: credentials go this way). false when
+ * out of memory (*h is kept for the caller to free). */
+static bool
+header_add(struct curl_slist **h, const char *name, const char *value)
+{
+    char line[FWD_HEADER_LINE_MAX_BYTES];
+    snprintf(line, sizeof(line), "%s: %s", name, value);
+    struct curl_slist *t = curl_slist_append(*h, line);
+    explicit_bzero(line, sizeof(line));
+    if (t)
+        *h = t;
+    return t != NULL;
+}
+
 static struct curl_slist *
 fwd_request_headers(const Fwd *f, const char *ctype)
 {
-    char line[CLUSTER_TOKEN_MAX_BYTES + 64];
     struct curl_slist *h = NULL, *t;
     const char *fixed[] = {"Expect:", /* no 100-continue round trip before a body */
                            f->admin ? API_FORWARD_ADMIN_HEADER ": 1"
@@ -326,16 +343,9 @@ fwd_request_headers(const Fwd *f, const char *ctype)
     const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->host_token},
                             {API_FORWARD_TENANT_HEADER, f->tenant},
                             {"Content-Type", ctype}};
-    for (size_t i = 0; i < ELEMENTSOF(fmt); i++) {
-        if (!fmt[i][1])
-            continue;
-        snprintf(line, sizeof(line), "%s: %s", fmt[i][0], fmt[i][1]);
-        t = curl_slist_append(h, line);
-        explicit_bzero(line, sizeof(line));
-        if (!t)
+    for (size_t i = 0; i < ELEMENTSOF(fmt); i++)
+        if (fmt[i][1] && !header_add(&h, fmt[i][0], fmt[i][1]))
             goto fail_free;
-        h = t;
-    }
     return h;
 
 fail_free:
@@ -367,26 +377,15 @@ plain_ctype(HttpRequest *req)
 static struct curl_slist *
 fwd_pass_headers(const Fwd *f, HttpRequest *req)
 {
-    char line[FWD_PASS_HEADER_MAX_BYTES + 128];
-    struct curl_slist *h = curl_slist_append(NULL, "Expect:"), *t;
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
     const char *ct = plain_ctype(req);
 
-    if (h && ct) {
-        snprintf(line, sizeof(line), "Content-Type: %s", ct);
-        if (!(t = curl_slist_append(h, line)))
-            goto fail_free;
-        h = t;
-    }
+    if (h && ct && !header_add(&h, "Content-Type", ct))
+        goto fail_free;
     for (size_t i = 0; h && f->pass[i]; i++) {
         const char *v = plain_header(req, f->pass[i], FWD_PASS_HEADER_MAX_BYTES);
-        if (!v || strlen(f->pass[i]) > 64)
-            continue;
-        snprintf(line, sizeof(line), "%s: %s", f->pass[i], v);
-        t = curl_slist_append(h, line);
-        explicit_bzero(line, sizeof(line)); /* credentials among them */
-        if (!t)
+        if (v && strlen(f->pass[i]) <= 64 && !header_add(&h, f->pass[i], v))
             goto fail_free;
-        h = t;
     }
     return h;
 
