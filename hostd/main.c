@@ -116,7 +116,7 @@ apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
 }
 
 /* Each API connection needs two descriptors and each TCP connection waiting for its head
- * one (see hostd/api/README.md); systemd starts services with a soft limit of 1024. Raise
+ * one (see hostd/http/README.md); systemd starts services with a soft limit of 1024. Raise
  * the soft limit to the hard one, and say so: the HTTP layer refuses a config the limit
  * cannot hold. */
 static void

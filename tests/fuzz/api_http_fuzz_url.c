@@ -1,4 +1,4 @@
-/* Fuzz target: the HTTP layer's request-target parsing (hostd/api/http_url.c), the code that
+/* Fuzz target: the HTTP layer's request-target parsing (hostd/http/http_url.c), the code that
  * stands between a hostile request line and every route. Input: a raw request-target.
  * Invariants checked, not just "no crash":
  *  - accepted: the path starts with '/', is at most HTTP_PATH_MAX_BYTES and is the input up

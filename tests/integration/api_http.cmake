@@ -1,4 +1,4 @@
-# hostd/api HTTP server layer over loopback TCP and a unix socket in a scratch directory:
+# hostd/http server layer over loopback TCP and a unix socket in a scratch directory:
 # one ctest per scenario (api_http_test.c lists them). Timing-sensitive, so RUN_SERIAL.
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_package(Threads REQUIRED)

@@ -1,4 +1,4 @@
-/* Integration test of the HTTP server layer (hostd/api/http*) over loopback TCP and a unix
+/* Integration test of the HTTP server layer (hostd/http) over loopback TCP and a unix
  * socket in a scratch directory; one ctest per scenario (argv[1]):
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c

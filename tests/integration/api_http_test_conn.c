@@ -37,7 +37,7 @@
 #define LINE_GAP_MIN_USEC 120000 /* lines produced every 200 ms arrive apart, not bunched */
 #define LINE_GAP_MAX_USEC (400000 * SLOW_HOST_FACTOR)
 #define CPU_IDLE_MAX_USEC (20000 * SLOW_HOST_FACTOR) /* per second; a busy loop costs ~1e6 */
-/* HTTP_STOP_GRACE_USEC (hostd/api/http_internal.h; scenario_stop's 503 case checks it). A
+/* HTTP_STOP_GRACE_USEC (hostd/http/http_internal.h; scenario_stop's 503 case checks it). A
  * stop with only streams and idle connections must return without waiting for it: that,
  * not a multiple of a quiet machine's figure, is its bound. */
 #define STOP_GRACE_S 2.0

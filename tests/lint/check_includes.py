@@ -15,8 +15,7 @@ import sys
 
 ROW = re.compile(r"^\| `(\w+)/` \| .* \| ([^|]+) \|$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-# Headers with another owner than their directory: api/'s HTTP layer is its own module
-# ("http" in the table), proto's generated code belongs to proto.
+# Headers with another owner than their directory: proto's generated code belongs to proto.
 ALIASES = {"runner.pb-c.h": "proto"}
 
 
@@ -62,7 +61,7 @@ def owners(root):
             continue
         for name in os.listdir(d):
             if name.endswith(".h"):
-                own[name] = "http" if mod == "api" and name.startswith("http") else mod
+                own[name] = mod
     for name in os.listdir(os.path.join(root, "proto")):
         if name.endswith(".h"):
             own[name] = "proto"
@@ -72,10 +71,6 @@ def owners(root):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     allowed = table(os.path.join(root, "hostd", "README.md"))
-    # api/ holds two modules: the HTTP layer (http*.{c,h}: libmicrohttpd, base and loop only)
-    # and the v1 routes over it, which the table's api row describes.
-    allowed["http"] = {"base": None, "loop": None}
-    allowed.setdefault("api", {})["http"] = None
     own = owners(root)
     problems = []
     hostd = os.path.join(root, "hostd")
@@ -86,7 +81,7 @@ def main():
         for name in sorted(os.listdir(d)):
             if not name.endswith((".c", ".h")):
                 continue
-            me = "http" if mod == "api" and name.startswith("http") else mod
+            me = mod
             path = os.path.join(d, name)
             with open(path) as f:
                 for n, line in enumerate(f, 1):
@@ -98,14 +93,12 @@ def main():
                     where = f"hostd/{mod}/{name}:{n}"
                     if owner is None:
                         problems.append(f"{where}: \"{hdr}\" belongs to no module")
-                    elif hdr.endswith("_internal.h") and owner not in (me, mod):
+                    elif hdr.endswith("_internal.h") and owner != me:
                         problems.append(f"{where}: \"{hdr}\" is internal to {owner}")
-                    elif hdr.endswith("_internal.h") and owner == "http" and me != "http":
-                        problems.append(f"{where}: \"{hdr}\" is internal to the HTTP layer")
-                    elif owner not in (me, mod) and owner not in allowed.get(me, {}):
+                    elif owner != me and owner not in allowed.get(me, {}):
                         problems.append(f"{where}: {me} may not use {owner} (\"{hdr}\"); "
                                         f"hostd/README.md allows {sorted(allowed.get(me, {}))}")
-                    elif owner not in (me, mod) and allowed[me][owner] is not None and \
+                    elif owner != me and allowed[me][owner] is not None and \
                             hdr not in allowed[me][owner]:
                         problems.append(f"{where}: {me} may use only "
                                         f"{sorted(allowed[me][owner])} of {owner}, not \"{hdr}\"")

@@ -1,4 +1,4 @@
-/* Unit tests of the HTTP layer's pure request parsing (hostd/api/http_url.c, http_json.c):
+/* Unit tests of the HTTP layer's pure request parsing (hostd/http/http_url.c, http_json.c):
  * table-driven accepts and refusals, and every cap at and one past its limit. */
 #include <setjmp.h>
 #include <stdarg.h>
