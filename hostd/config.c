@@ -9,6 +9,7 @@
 #include "fdutil.h"
 #include "runner_limits.h"
 #include "timeutil.h"
+#include "units.h"
 
 typedef enum {
     SEC_NONE,
@@ -23,6 +24,21 @@ typedef enum {
     SEC_POOL,
     SEC_CLUSTER,
 } Section;
+/* As written in a file's section header, by Section. */
+static const char *const section_names[] = {
+    [SEC_NONE] = "",
+    [SEC_DAEMON] = "daemon",
+    [SEC_LIMITS] = "limits",
+    [SEC_TIMEOUTS] = "timeouts",
+    [SEC_API] = "api",
+    [SEC_E2B] = "e2b",
+    [SEC_SESSIONS] = "sessions",
+    [SEC_QUOTA] = "quota",
+    [SEC_EGRESS] = "egress",
+    [SEC_POOL] = "pool",
+    [SEC_CLUSTER] = "cluster",
+};
+
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
 typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MEMORY, K_MIB, K_HOSTS, K_CIDRS } KeyType;
@@ -132,9 +148,12 @@ static const struct {
     PoolKey key;
     unsigned min, max;
 } pool_keys[] = {
-    {"image", PK_IMAGE, 0, 0},           {"vcpus", PK_VCPUS, 1, 64},
-    {"memory_mib", PK_MEMORY, 64, 65536}, {"warm", PK_WARM, 0, POOL_SLOTS_MAX},
-    {"slots", PK_SLOTS, 1, POOL_SLOTS_MAX}, {"code_kernel", PK_CODE_KERNEL, 0, 0},
+    {"image", PK_IMAGE, 0, 0},
+    {"vcpus", PK_VCPUS, 1, 64},
+    {"memory_mib", PK_MEMORY, 64, 65536},
+    {"warm", PK_WARM, 0, POOL_SLOTS_MAX},
+    {"slots", PK_SLOTS, 1, POOL_SLOTS_MAX},
+    {"code_kernel", PK_CODE_KERNEL, 0, 0},
 };
 
 int
@@ -164,14 +183,12 @@ config_parse_guest_memory(const char *s, PoolGuestMemory *ret)
 }
 
 static void
-add_default_pool(DaemonConfig *c, const char *name, unsigned mem, unsigned warm,
-                 unsigned slots)
+add_default_pool(DaemonConfig *c, const char *name, unsigned mem, unsigned warm, unsigned slots)
 {
     size_t i = c->pool.n_shapes++;
     snprintf(c->shape_names[i], sizeof(c->shape_names[i]), "%s", name);
     snprintf(c->shape_images[i], sizeof(c->shape_images[i]), "%s", name);
-    c->shapes[i] = (PoolShapeConfig){.vcpus = 1, .memory_mib = mem, .warm = warm,
-                                     .slots = slots};
+    c->shapes[i] = (PoolShapeConfig){.vcpus = 1, .memory_mib = mem, .warm = warm, .slots = slots};
 }
 
 void
@@ -210,6 +227,7 @@ config_add_data_pool(DaemonConfig *c)
     if (!c->pools_from_file && c->pool.n_shapes < POOL_SHAPES_MAX) {
         add_default_pool(c, CONFIG_DATA_POOL, 1024, 1, 2);
         c->shapes[c->pool.n_shapes - 1].code_kernel = true; /* its kernel, imports done */
+        c->data_pool_added = true;
     }
     /* The code interpreter SDK's default template runs there (hostd/e2b/README.md). */
     for (size_t i = 0; i < c->pool.n_shapes; i++)
@@ -228,22 +246,32 @@ trim(char *s)
     return s;
 }
 
+/* A number of the unit key's name declares (units.h), in min..max. */
 static int
-parse_u64(const char *v, uint64_t min, uint64_t max, uint64_t *ret)
+parse_number(const char *key, const char *v, uint64_t min, uint64_t max, uint64_t *ret)
 {
-    char *end;
-    if (v[0] < '0' || v[0] > '9')
-        return -1;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || *end || n < min || n > max)
+    uint64_t n;
+    if (!unit_parse(v, unit_of_key(key), &n) || n < min || n > max)
         return -1;
     *ret = n;
     return 0;
 }
 
+/* "must be a number of seconds in 1..600 (or with a unit: ms, s, m, h, d)" */
 static int
-set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **errp)
+number_error(Error **errp, const char *key, uint64_t min, uint64_t max)
+{
+    Unit u = unit_of_key(key);
+    if (u.kind == UNIT_COUNT)
+        return error_set(errp, E_INVALID, 0, "%s must be a number in %llu..%llu", key,
+                         (unsigned long long) min, (unsigned long long) max);
+    return error_set(errp, E_INVALID, 0,
+                     "%s must be a number of %s in %llu..%llu (or with a unit: %s)", key, u.name,
+                     (unsigned long long) min, (unsigned long long) max, unit_suffixes(u.kind));
+}
+
+static int
+set_key(DaemonConfig *c, const Key *k, const char *v, Error **errp)
 {
     char *field = (char *) c + k->offset;
     uint64_t n;
@@ -251,31 +279,27 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
     switch (k->type) {
     case K_STR:
         if (strlen(v) == 0 || strlen(v) >= k->size)
-            return error_set(errp, E_INVALID, 0, "line %u: %s must be 1..%zu bytes", line,
-                             k->name, k->size - 1);
+            return error_set(errp, E_INVALID, 0, "%s must be 1..%zu bytes", k->name, k->size - 1);
         memcpy(field, v, strlen(v) + 1);
         return 0;
     case K_ACCEL:
         if (config_parse_accel(v, (AccelMode *) field) < 0)
-            return error_set(errp, E_INVALID, 0, "line %u: accel must be auto, kvm or tcg",
-                             line);
+            return error_set(errp, E_INVALID, 0, "accel must be auto, kvm or tcg");
         return 0;
     case K_MEMORY:
         if (config_parse_guest_memory(v, (PoolGuestMemory *) field) < 0)
-            return error_set(errp, E_INVALID, 0, "line %u: guest_memory must be template or copy",
-                             line);
+            return error_set(errp, E_INVALID, 0, "guest_memory must be template or copy");
         return 0;
     case K_HOSTS:
     case K_CIDRS:
         if (egress_policy_add_list((EgressPolicy *) field, v, k->type == K_CIDRS, errp) < 0)
-            return error_prefix(errp, "line %u: %s", line, k->name);
+            return error_prefix(errp, "%s", k->name);
         return 0;
     default:
         break;
     }
-    if (parse_u64(v, k->min, k->max, &n) < 0)
-        return error_set(errp, E_INVALID, 0, "line %u: %s must be a number in %llu..%llu", line,
-                         k->name, (unsigned long long) k->min, (unsigned long long) k->max);
+    if (parse_number(k->name, v, k->min, k->max, &n) < 0)
+        return number_error(errp, k->name, k->min, k->max);
     if (k->type == K_UINT)
         *(unsigned *) field = (unsigned) n;
     else if (k->type == K_U64)
@@ -288,8 +312,7 @@ set_key(DaemonConfig *c, const Key *k, const char *v, unsigned line, Error **err
 }
 
 static int
-set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, unsigned line,
-             Error **errp)
+set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, Error **errp)
 {
     for (size_t k = 0; k < ELEMENTSOF(pool_keys); k++) {
         if (strcmp(pool_keys[k].name, name) != 0)
@@ -298,29 +321,25 @@ set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, unsigne
             size_t n = strlen(v);
             if (n == 0 || n >= sizeof(c->shape_images[i]) ||
                 strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-_") != n)
-                return error_set(errp, E_INVALID, 0, "line %u: image must be a simple name",
-                                 line);
+                return error_set(errp, E_INVALID, 0, "image must be a simple name");
             memcpy(c->shape_images[i], v, n + 1);
             return 0;
         }
         if (pool_keys[k].key == PK_CODE_KERNEL) {
             if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-                return error_set(errp, E_INVALID, 0, "line %u: code_kernel must be true or false",
-                                 line);
+                return error_set(errp, E_INVALID, 0, "code_kernel must be true or false");
             c->shapes[i].code_kernel = strcmp(v, "true") == 0;
             return 0;
         }
         uint64_t n;
-        if (parse_u64(v, pool_keys[k].min, pool_keys[k].max, &n) < 0)
-            return error_set(errp, E_INVALID, 0, "line %u: %s must be a number in %u..%u", line,
-                             name, pool_keys[k].min, pool_keys[k].max);
-        unsigned *dst[] = {NULL, &c->shapes[i].vcpus, &c->shapes[i].memory_mib,
-                           &c->shapes[i].warm, &c->shapes[i].slots};
+        if (parse_number(name, v, pool_keys[k].min, pool_keys[k].max, &n) < 0)
+            return number_error(errp, name, pool_keys[k].min, pool_keys[k].max);
+        unsigned *dst[] = {NULL, &c->shapes[i].vcpus, &c->shapes[i].memory_mib, &c->shapes[i].warm,
+                           &c->shapes[i].slots};
         *dst[pool_keys[k].key] = (unsigned) n;
         return 0;
     }
-    return error_set(errp, E_INVALID, 0, "line %u: unknown key '%s' in a [pool] section", line,
-                     name);
+    return error_set(errp, E_INVALID, 0, "unknown key '%.64s' in a [pool] section", name);
 }
 
 static int
@@ -333,14 +352,13 @@ open_pool_section(DaemonConfig *c, const char *name, unsigned line, Error **errp
     }
     if (n == 0 || n > POOL_SHAPE_NAME_MAX_BYTES ||
         strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
-        return error_set(errp, E_INVALID, 0, "line %u: pool name must be 1..%d of [a-z0-9-]",
-                         line, POOL_SHAPE_NAME_MAX_BYTES);
+        return error_set(errp, E_INVALID, 0, "line %u: pool name must be 1..%d of [a-z0-9-]", line,
+                         POOL_SHAPE_NAME_MAX_BYTES);
     for (size_t i = 0; i < c->pool.n_shapes; i++)
         if (strcmp(c->shape_names[i], name) == 0)
             return error_set(errp, E_INVALID, 0, "line %u: pool %s defined twice", line, name);
     if (c->pool.n_shapes == POOL_SHAPES_MAX)
-        return error_set(errp, E_INVALID, 0, "line %u: at most %d pools", line,
-                         POOL_SHAPES_MAX);
+        return error_set(errp, E_INVALID, 0, "line %u: at most %d pools", line, POOL_SHAPES_MAX);
     size_t i = c->pool.n_shapes++;
     memcpy(c->shape_names[i], name, n + 1);
     memcpy(c->shape_images[i], name, n + 1); /* image defaults to the pool's name */
@@ -378,12 +396,62 @@ parse_section(DaemonConfig *c, char *s, unsigned line, Section *ret, Error **err
     return error_set(errp, E_INVALID, 0, "line %u: unknown section [%.64s]", line, s);
 }
 
+/* Cuts a comment off the line: from a '#' or ';' that follows a blank. A '#' inside a value
+ * ("password=a#b") is part of it; a comment is never part of one. */
+static void
+cut_comment(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((*p == '#' || *p == ';') && p > s && (p[-1] == ' ' || p[-1] == '\t')) {
+            *p = '\0';
+            return;
+        }
+}
+
+/* Records that section/key was set at line (the last setting wins, as for the value). */
+static int
+note_origin(DaemonConfig *c, const char *section, const char *key, uint32_t line, Error **errp)
+{
+    ConfigOrigin *o = NULL;
+    for (size_t i = 0; i < c->n_origins && !o; i++)
+        if (strcmp(c->origins[i].section, section) == 0 && strcmp(c->origins[i].key, key) == 0)
+            o = &c->origins[i];
+    if (!o && c->n_origins == CONFIG_ORIGINS_MAX)
+        return error_set(errp, E_INVALID, 0, "more than %d distinct settings", CONFIG_ORIGINS_MAX);
+    if (!o) {
+        o = &c->origins[c->n_origins++];
+        snprintf(o->section, sizeof(o->section), "%s", section);
+        snprintf(o->key, sizeof(o->key), "%s", key);
+    }
+    o->line = line;
+    return 0;
+}
+
+/* Sets name = value in section sec (the last pool for SEC_POOL). The error names the key,
+ * not the line: the caller says where. */
+static int
+set_in_section(DaemonConfig *c, Section sec, const char *name, const char *value, Error **errp)
+{
+    if (sec == SEC_POOL)
+        return set_pool_key(c, c->pool.n_shapes - 1, name, value, errp);
+    if (sec == SEC_E2B)
+        return e2b_config_set(&c->e2b, name, value, errp);
+    for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+        if (keys[i].section == sec && strcmp(keys[i].name, name) == 0)
+            return set_key(c, &keys[i], value, errp);
+    return error_set(errp, E_INVALID, 0, "unknown key '%.64s' in [%s]", name, section_names[sec]);
+}
+
 static int
 parse_line(DaemonConfig *c, char *s, unsigned line, Section *sec, Error **errp)
 {
+    char section[CONFIG_SECTION_MAX_BYTES + 1];
+
     s = trim(s);
     if (s[0] == '\0' || s[0] == '#' || s[0] == ';')
         return 0;
+    cut_comment(s);
+    s = trim(s);
     if (s[0] == '[')
         return parse_section(c, s, line, sec, errp);
     char *eq = strchr(s, '=');
@@ -393,15 +461,13 @@ parse_line(DaemonConfig *c, char *s, unsigned line, Section *sec, Error **errp)
     char *name = trim(s), *value = trim(eq + 1);
     if (*sec == SEC_NONE)
         return error_set(errp, E_INVALID, 0, "line %u: key outside a section", line);
+    if (set_in_section(c, *sec, name, value, errp) < 0)
+        return error_prefix(errp, "line %u", line);
     if (*sec == SEC_POOL)
-        return set_pool_key(c, c->pool.n_shapes - 1, name, value, line, errp);
-    if (*sec == SEC_E2B)
-        return e2b_config_set(&c->e2b, name, value, errp) < 0 ? error_prefix(errp, "line %u", line)
-                                                               : 0;
-    for (size_t i = 0; i < ELEMENTSOF(keys); i++)
-        if (keys[i].section == *sec && strcmp(keys[i].name, name) == 0)
-            return set_key(c, &keys[i], value, line, errp);
-    return error_set(errp, E_INVALID, 0, "line %u: unknown key '%.64s'", line, name);
+        snprintf(section, sizeof(section), "pool %s", c->shape_names[c->pool.n_shapes - 1]);
+    else
+        snprintf(section, sizeof(section), "%s", section_names[*sec]);
+    return note_origin(c, section, name, line, errp);
 }
 
 int
@@ -440,7 +506,21 @@ config_load_file(DaemonConfig *c, const char *path, Error **errp)
         return error_set(errp, E_INVALID, errno, "read config %s", path);
     if (config_parse(c, text, len, errp) < 0)
         return error_prefix(errp, "%s", path);
+    snprintf(c->source_path, sizeof(c->source_path), "%s", path);
     return 0;
+}
+
+int
+config_set_flag(DaemonConfig *c, const char *section, const char *key, const char *value,
+                Error **errp)
+{
+    for (size_t i = 1; i < ELEMENTSOF(section_names); i++)
+        if (i != SEC_POOL && strcmp(section_names[i], section) == 0) {
+            if (set_in_section(c, (Section) i, key, value, errp) < 0)
+                return -1;
+            return note_origin(c, section, key, CONFIG_ORIGIN_FLAG, errp);
+        }
+    return error_set(errp, E_INVALID, 0, "unknown section [%.64s]", section);
 }
 
 int
@@ -456,9 +536,8 @@ config_finish(DaemonConfig *c, Error **errp)
     if (c->template_dir[0] && (c->template_dir[0] != '/' || strchr(c->template_dir, ',')))
         return error_set(errp, E_INVALID, 0, "template_dir must be an absolute path without ','");
     c->pool.shapes = c->shapes;
-    if (!c->unix_socket[0] &&
-        snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock", c->state_dir) >=
-            (int) sizeof(c->unix_socket))
+    if (!c->unix_socket[0] && snprintf(c->unix_socket, sizeof(c->unix_socket), "%.1000s/api.sock",
+                                       c->state_dir) >= (int) sizeof(c->unix_socket))
         return error_set(errp, E_INVALID, 0, "state_dir is too long");
     if (c->unix_socket[0] != '/')
         return error_set(errp, E_INVALID, 0, "unix_socket must be an absolute path");
@@ -493,4 +572,168 @@ config_finish(DaemonConfig *c, Error **errp)
         c->shapes[i].image_dir = c->shape_image_dirs[i];
     }
     return 0;
+}
+
+/* ---- config_dump: the effective configuration, as a file that parses back ---- */
+
+/* The value of a policy's patterns (hosts) or CIDRs as allow_hosts / allow_cidrs write it. */
+static void
+format_policy(const EgressPolicy *p, bool cidrs, FILE *f)
+{
+    char ports[EGRESS_PORT_TEXT_BYTES], addr[64];
+    size_t n = cidrs ? p->n_cidrs : p->n_patterns;
+    for (size_t i = 0; i < n; i++) {
+        if (cidrs)
+            fprintf(f, "%s%s/%u%s", i ? ", " : "",
+                    egress_addr_format(&p->cidrs[i].addr, addr, sizeof(addr)), p->cidrs[i].bits,
+                    egress_ports_format(p->cidrs[i].ports, ports));
+        else
+            fprintf(f, "%s%s%s", i ? ", " : "", p->patterns[i].name,
+                    egress_ports_format(p->patterns[i].ports, ports));
+    }
+}
+
+/* A duration or size in the key's own unit (exact: the defaults are whole units). Nothing
+ * for a number left at 0 below its range: not set, the module chooses ([cluster] lease_s). */
+static void
+format_key(const DaemonConfig *c, const Key *k, FILE *f)
+{
+    const char *field = (const char *) c + k->offset;
+    if (k->min > 0 && (k->type == K_UINT ? *(const unsigned *) field == 0
+                       : k->type == K_U64 || k->type == K_MIB || k->type == K_USEC
+                           ? *(const uint64_t *) field == 0
+                           : false))
+        return;
+    switch (k->type) {
+    case K_STR:
+        fputs(field, f);
+        return;
+    case K_UINT:
+        fprintf(f, "%u", *(const unsigned *) field);
+        return;
+    case K_U64:
+        fprintf(f, "%llu", (unsigned long long) *(const uint64_t *) field);
+        return;
+    case K_MIB:
+        fprintf(f, "%llu", (unsigned long long) (*(const uint64_t *) field >> 20));
+        return;
+    case K_USEC:
+        fprintf(f, "%llu", (unsigned long long) (*(const uint64_t *) field / USEC_PER_SEC));
+        return;
+    case K_ACCEL: {
+        AccelMode m = *(const AccelMode *) field;
+        fputs(m == ACCEL_MODE_KVM ? "kvm" : m == ACCEL_MODE_TCG ? "tcg" : "auto", f);
+        return;
+    }
+    case K_MEMORY:
+        fputs(*(const PoolGuestMemory *) field == POOL_MEMORY_COPY ? "copy" : "template", f);
+        return;
+    case K_HOSTS:
+    case K_CIDRS:
+        format_policy((const EgressPolicy *) field, k->type == K_CIDRS, f);
+        return;
+    }
+}
+
+/* "default", "FILE:LINE" or "command line", for section/key. */
+static void
+format_origin(const DaemonConfig *c, const char *section, const char *key, const char *dflt,
+              FILE *f)
+{
+    for (size_t i = 0; i < c->n_origins; i++) {
+        const ConfigOrigin *o = &c->origins[i];
+        if (strcmp(o->section, section) != 0 || strcmp(o->key, key) != 0)
+            continue;
+        if (o->line == CONFIG_ORIGIN_FLAG)
+            fputs("command line", f);
+        else
+            fprintf(f, "%s:%u", c->source_path, o->line);
+        return;
+    }
+    fputs(dflt, f);
+}
+
+/* One "key = value   # origin" line; a key without a value is written as a comment. */
+static void
+dump_line(const DaemonConfig *c, const char *section, const char *key, const char *value,
+          const char *dflt, FILE *f)
+{
+    int n = fprintf(f, "%s%s = %s", value[0] ? "" : "# ", key, value);
+    fprintf(f, "%*s# ", n < 40 ? 40 - n : 1, "");
+    format_origin(c, section, key, value[0] ? dflt : "default (not set)", f);
+    fputc('\n', f);
+}
+
+static void
+dump_plain(const DaemonConfig *c, Section sec, FILE *f)
+{
+    _cleanup_free_ char *value = NULL;
+    size_t len;
+    fprintf(f, "\n[%s]\n", section_names[sec]);
+    for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+        if (keys[i].section != sec)
+            continue;
+        FILE *v = open_memstream(&value, &len);
+        if (!v)
+            return;
+        format_key(c, &keys[i], v);
+        fclose(v);
+        dump_line(c, section_names[sec], keys[i].name, value, "default", f);
+        free(TAKE_PTR(value));
+    }
+}
+
+static void
+dump_pools(const DaemonConfig *c, FILE *f)
+{
+    char section[CONFIG_SECTION_MAX_BYTES + 1], v[6][64];
+    for (size_t i = 0; i < c->pool.n_shapes; i++) {
+        const PoolShapeConfig *s = &c->shapes[i];
+        const char *dflt = !c->pools_from_file && c->data_pool_added &&
+                                   strcmp(c->shape_names[i], CONFIG_DATA_POOL) == 0
+                               ? "default (the data image is built)"
+                               : "default";
+        snprintf(section, sizeof(section), "pool %s", c->shape_names[i]);
+        fprintf(f, "\n[%s]\n", section);
+        snprintf(v[0], sizeof(v[0]), "%s", c->shape_images[i]);
+        snprintf(v[1], sizeof(v[1]), "%u", s->vcpus);
+        snprintf(v[2], sizeof(v[2]), "%u", s->memory_mib);
+        snprintf(v[3], sizeof(v[3]), "%u", s->warm);
+        snprintf(v[4], sizeof(v[4]), "%u", s->slots);
+        snprintf(v[5], sizeof(v[5]), "%s", s->code_kernel ? "true" : "false");
+        for (size_t k = 0; k < ELEMENTSOF(pool_keys); k++)
+            dump_line(c, section, pool_keys[k].name, v[pool_keys[k].key], dflt, f);
+    }
+}
+
+char *
+config_dump(const DaemonConfig *c)
+{
+    char *text = NULL, value[2048];
+    size_t len;
+    const char *key;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    fprintf(f,
+            "# stockaded's effective configuration: the embedded defaults, then %s%s, then "
+            "the command line.\n# Each value says where it came from.\n",
+            c->source_path[0] ? "" : "no file", c->source_path);
+    for (Section sec = SEC_DAEMON; sec <= SEC_CLUSTER; sec++) {
+        if (sec == SEC_POOL)
+            continue;
+        if (sec != SEC_E2B) {
+            dump_plain(c, sec, f);
+            continue;
+        }
+        fputs("\n[e2b]\n", f);
+        for (size_t i = 0; e2b_config_format(&c->e2b, i, &key, value, sizeof(value)); i++)
+            dump_line(c, "e2b", key, value, "default", f);
+    }
+    dump_pools(c, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

@@ -1,6 +1,7 @@
 /* stockaded: the Stockade host daemon. Arguments, configuration, logging set-up; nothing else
  * (the wiring is daemon.c). */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +19,24 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: stockaded [OPTIONS]\n"
-            "Runs untrusted code in single-use KVM guests restored from a warm pool.\n\n"
-            "  -c, --config FILE      configuration file (default " DEFAULT_CONFIG_PATH
-            " if it exists)\n"
-            "  -s, --state-dir DIR    state directory (snapshots, guests, database)\n"
-            "  -i, --image-dir DIR    where images live, as <DIR>/<image>/\n"
-            "  -a, --accel MODE       auto (prove KVM, else TCG), kvm, or tcg\n"
-            "  -l, --log-level LEVEL  debug, info, warn or error\n"
-            "      --check-config     parse the configuration, print it, and exit\n"
-            "      --create-admin-token\n"
-            "                         make an operator API token, print it once, and exit\n"
-            "                         (the daemon may be running; revoke with the admin API)\n"
-            "  -h, --help             this help\n"
-            "  -V, --version          print the version\n\n"
-            "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
-            "at once. Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
+    fprintf(f, "Usage: stockaded [OPTIONS]\n"
+               "Runs untrusted code in single-use KVM guests restored from a warm pool.\n\n"
+               "  -c, --config FILE      configuration file (default " DEFAULT_CONFIG_PATH
+               " if it exists)\n"
+               "  -s, --state-dir DIR    state directory (snapshots, guests, database)\n"
+               "  -i, --image-dir DIR    where images live, as <DIR>/<image>/\n"
+               "  -a, --accel MODE       auto (prove KVM, else TCG), kvm, or tcg\n"
+               "  -l, --log-level LEVEL  debug, info, warn or error\n"
+               "      --check-config     parse the configuration and print the effective one\n"
+               "                         (every key, its value, and where it came from:\n"
+               "                         default, FILE:LINE or command line), then exit\n"
+               "      --create-admin-token\n"
+               "                         make an operator API token, print it once, and exit\n"
+               "                         (the daemon may be running; revoke with the admin API)\n"
+               "  -h, --help             this help\n"
+               "  -V, --version          print the version\n\n"
+               "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
+               "at once. Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
 }
 
 typedef struct {
@@ -48,25 +50,50 @@ static int
 parse_args(int argc, char **argv, Args *a)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"state-dir", required_argument, NULL, 's'},
-        {"image-dir", required_argument, NULL, 'i'}, {"accel", required_argument, NULL, 'a'},
-        {"log-level", required_argument, NULL, 'l'}, {"check-config", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},            {"version", no_argument, NULL, 'V'},
-        {"create-admin-token", no_argument, NULL, 'T'}, {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"state-dir", required_argument, NULL, 's'},
+        {"image-dir", required_argument, NULL, 'i'},
+        {"accel", required_argument, NULL, 'a'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"check-config", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"create-admin-token", no_argument, NULL, 'T'},
+        {NULL, 0, NULL, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "c:s:i:a:l:hV", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': a->config_path = optarg; break;
-        case 's': a->state_dir = optarg; break;
-        case 'i': a->image_dir = optarg; break;
-        case 'a': a->accel = optarg; break;
-        case 'l': a->log_level = optarg; break;
-        case 'C': a->check_config = true; break;
-        case 'T': a->create_admin_token = true; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': printf("stockaded %s\n", STOCKADE_VERSION); exit(0);
-        default: usage(stderr); return -1;
+        case 'c':
+            a->config_path = optarg;
+            break;
+        case 's':
+            a->state_dir = optarg;
+            break;
+        case 'i':
+            a->image_dir = optarg;
+            break;
+        case 'a':
+            a->accel = optarg;
+            break;
+        case 'l':
+            a->log_level = optarg;
+            break;
+        case 'C':
+            a->check_config = true;
+            break;
+        case 'T':
+            a->create_admin_token = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case 'V':
+            printf("stockaded %s\n", STOCKADE_VERSION);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (optind < argc) {
@@ -102,14 +129,20 @@ apply_flags(DaemonConfig *cfg, const Args *a, Error **errp)
         path = DEFAULT_CONFIG_PATH;
     if (path && config_load_file(cfg, path, errp) < 0)
         return -1;
-    if (a->state_dir)
-        snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", a->state_dir);
-    if (a->image_dir)
-        snprintf(cfg->image_dir, sizeof(cfg->image_dir), "%s", a->image_dir);
-    if (a->log_level)
-        snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", a->log_level);
-    if (a->accel && config_parse_accel(a->accel, &cfg->pool.accel) < 0)
-        return error_set(errp, E_INVALID, 0, "--accel must be auto, kvm or tcg");
+    static const struct {
+        const char *flag, *key;
+        size_t offset;
+    } flags[] = {
+        {"--state-dir", "state_dir", offsetof(Args, state_dir)},
+        {"--image-dir", "image_dir", offsetof(Args, image_dir)},
+        {"--log-level", "log_level", offsetof(Args, log_level)},
+        {"--accel", "accel", offsetof(Args, accel)},
+    };
+    for (size_t i = 0; i < ELEMENTSOF(flags); i++) {
+        const char *v = *(const char *const *) ((const char *) a + flags[i].offset);
+        if (v && config_set_flag(cfg, "daemon", flags[i].key, v, errp) < 0)
+            return error_prefix(errp, "%s", flags[i].flag);
+    }
     if (data_image_is_built(cfg->image_dir))
         config_add_data_pool(cfg);
     return config_finish(cfg, errp);
@@ -135,16 +168,15 @@ raise_fd_limit(void)
     }
 }
 
-static void
+static int
 print_config(const DaemonConfig *c)
 {
-    printf("state_dir = %s\nimage_dir = %s\nlibvirt_uri = %s\ndomain_prefix = %s\n",
-           c->state_dir, c->image_dir, c->libvirt_uri, c->domain_prefix);
-    for (size_t i = 0; i < c->pool.n_shapes; i++) {
-        const PoolShapeConfig *s = &c->shapes[i];
-        printf("[pool %s] image_dir=%s vcpus=%u memory_mib=%u warm=%u slots=%u\n", s->name,
-               s->image_dir, s->vcpus, s->memory_mib, s->warm, s->slots);
+    _cleanup_free_ char *text = config_dump(c);
+    if (!text || fputs(text, stdout) == EOF || fflush(stdout) != 0) {
+        fprintf(stderr, "stockaded: cannot print the configuration\n");
+        return 1;
     }
+    return 0;
 }
 
 /* --create-admin-token: straight into the database (SQLite serialises with a running daemon). */
@@ -189,10 +221,8 @@ main(int argc, char **argv)
         fprintf(stderr, "stockaded: %s\n", err ? err->message : "log_level: unknown level");
         return 2;
     }
-    if (args.check_config) {
-        print_config(&cfg);
-        return 0;
-    }
+    if (args.check_config)
+        return print_config(&cfg);
     if (args.create_admin_token)
         return create_admin_token(&cfg);
     log_setup("stockaded", level);

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "e2b_config.h"
+#include "macro.h"
 #include "timeutil.h"
+#include "units.h"
 
 #define TEMPLATE_NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:"
 #define POOL_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -185,10 +187,12 @@ e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp)
                    : (*port = (unsigned) n, 0);
     bool life = strcmp(key, "lifetime_s") == 0, wait = strcmp(key, "create_wait_s") == 0;
     if (life || wait) {
-        unsigned long max = life ? E2B_LIFETIME_MAX_S : E2B_CREATE_WAIT_MAX_S;
-        if (parse_uint(value, 1, max, &n) < 0)
-            return error_set(errp, E_INVALID, 0, "%s must be a number in 1..%lu", key, max);
-        *(life ? &c->lifetime_usec : &c->create_wait_usec) = n * USEC_PER_SEC;
+        uint64_t max = life ? E2B_LIFETIME_MAX_S : E2B_CREATE_WAIT_MAX_S, s;
+        if (!unit_parse(value, unit_of_key(key), &s) || s < 1 || s > max)
+            return error_set(errp, E_INVALID, 0,
+                             "%s must be a number of seconds in 1..%llu (or with a unit: %s)", key,
+                             (unsigned long long) max, unit_suffixes(UNIT_DURATION));
+        *(life ? &c->lifetime_usec : &c->create_wait_usec) = s * USEC_PER_SEC;
         return 0;
     }
     return error_set(errp, E_INVALID, 0, "unknown key '%.64s' in [e2b]", key);
@@ -213,4 +217,44 @@ e2b_config_template_pool(const E2bConfig *c, const char *template_name)
         if (strcmp(c->templates[i].name, template_name) == 0)
             return c->templates[i].pool;
     return NULL;
+}
+
+bool
+e2b_config_format(const E2bConfig *c, size_t i, const char **ret_key, char *buf, size_t cap)
+{
+    static const char *const names[] = {"enabled", "address",      "api_port",   "envd_port",
+                                        "domain",  "template_map", "lifetime_s", "create_wait_s"};
+    if (i >= ELEMENTSOF(names))
+        return false;
+    *ret_key = names[i];
+    buf[0] = '\0';
+    switch (i) {
+    case 0:
+        snprintf(buf, cap, "%s", c->enabled ? "true" : "false");
+        break;
+    case 1:
+        snprintf(buf, cap, "%s", c->address);
+        break;
+    case 2:
+        snprintf(buf, cap, "%u", c->api_port);
+        break;
+    case 3:
+        snprintf(buf, cap, "%u", c->envd_port);
+        break;
+    case 4:
+        snprintf(buf, cap, "%s", c->domain);
+        break;
+    case 5:
+        for (size_t t = 0, off = 0; t < c->n_templates && off < cap; t++)
+            off += (size_t) snprintf(buf + off, cap - off, "%s%s=%s", t ? ", " : "",
+                                     c->templates[t].name, c->templates[t].pool);
+        break;
+    case 6:
+        snprintf(buf, cap, "%llu", (unsigned long long) (c->lifetime_usec / USEC_PER_SEC));
+        break;
+    default:
+        snprintf(buf, cap, "%llu", (unsigned long long) (c->create_wait_usec / USEC_PER_SEC));
+        break;
+    }
+    return true;
 }

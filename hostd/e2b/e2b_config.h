@@ -48,6 +48,9 @@ void e2b_config_defaults(E2bConfig *c);
 /* Sets one [e2b] key from its text (pure: the config parser and its fuzzer call it).
  * E_INVALID naming the key on an unknown key or a bad value; c is unchanged then. */
 int e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp);
+/* Key i of [e2b] (0, 1, ... until false) and its value as the file would write it, into
+ * buf[0..cap) (truncated to cap; "" for an empty template map), for --check-config. */
+bool e2b_config_format(const E2bConfig *c, size_t i, const char **ret_key, char *buf, size_t cap);
 /* Adds name=pool to the default map: not when template_map was given, the name is mapped
  * already or the map is full. */
 void e2b_config_default_template(E2bConfig *c, const char *name, const char *pool);

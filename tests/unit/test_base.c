@@ -17,6 +17,7 @@
 #include "log.h"
 #include "procfs.h"
 #include "sha256.h"
+#include "units.h"
 
 static void
 test_sha256_vectors(void **state)
@@ -193,6 +194,87 @@ test_mkdir_open_dir(void **state)
     rmdir(dir), unlink(link), rmdir(target), rmdir(base);
 }
 
+/* units.h: a key's name says its unit; a value converts exactly or is refused. */
+static void
+test_units(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *key;
+        UnitKind kind;
+        uint64_t scale;
+    } keys[] = {
+        {"boot_s", UNIT_DURATION, 1000000},
+        {"refill_holdoff_ms", UNIT_DURATION, 1000},
+        {"artifact_max_age_h", UNIT_DURATION, 3600000000ull},
+        {"workspace_mib", UNIT_SIZE, 1 << 20},
+        {"artifact_max_total_gib", UNIT_SIZE, 1 << 30},
+        {"output_bytes", UNIT_SIZE, 1},
+        {"disk_bytes_per_sec", UNIT_SIZE, 1},
+        {"finalize_ms_per_mib", UNIT_COUNT, 1},
+        {"sessions_per_minute", UNIT_COUNT, 1},
+        {"max_sessions", UNIT_COUNT, 1},
+        {"wallet_guest_seconds", UNIT_COUNT, 1},
+        {"cpu_quota_percent", UNIT_COUNT, 1},
+        {"s", UNIT_COUNT, 1},
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        Unit u = unit_of_key(keys[i].key);
+        if (u.kind != keys[i].kind || u.scale != keys[i].scale)
+            fail_msg("%s: kind %d scale %llu", keys[i].key, u.kind, (unsigned long long) u.scale);
+    }
+    static const struct {
+        const char *key, *value;
+        bool ok;
+        uint64_t want;
+    } values[] = {
+        {"boot_s", "90", true, 90},
+        {"boot_s", "90s", true, 90},
+        {"boot_s", "2m", true, 120},
+        {"boot_s", "2 min", true, 120},
+        {"boot_s", "1h", true, 3600},
+        {"boot_s", "1d", true, 86400},
+        {"boot_s", "3000ms", true, 3},
+        {"boot_s", "1500ms", false, 0}, /* inexact */
+        {"boot_s", "10MiB", false, 0},
+        {"boot_s", "10x", false, 0},
+        {"boot_s", "s", false, 0},
+        {"boot_s", "-1", false, 0},
+        {"boot_s", " 1", false, 0},
+        {"boot_s", "1  s", false, 0},
+        {"boot_s", "1s ", false, 0},
+        {"boot_s", "", false, 0},
+        {"refill_holdoff_ms", "2s", true, 2000},
+        {"artifact_max_age_h", "7d", true, 168},
+        {"artifact_max_age_h", "90m", false, 0},
+        {"workspace_mib", "512", true, 512},
+        {"workspace_mib", "2GiB", true, 2048},
+        {"workspace_mib", "2G", true, 2048},
+        {"workspace_mib", "1024KiB", true, 1},
+        {"workspace_mib", "1536KiB", false, 0},
+        {"workspace_mib", "1GB", false, 0},
+        {"workspace_mib", "1s", false, 0},
+        {"output_bytes", "64MiB", true, 64ull << 20},
+        {"disk_bytes_per_sec", "200M", true, 200ull << 20},
+        {"max_sessions", "16", true, 16},
+        {"max_sessions", "16s", false, 0},
+        {"finalize_ms_per_mib", "100ms", false, 0},
+        {"max_sessions", "18446744073709551615", true, UINT64_MAX},
+        {"max_sessions", "18446744073709551616", false, 0},
+        {"output_bytes", "17179869184TiB", false, 0}, /* overflows bytes */
+        {"boot_s", "213503982334601d", false, 0},     /* overflows microseconds */
+    };
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        uint64_t got = 12345;
+        bool ok = unit_parse(values[i].value, unit_of_key(values[i].key), &got);
+        if (ok != values[i].ok || (ok && got != values[i].want))
+            fail_msg("%s = '%s': %s %llu", values[i].key, values[i].value, ok ? "ok" : "refused",
+                     (unsigned long long) got);
+        if (!ok && got != 12345)
+            fail_msg("%s = '%s': the out-param changed on failure", values[i].key, values[i].value);
+    }
+}
+
 int
 main(void)
 {
@@ -205,6 +287,7 @@ main(void)
         cmocka_unit_test(test_base64),
         cmocka_unit_test(test_procfs_self),
         cmocka_unit_test(test_mkdir_open_dir),
+        cmocka_unit_test(test_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -23,10 +25,11 @@ test_defaults_and_file(void **state)
 {
     (void) state;
     Error *e = NULL;
-    const char *text = "# comment\n[daemon]\nstate_dir = /srv/stk\naccel=tcg\n"
-                       "workspace_mib = 256\nrefill_holdoff_ms = 0\n\n[limits]\ncpu_quota_percent = 50\n"
-                       "[timeouts]\nboot_s = 30\n[pool py]\nimage = python\nwarm = 3\n"
-                       "slots = 5\nmemory_mib = 384\ncode_kernel = true\n";
+    const char *text =
+        "# comment\n[daemon]\nstate_dir = /srv/stk\naccel=tcg\n"
+        "workspace_mib = 256\nrefill_holdoff_ms = 0\n\n[limits]\ncpu_quota_percent = 50\n"
+        "[timeouts]\nboot_s = 30\n[pool py]\nimage = python\nwarm = 3\n"
+        "slots = 5\nmemory_mib = 384\ncode_kernel = true\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_string_equal(cfg.state_dir, "/srv/stk");
@@ -150,17 +153,23 @@ test_cluster(void **state)
         {"[cluster]\nhost_id = a\n", "needs database"},
         {"[cluster]\nlease_s = 8\n", "needs database"},
         {"[cluster]\ndatabase = x\nhost_id = Host_A\nadvertise_url = http://h\n"
-         "host_token_file = /t\n", "host_id must be"},
+         "host_token_file = /t\n",
+         "host_id must be"},
         {"[cluster]\ndatabase = x\nhost_id = -a\nadvertise_url = http://h\n"
-         "host_token_file = /t\n", "host_id must be"},
+         "host_token_file = /t\n",
+         "host_id must be"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = ftp://h\n"
-         "host_token_file = /t\n", "advertise_url"},
+         "host_token_file = /t\n",
+         "advertise_url"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h/\"x\n"
-         "host_token_file = /t\n", "advertise_url"},
+         "host_token_file = /t\n",
+         "advertise_url"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://\n"
-         "host_token_file = /t\n", "advertise_url"},
+         "host_token_file = /t\n",
+         "advertise_url"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
-         "host_token_file = t\n", "absolute"},
+         "host_token_file = t\n",
+         "absolute"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n", "absolute"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -176,15 +185,148 @@ test_cluster(void **state)
     error_free(e);
 }
 
+/* Issue 30: a comment after a value is never part of it; a '#' inside a value is. */
+static void
+test_inline_comments(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *text = "[cluster]   # one PostgreSQL\n"
+                       "database = host=db.internal dbname=stockade   # libpq conninfo\n"
+                       "host_id = host-a\t# unique in the cluster\n"
+                       "advertise_url = http://10.0.0.11:8080 ; how others reach it\n"
+                       "host_token_file = /etc/stockade/host#1.token\n"
+                       "lease_s = 10   # silent this long: taken over\n"
+                       "[daemon]\nstate_dir = /srv/stk#x\n";
+    assert_int_equal(parse(text, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.cluster.database, "host=db.internal dbname=stockade");
+    assert_string_equal(cfg.cluster.host_id, "host-a");
+    assert_string_equal(cfg.cluster.advertise_url, "http://10.0.0.11:8080");
+    assert_string_equal(cfg.cluster.host_token_file, "/etc/stockade/host#1.token");
+    assert_int_equal(cfg.cluster.lease_s, 10);
+    assert_string_equal(cfg.state_dir, "/srv/stk#x");
+    assert_int_equal(parse("[e2b]\naddress = 0.0.0.0        # both listeners\n", &e), 0);
+    assert_string_equal(cfg.e2b.address, "0.0.0.0");
+    /* a value that is only a comment is empty: an error naming the line, never "# x" */
+    assert_int_equal(parse("[daemon]\n\nlibvirt_uri = # none\n", &e), -1);
+    assert_non_null(strstr(e->message, "line 3: libvirt_uri must be 1.."));
+    error_free(e);
+}
+
+/* Sizes and durations: one convention (units.h) in every section, [pool] and [e2b] too. */
+static void
+test_units_in_config(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *text = "[timeouts]\nboot_s = 2m\n[sessions]\nartifact_max_age_h = 7d\n"
+                       "output_limit_mib = 1GiB\n[limits]\ndisk_bytes_per_sec = 100M\n"
+                       "[egress]\nmax_bytes_in_mib = 2G\n[quota]\noutput_bytes = 16MiB\n"
+                       "[e2b]\nlifetime_s = 1h\n[pool py]\nmemory_mib = 1 GiB\n";
+    assert_int_equal(parse(text, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.pool.boot_timeout_usec, 120000000ull);
+    assert_int_equal(cfg.sessions.artifact_max_age_usec, 168ull * 3600 * 1000000);
+    assert_int_equal(cfg.sessions.output_limit_bytes, 1ull << 30);
+    assert_int_equal(cfg.pool.disk_bytes_per_sec, 100ull << 20);
+    assert_int_equal(cfg.sessions.egress.limits.max_bytes_in, 2ull << 30);
+    assert_int_equal(cfg.sessions.default_quota.output_bytes, 16ull << 20);
+    assert_int_equal(cfg.e2b.lifetime_usec, 3600ull * 1000000);
+    assert_int_equal(cfg.shapes[0].memory_mib, 1024);
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[timeouts]\nboot_s = 1500ms\n", "line 2: boot_s must be a number of seconds in 1..3600 "
+                                          "(or with a unit: ms, s, m, h, d)"},
+        {"[timeouts]\nboot_s = 2h\n", "boot_s must be a number of seconds in 1..3600"},
+        {"[daemon]\nworkspace_mib = 10s\n", "workspace_mib must be a number of MiB"},
+        {"[pool p]\nmemory_mib = 32MiB\n", "line 2: memory_mib must be a number of MiB in 64.."},
+        {"[quota]\nmax_sessions = 4k\n", "max_sessions must be a number in 0.."},
+        {"[e2b]\ncreate_wait_s = 11m\n", "line 2: create_wait_s must be a number of seconds"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e = NULL;
+        if (parse(bad[i].text, &e) == 0)
+            fail_msg("accepted: %s", bad[i].text);
+        if (!strstr(e->message, bad[i].needle))
+            fail_msg("'%s' does not mention '%s'", e->message, bad[i].needle);
+        error_free(e);
+    }
+}
+
+/* --check-config: every key, its value and where it came from; the text parses back to the
+ * same configuration. */
+static void
+test_dump(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *text = "[daemon]\naccel = tcg\n\n[api]\ntcp_port = 9000 # here\n"
+                       "[egress]\nallow_hosts = pypi.org, *.pythonhosted.org:8443\n"
+                       "allow_cidrs = 10.213.0.0/30:8080\n[e2b]\nenabled = true\n"
+                       "[pool py]\nwarm = 3\n";
+    config_defaults(&cfg, "/usr/share/stockade/images");
+    assert_int_equal(config_parse(&cfg, text, strlen(text), &e), 0);
+    snprintf(cfg.source_path, sizeof(cfg.source_path), "/etc/s.conf");
+    assert_int_equal(config_set_flag(&cfg, "daemon", "state_dir", "/srv/flag", &e), 0);
+    assert_int_equal(config_set_flag(&cfg, "daemon", "accel", "fast", &e), -1);
+    assert_non_null(strstr(e->message, "accel must be auto, kvm or tcg"));
+    error_free(e);
+    e = NULL;
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    char *dump = config_dump(&cfg);
+    assert_non_null(dump);
+    static const char *const lines[] = {
+        "state_dir = /srv/flag ",
+        "# command line\n",
+        "accel = tcg ",
+        "# /etc/s.conf:2\n",
+        "tcp_port = 9000 ",
+        "# /etc/s.conf:5\n",
+        "idle_timeout_s = 30 ",
+        "allow_hosts = pypi.org, *.pythonhosted.org:8443 ",
+        "# /etc/s.conf:7\n",
+        "allow_cidrs = 10.213.0.0/30:8080 ",
+        "enabled = true ",
+        "# /etc/s.conf:10\n",
+        "[pool py]\n",
+        "warm = 3 ",
+        "# /etc/s.conf:12\n",
+        "slots = 2 ",
+        "# lease_s = ",
+        "# template_dir = ",
+        "template_map = base=python",
+    };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (!strstr(dump, lines[i]))
+            fail_msg("the dump lacks '%s':\n%s", lines[i], dump);
+    /* Parsed back (on fresh defaults), it prints the same settings. */
+    static DaemonConfig again;
+    config_defaults(&again, "/usr/share/stockade/images");
+    assert_int_equal(config_parse(&again, dump, strlen(dump), &e), 0);
+    assert_int_equal(config_finish(&again, &e), 0);
+    char *dump2 = config_dump(&again);
+    assert_non_null(dump2);
+    for (char *a = dump, *b = dump2; *a || *b;) { /* line by line, without the origins */
+        size_t la = strcspn(a, "#\n"), lb = strcspn(b, "#\n");
+        if (la != lb || memcmp(a, b, la) != 0)
+            fail_msg("differs after a round trip: '%.*s' vs '%.*s'", (int) la, a, (int) lb, b);
+        a += strcspn(a, "\n") + (a[strcspn(a, "\n")] != 0);
+        b += strcspn(b, "\n") + (b[strcspn(b, "\n")] != 0);
+    }
+    free(dump);
+    free(dump2);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_and_file),
-        cmocka_unit_test(test_rejects),
-        cmocka_unit_test(test_guest_memory),
-        cmocka_unit_test(test_long_line_and_nul),
-        cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_defaults_and_file), cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_guest_memory),      cmocka_unit_test(test_long_line_and_nul),
+        cmocka_unit_test(test_cluster),           cmocka_unit_test(test_inline_comments),
+        cmocka_unit_test(test_units_in_config),   cmocka_unit_test(test_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
