@@ -576,21 +576,16 @@ config_finish(DaemonConfig *c, Error **errp)
 
 /* ---- config_dump: the effective configuration, as a file that parses back ---- */
 
-/* The value of a policy's patterns (hosts) or CIDRs as allow_hosts / allow_cidrs write it. */
+/* Entry i of a policy's patterns (hosts) or CIDRs as allow_hosts / allow_cidrs write it. */
 static void
-format_policy(const EgressPolicy *p, bool cidrs, FILE *f)
+format_policy_entry(const EgressPolicy *p, bool cidrs, size_t i, FILE *f)
 {
     char ports[EGRESS_PORT_TEXT_BYTES], addr[64];
-    size_t n = cidrs ? p->n_cidrs : p->n_patterns;
-    for (size_t i = 0; i < n; i++) {
-        if (cidrs)
-            fprintf(f, "%s%s/%u%s", i ? ", " : "",
-                    egress_addr_format(&p->cidrs[i].addr, addr, sizeof(addr)), p->cidrs[i].bits,
-                    egress_ports_format(p->cidrs[i].ports, ports));
-        else
-            fprintf(f, "%s%s%s", i ? ", " : "", p->patterns[i].name,
-                    egress_ports_format(p->patterns[i].ports, ports));
-    }
+    if (cidrs)
+        fprintf(f, "%s/%u%s", egress_addr_format(&p->cidrs[i].addr, addr, sizeof(addr)),
+                p->cidrs[i].bits, egress_ports_format(p->cidrs[i].ports, ports));
+    else
+        fprintf(f, "%s%s", p->patterns[i].name, egress_ports_format(p->patterns[i].ports, ports));
 }
 
 /* A duration or size in the key's own unit (exact: the defaults are whole units). Nothing
@@ -630,8 +625,7 @@ format_key(const DaemonConfig *c, const Key *k, FILE *f)
         return;
     case K_HOSTS:
     case K_CIDRS:
-        format_policy((const EgressPolicy *) field, k->type == K_CIDRS, f);
-        return;
+        return; /* dump_policy(): a line each */
     }
 }
 
@@ -664,6 +658,31 @@ dump_line(const DaemonConfig *c, const char *section, const char *key, const cha
     fputc('\n', f);
 }
 
+/* allow_hosts / allow_cidrs: one line per entry (the key repeats), so no line of the dump
+ * is longer than the file's lines were. */
+static bool
+dump_policy(const DaemonConfig *c, const Key *k, FILE *f)
+{
+    const EgressPolicy *p = (const EgressPolicy *) ((const char *) c + k->offset);
+    bool cidrs = k->type == K_CIDRS;
+    size_t n = cidrs ? p->n_cidrs : p->n_patterns;
+    _cleanup_free_ char *value = NULL;
+    size_t len;
+
+    for (size_t i = 0; i < n; i++) {
+        FILE *v = open_memstream(&value, &len);
+        if (!v)
+            return false;
+        format_policy_entry(p, cidrs, i, v);
+        fclose(v);
+        dump_line(c, section_names[k->section], k->name, value, "default", f);
+        free(TAKE_PTR(value));
+    }
+    if (n == 0)
+        dump_line(c, section_names[k->section], k->name, "", "default", f);
+    return true;
+}
+
 static void
 dump_plain(const DaemonConfig *c, Section sec, FILE *f)
 {
@@ -673,6 +692,11 @@ dump_plain(const DaemonConfig *c, Section sec, FILE *f)
     for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
         if (keys[i].section != sec)
             continue;
+        if (keys[i].type == K_HOSTS || keys[i].type == K_CIDRS) {
+            if (!dump_policy(c, &keys[i], f))
+                return;
+            continue;
+        }
         FILE *v = open_memstream(&value, &len);
         if (!v)
             return;

@@ -246,7 +246,7 @@ e2b_config_format(const E2bConfig *c, size_t i, const char **ret_key, char *buf,
         break;
     case 5:
         for (size_t t = 0, off = 0; t < c->n_templates && off < cap; t++)
-            off += (size_t) snprintf(buf + off, cap - off, "%s%s=%s", t ? ", " : "",
+            off += (size_t) snprintf(buf + off, cap - off, "%s%s=%s", t ? "," : "",
                                      c->templates[t].name, c->templates[t].pool);
         break;
     case 6:
