@@ -22,7 +22,7 @@
  * compactly to at most CODE_JSON_MAX_BYTES. Its event is parsed and dumped again on a
  * 512 KiB connection thread (both faces), at ~300 bytes of stack a level: 64 levels cost
  * ~20 KiB there; E2B's own results (a DataFrame as columns, a chart) nest under 8. Dumping
- * can grow a value (a real "1e-7" dumps as 22 bytes), hence the dumped bound, the same as any
+ * can grow a value (a real "1e-7" dumps as 21 bytes), hence the dumped bound, the same as any
  * other format's. */
 #define CODE_JSON_MAX_DEPTH 64
 #define CODE_JSON_MAX_BYTES CODE_FIELD_MAX_BYTES

@@ -64,7 +64,9 @@ def run(d, sid, code, context=None, timeout_ms=None, wait=600):
         elif t == "done":
             out["count"] = ev["execution_count"]
             return out
-    raise AssertionError(f"run {r} never finished")
+    gone = d.proc.poll()
+    raise AssertionError(f"run {r} never finished (the daemon "
+                         f"{'is up' if gone is None else f'is gone, status {gone}'})")
 
 
 def main_text(out):

@@ -180,7 +180,7 @@ test_json_depth_bound(void **state)
     free(v);
 }
 
-/* "[1e-7,...]" of count reals, malloc'd: 5 bytes each as text, 23 each when dumped. */
+/* "[1e-7,...]" of count reals, malloc'd: 5 bytes each as text, 22 each when dumped. */
 static char *
 reals(size_t count)
 {
@@ -199,8 +199,8 @@ reals(size_t count)
 }
 
 /* application/json is kept when it dumps within CODE_JSON_MAX_BYTES, like every other format
- * within its cap: a line of reals grows ~4.6 times when dumped, so a line under
- * CODE_LINE_MAX_BYTES could store an event of ~37 MiB. The rest of the result is kept. */
+ * within its cap: a line of reals grows 4.4 times when dumped, so a line under
+ * CODE_LINE_MAX_BYTES could store an event of ~35 MiB. The rest of the result is kept. */
 static void
 test_json_dumped_size(void **state)
 {
