@@ -11,8 +11,11 @@ timeout_ms ends as TimeoutError and the context still has x; two contexts keep s
 globals; restart clears them; an interrupt ends a running cell with KeyboardInterrupt.
 The pool pre-starts the kernel (code_kernel, the default of the data pool): the first context
 adopts it (exec.started says adopted, pandas is imported already, and it has the session's
-cwd and environment), a second context starts its own. Then, on the same daemon, the E2B
-Code Interpreter SDK's checks (test_e2b_code.py: one data template boot for both).
+cwd and environment), a second context starts its own. A cell writing result lines nested
+2 040 and 65 deep to the kernel's protocol file (issue 25) has them dropped as
+code.line_dropped; the daemon lives, the session's events read twice, the context keeps x.
+Then, on the same daemon, the E2B Code Interpreter SDK's checks (test_e2b_code.py: one data
+template boot for both; the same deep cell through runCode).
 """
 import base64
 import datetime
@@ -22,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from stockade_fixture import Daemon, skip  # noqa: E402
-from test_e2b_code import E2B_CONF, sdk_checks  # noqa: E402
+from test_e2b_code import DEEP_CELL, E2B_CONF, check_deep_events, json_depth, sdk_checks  # noqa: E402,E501
 
 POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
 
@@ -47,7 +50,7 @@ def run(d, sid, code, context=None, timeout_ms=None, wait=600):
         body["timeout_ms"] = timeout_ms
     r = d.post(f"/v1/sessions/{sid}/code", body)
     out = {"stdout": [], "stderr": [], "results": [], "error": None, "ctx": r["context"],
-           "exec_id": r["exec_id"]}
+           "exec_id": r["exec_id"], "after": r["after"]}
     for ev in d.events(sid, after=r["after"], follow=True, timeout=wait):
         if not ev["type"].startswith("code.") or ev.get("run") != r["run"]:
             continue
@@ -61,7 +64,9 @@ def run(d, sid, code, context=None, timeout_ms=None, wait=600):
         elif t == "done":
             out["count"] = ev["execution_count"]
             return out
-    raise AssertionError(f"run {r} never finished")
+    gone = d.proc.poll()
+    raise AssertionError(f"run {r} never finished (the daemon "
+                         f"{'is up' if gone is None else f'is gone, status {gone}'})")
 
 
 def main_text(out):
@@ -165,6 +170,13 @@ def main():
         check(names == ["KeyboardInterrupt"], f"interrupt -> KeyboardInterrupt ({names})")
         d.request("DELETE", f"/v1/sessions/{sid}/contexts/{ctx2}")
         check(len(d.get(f"/v1/sessions/{sid}/contexts")["contexts"]) == 1, "delete removes it")
+        # lines nested past the bound, written by the cell itself (issue 25); the following
+        # run() reads them as they are rendered, check_deep_events() twice more
+        deep = run(d, sid, DEEP_CELL)
+        depths = [json_depth(r["data"].get("application/json")) for r in deep["results"]]
+        check(deep["error"] is None and depths == [64], f"the deep cell ran: {depths}")
+        check_deep_events(d, sid, deep["after"])
+        check(main_text(run(d, sid, "x")) == "41", "the session and its context live on")
         d.request("DELETE", f"/v1/sessions/{sid}")
         d.wait_state(sid, "ended", timeout=300)
         sdk_checks(d)
