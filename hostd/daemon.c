@@ -321,15 +321,25 @@ daemon_extract_host_disks(void *userdata, const char *const **ret)
     return pool_workspace_disks(userdata, ret);
 }
 
-/* On the sessions' workers: a salvage never waits behind the pool's restores. */
+/* On the sessions' workers: a salvage never waits behind the pool's restores. libguestfs
+ * makes its temporary folder (the appliance's overlays of the slots' disks) 0755 and the
+ * overlays 0644, for a libvirt backend whose QEMU user opens them by path; ours opens them as
+ * root (stockade-appliance-qemu). So they go into <state_dir>/appliance, 0700, the daemon's
+ * own (owndir.h): in the state directory itself any local user could read them by name. */
 static int
 daemon_open_extract(Daemon *d, Error **errp)
 {
     ExtractHost host = {.state = daemon_extract_host_state,
                         .disks = daemon_extract_host_disks,
                         .userdata = d->pool};
-    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
-                               errp);
+    _cleanup_free_ char *tmpdir = NULL;
+    _cleanup_close_ int fd = -1;
+    if (asprintf(&tmpdir, "%s/appliance", d->cfg->state_dir) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    if (owndir_open_at(d->state_fd, "appliance", tmpdir, 0700, OWNDIR_CREATE | OWNDIR_SET_MODE,
+                       &fd, errp) < 0)
+        return -1;
+    return extract_service_new(d->loop, d->session_q, &host, tmpdir, &d->extract, errp);
 }
 
 static void

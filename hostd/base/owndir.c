@@ -69,15 +69,29 @@ file_type(mode_t m)
                         : "a special file";
 }
 
-/* The refusal, saying what is there. */
+/* The refusal, saying what is there and why it matters. */
 static int
 refuse(Error **errp, const char *shown, const char *role, const struct stat *st, DirTrust t)
 {
-    return error_set(errp, E_CONFLICT, 0,
-                     "%s: %s is %s, owned by uid %u, mode %04o (%s): refused, never used, "
-                     "since another user could read, swap or redirect what goes there",
-                     shown, role, file_type(st->st_mode), (unsigned) st->st_uid,
-                     (unsigned) (st->st_mode & 07777), dir_trust_to_string(t));
+    unsigned uid = (unsigned) st->st_uid, mode = (unsigned) (st->st_mode & 07777);
+    switch (t) {
+    case DIR_TRUST_NOT_DIR:
+        return error_set(errp, E_CONFLICT, 0,
+                         "%s: %s is %s (uid %u, mode %04o), not a folder: refused, never "
+                         "followed or used",
+                         shown, role, file_type(st->st_mode), uid, mode);
+    case DIR_TRUST_FOREIGN:
+        return error_set(errp, E_CONFLICT, 0,
+                         "%s: %s (%s, mode %04o) is owned by uid %u, not by this daemon's uid "
+                         "%u or root: refused, never used, since that user could read, swap or "
+                         "redirect what goes there",
+                         shown, role, file_type(st->st_mode), mode, uid, (unsigned) geteuid());
+    default:
+        return error_set(errp, E_CONFLICT, 0,
+                         "%s: %s (%s, uid %u, mode %04o) is writable by other users: refused, "
+                         "never used, since they could swap or redirect what goes there",
+                         shown, role, file_type(st->st_mode), uid, mode);
+    }
 }
 
 int

@@ -193,7 +193,7 @@ pool_make_state_dirs(Pool *p, Error **errp)
     static const struct {
         const char *name;
         mode_t mode;
-    } dirs[] = {{"guests", 0711}, {"snapshots", 0700}, {"templates", 0755}};
+    } dirs[] = {{"guests", 0711}, {"snapshots", 0700}, {"templates", 0711}};
     _cleanup_close_ int state = -1;
 
     if (owndir_open(p->cfg.state_dir, 0711, OWNDIR_CREATE | OWNDIR_SET_MODE | OWNDIR_FOLLOW_LAST,

@@ -235,7 +235,7 @@ template_open_state_dir(Pool *p, Error **errp)
     if (asprintf(&shown, "%s/templates", p->cfg.state_dir) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "template_dir");
     if (owndir_open(p->cfg.state_dir, 0711, OWNDIR_CREATE | OWNDIR_FOLLOW_LAST, &state, errp) < 0 ||
-        owndir_open_at(state, "templates", shown, 0755, OWNDIR_CREATE | OWNDIR_SET_MODE, &templates,
+        owndir_open_at(state, "templates", shown, 0711, OWNDIR_CREATE | OWNDIR_SET_MODE, &templates,
                        errp) < 0)
         return -1;
     return owndir_open_at(templates, "memory", p->template_dir, 0711,
