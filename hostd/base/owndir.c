@@ -82,8 +82,8 @@ refuse(Error **errp, const char *shown, const char *role, const struct stat *st,
                          shown, role, file_type(st->st_mode), uid, mode);
     case DIR_TRUST_FOREIGN:
         return error_set(errp, E_CONFLICT, 0,
-                         "%s: %s (%s, mode %04o) is owned by uid %u, not by this daemon's uid "
-                         "%u or root: refused, never used, since that user could read, swap or "
+                         "%s: %s (%s, mode %04o) is owned by uid %u, not by this daemon (uid "
+                         "%u): refused, never used, since that user could read, swap or "
                          "redirect what goes there",
                          shown, role, file_type(st->st_mode), mode, uid, (unsigned) geteuid());
     default:

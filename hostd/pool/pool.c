@@ -198,8 +198,8 @@ pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp)
     p->loop = l;
     p->q = q;
     p->template_dir_fd = -1;
-    if (pool_copy_config(p, cfg, errp) < 0 || pool_init_memory(p, errp) < 0 ||
-        pool_init_shapes(p, cfg, errp) < 0 ||
+    if (pool_copy_config(p, cfg, errp) < 0 || pool_make_state_dirs(p, errp) < 0 ||
+        pool_init_memory(p, errp) < 0 || pool_init_shapes(p, cfg, errp) < 0 ||
         virt_open(p->cfg.libvirt_uri, &p->virt, errp) < 0) {
         pool_free(p);
         return -1;

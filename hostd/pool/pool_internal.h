@@ -197,6 +197,11 @@ void job_reconcile(Pool *p, void (*done)(Pool *p, Error *err));
  * on an early failure; the job frees them) and takes err. */
 typedef void (*SweepDoneFn)(Pool *p, char **destroyed, Error *err);
 void job_sweep(Pool *p, SweepDoneFn done);
+/* The state directory (0711: QEMU's user passes through to its guests' disks) and the pool's
+ * folders in it (guests, snapshots, templates), each made by the daemon or already its own:
+ * one another user made or can write, or a symlink in its place, is refused (owndir.h), so
+ * nobody else can swap or redirect what the pool later puts there by path. pool_new(). */
+int pool_make_state_dirs(Pool *p, Error **errp);
 /* Worker side: text into name beneath dirfd (or a path, with AT_FDCWD) through a temporary
  * file made anew (O_EXCL|O_NOFOLLOW) and a rename. */
 int pool_write_file_atomic(int dirfd, const char *name, const char *text, Error **errp);

@@ -183,11 +183,7 @@ pool_destroy_prefixed(Pool *p, char ***ret_destroyed, Error **errp)
     return r;
 }
 
-/* The state directory (0711: QEMU's user passes through to its guests' disks) and the pool's
- * folders in it, each made by the daemon or already its own: one another user made or can
- * write, or a symlink in its place, is refused (owndir.h), so nobody else can swap or
- * redirect what the pool later puts there by path. */
-static int
+int
 pool_make_state_dirs(Pool *p, Error **errp)
 {
     static const struct {
@@ -217,8 +213,6 @@ job_reconcile_work(Job *j)
     Pool *p = j->pool;
     char **names = NULL;
 
-    if (pool_make_state_dirs(p, &j->err) < 0)
-        return;
     (void) pool_destroy_prefixed(p, &names, &j->err); /* leftovers of an earlier run */
     virt_strv_free(names);
     if (!j->err)

@@ -39,9 +39,11 @@ set_tests_properties(integration_accel PROPERTIES LABELS integration SKIP_RETURN
 # symlink in its place; the pool is made, not started (no guest), so this is quick.
 add_executable(test_pool_dirs ${CMAKE_CURRENT_LIST_DIR}/test_pool_dirs.c)
 target_link_libraries(test_pool_dirs PRIVATE stockade_poolharness)
-add_test(NAME integration_pool_dirs_squatted COMMAND test_pool_dirs squatted)
-set_tests_properties(integration_pool_dirs_squatted PROPERTIES LABELS integration
-    SKIP_RETURN_CODE 77 TIMEOUT 120)
+foreach(scenario squatted configured)
+    add_test(NAME integration_pool_dirs_${scenario} COMMAND test_pool_dirs ${scenario})
+    set_tests_properties(integration_pool_dirs_${scenario} PROPERTIES LABELS integration
+        SKIP_RETURN_CODE 77 TIMEOUT 120)
+endforeach()
 # ... and through a real daemon: the refusal's log line, and nothing of the templates' folder or
 # the state directory within reach of uid 65534 (a process as that user tries).
 add_test(NAME integration_pool_dirs_daemon

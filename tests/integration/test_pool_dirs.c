@@ -8,7 +8,8 @@
  * symlink there to a folder it owns. Each time the pool must leave it alone (owner, mode and
  * contents as they were, nothing created through the symlink), keep guest_memory = template,
  * and use a folder of its own: stockade-<hash>-<random hex>, root's, 0711. A restart on the same
- * state directory finds that folder again. */
+ * state directory finds that folder again. `configured`: a template_dir the configuration
+ * names, made by the pool, or refused when uid 65534 owns it. */
 #define TEST_CLEANUP cleanup
 static void cleanup(void);
 
@@ -170,17 +171,58 @@ scenario_squatted(void)
     check_untouched(theirs, 0);
 }
 
+/* A configured template_dir: one the pool makes under a fresh state directory (its parent,
+ * <state>/templates, made by pool_new() first) is used; one that uid 65534 owns is refused and
+ * the pool falls back to copy, saying why. */
+static void
+scenario_configured(void)
+{
+    char dir[1200];
+    Harness h;
+    PoolStatus st;
+    HarnessOptions o = {.image = "minimal",
+                        .warm = 1,
+                        .slots = 1,
+                        .guest_memory = "template",
+                        .template_dir = dir,
+                        .no_start = true};
+
+    state = test_mkdtemp("stockade-pool");
+    TEST_CHECK(state != NULL, "mkdtemp");
+    o.state_dir = state;
+    snprintf(dir, sizeof(dir), "%s/templates/memory", state);
+    harness_start_opts(&h, &o);
+    pool_status(h.pool, &st);
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_TEMPLATE && strcmp(st.template_dir, dir) == 0,
+               "configured %s: %s", dir, st.guest_memory_reason);
+    harness_abandon(&h);
+
+    snprintf(dir, sizeof(dir), "%s/theirs", state);
+    TEST_CHECK(mkdir(dir, 0711) == 0 && chown(dir, NOBODY_UID, NOBODY_UID) == 0, "mkdir %s", dir);
+    harness_start_opts(&h, &o);
+    pool_status(h.pool, &st);
+    printf("configured, uid 65534's: %s\n", st.guest_memory_reason);
+    TEST_CHECK(st.guest_memory == POOL_MEMORY_COPY &&
+                   strstr(st.guest_memory_reason, "is owned by uid 65534") != NULL,
+               "a template_dir of uid 65534 was used: %s", st.guest_memory_reason);
+    harness_abandon(&h);
+}
+
 int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc != 2 || strcmp(argv[1], "squatted") != 0) {
-        fprintf(stderr, "usage: %s squatted\n", argv[0]);
+    bool squatted = argc == 2 && strcmp(argv[1], "squatted") == 0;
+    if (argc != 2 || (!squatted && strcmp(argv[1], "configured") != 0)) {
+        fprintf(stderr, "usage: %s squatted|configured\n", argv[0]);
         return 2;
     }
     if (geteuid() != 0)
         test_skip("needs root (chown to uid %d, libvirt qemu:///system)", NOBODY_UID);
-    scenario_squatted();
+    if (squatted)
+        scenario_squatted();
+    else
+        scenario_configured();
     cleanup();
     printf("ok\n");
     return 0;
