@@ -261,8 +261,10 @@ pool_template_choose_dir(Pool *p, Error **errp)
     _cleanup_error_ Error *err = NULL;
 
     if (cfg && cfg[0]) {
-        if (template_dir_check(cfg, errp) < 0 || !(p->template_dir = strdup(cfg)))
-            return errp && *errp ? -1 : error_set(errp, E_INTERNAL, ENOMEM, "template_dir");
+        if (template_dir_check(cfg, errp) < 0)
+            return -1;
+        if (!(p->template_dir = strdup(cfg)))
+            return error_set(errp, E_INTERNAL, ENOMEM, "template_dir");
         snprintf(why, sizeof(why), "configured");
         (void) owndir_open(cfg, 0711, OWNDIR_CREATE | OWNDIR_SET_MODE | OWNDIR_FOLLOW_LAST,
                            &p->template_dir_fd, &err);

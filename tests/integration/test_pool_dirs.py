@@ -105,7 +105,9 @@ def check_modes(paths, above):
 
 
 def as_nobody(paths):
-    r = subprocess.run([sys.executable, "-c", PROBE], input=json.dumps(paths), text=True,
+    # the system's interpreter: one under root's home (pyenv) is not uid 65534's to run
+    python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+    r = subprocess.run([python, "-c", PROBE], input=json.dumps(paths), text=True,
                        capture_output=True, user=NOBODY, group=NOBODY, extra_groups=[],
                        timeout=60)
     assert r.returncode == 0, f"probe as uid {NOBODY} failed: {r.stderr}"
