@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "message.h"
+#include "owndir.h"
 #include "session_internal.h"
 #include "timeutil.h"
 
@@ -281,10 +282,12 @@ sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *
         free(m);
         return error_set(errp, E_INTERNAL, ENOMEM, "sessions");
     }
-    if (mkdir(m->artifacts_dir, 0700) < 0 && errno != EEXIST) {
-        int e = errno;
+    /* root's alone (owndir.h): what is put in it by path must not be another user's to swap */
+    _cleanup_close_ int artifacts_fd = -1;
+    if (owndir_open(m->artifacts_dir, 0700, OWNDIR_CREATE | OWNDIR_SET_MODE, &artifacts_fd, errp) <
+        0) {
         sessions_free(m);
-        return error_set(errp, E_IO, e, "create %s", cfg->state_dir);
+        return -1;
     }
     m->cfg.state_dir = strdup(cfg->state_dir);
     if (sessions_egress_init(m, errp) < 0) {
