@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stateful code contexts on the native API (issue 18): real daemon, real data-image guests.
 
-    test_code.py
+    test_code.py [clones]    (no argument: everything; clones: only the clones' check)
 
 One session of the data pool; every case of the issue without the SDK: x = 41 then x + 1
 gives the main result text 42; print lines arrive as separate code.stdout events while the
@@ -13,9 +13,18 @@ The pool pre-starts the kernel (code_kernel, the default of the data pool): the 
 adopts it (exec.started says adopted, pandas is imported already, and it has the session's
 cwd and environment), a second context starts its own. Then, on the same daemon, the E2B
 Code Interpreter SDK's checks (test_e2b_code.py: one data template boot for both).
+
+Clones (issue 25, finding 3): every guest of the pool is restored from one snapshot (one per
+slot with guest_memory = copy: three sessions, so two share a slot's), and so was every
+adopted kernel. The first cells of three sessions must differ in every generator the kernel
+reseeds on adoption (random's, numpy's global state); hash()'s secret cannot be reseeded in a
+running interpreter: the adopted kernels share it (printed, the documented limit), while
+kernels started in the session (a second context, or every context of a pool with
+code_kernel = fresh) each have their own (checked).
 """
 import base64
 import datetime
+import json
 import os
 import sys
 import time
@@ -75,11 +84,63 @@ def check(cond, what):
     print("ok:", what, flush=True)
 
 
+# What a cell draws first; "hash('x')" is the limit (not reseedable), the rest must differ.
+FIRST_CELL = """import json, random, tempfile, numpy
+print(json.dumps({"random.getrandbits(64)": random.getrandbits(64),
+                  "random.random()": random.random(),
+                  "numpy.random.randint(2**31)": int(numpy.random.randint(2**31)),
+                  "numpy.random.standard_normal()": float(numpy.random.standard_normal()),
+                  "tempfile name": next(tempfile._get_candidate_names()),
+                  "hash('x')": hash("x")}))"""
+NOT_RESEEDABLE = ("hash('x')",)
+
+
+def first_draws(d, sid, context=None):
+    out = run(d, sid, FIRST_CELL, context=context)
+    check(out["error"] is None, f"the first cell ran ({out['error']})")
+    return json.loads("".join(e["data"] for e in out["stdout"])), out["exec_id"]
+
+
+def scenario_clones(d):
+    """Three sessions from the pool's snapshot(s): their first cells draw different numbers."""
+    draws, fresh = [], []
+    for i in range(3):
+        d.wait(d.pool_full, 600, "a full pool")
+        sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800})["id"]
+        d.wait_state(sid, "running")
+        got, exec_id = first_draws(d, sid)
+        check(adopted(d, sid, exec_id) is True, f"session {i + 1} adopted the pre-started kernel")
+        draws.append(got)
+        print(f"session {i + 1}: {got}", flush=True)
+        if i < 2:  # a kernel started in the session: what code_kernel = fresh gives every context
+            ctx = d.post(f"/v1/sessions/{sid}/contexts", {})["context"]
+            got, exec_id = first_draws(d, sid, context=ctx)
+            check(adopted(d, sid, exec_id) is False, f"session {i + 1}'s second context is fresh")
+            fresh.append(got)
+        d.request("DELETE", f"/v1/sessions/{sid}")
+    for key in draws[0]:
+        values = [x[key] for x in draws]
+        if key in NOT_RESEEDABLE:
+            print(f"{key}: {'the same' if len(set(values)) == 1 else 'different'} in the three "
+                  f"adopted kernels ({values}): the snapshot's secret (API.md, Code)")
+            continue
+        check(len(set(values)) == 3, f"{key} differs in the three sessions' first cells ({values})")
+    hashes = [x[NOT_RESEEDABLE[0]] for x in fresh]
+    check(hashes[0] != hashes[1],
+          f"kernels started in their session have their own hash secret ({hashes})")
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
+    if sys.argv[1:] == ["clones"]:
+        with Daemon(pools=POOLS) as d:
+            d.wait_ready()
+            scenario_clones(d)
+        print("PASS")
+        return
     # a pool asked for a kernel its image lacks: the kernel fails, the pool still serves
     with Daemon(pools=dict(POOLS, python=dict(warm=1, slots=1, memory_mib=512, code_kernel=True)),
                 extra_conf=E2B_CONF) as d:
@@ -167,6 +228,7 @@ def main():
         check(len(d.get(f"/v1/sessions/{sid}/contexts")["contexts"]) == 1, "delete removes it")
         d.request("DELETE", f"/v1/sessions/{sid}")
         d.wait_state(sid, "ended", timeout=300)
+        scenario_clones(d)
         sdk_checks(d)
     print("PASS")
 
