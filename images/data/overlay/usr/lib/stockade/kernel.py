@@ -219,8 +219,11 @@ def adopt(stdin, line):
 
 
 def warm():
-    """One cell through parse, exec, render and encode, in a namespace of its own; sends nothing."""
+    """One cell through parse, exec, render and encode, in a namespace of its own, and the
+    reseed the adoption will run (harmless twice: both draw from the guest's CRNG, which
+    Prepare re-keyed); sends nothing."""
     try:
+        reseed()
         ns = {"__name__": "__warmup__", "__builtins__": __builtins__}
         results = run_cell({"code": WARMUP_CELL}, ns)
         json.dumps([dict(r, run=0, type="result") for r in results], ensure_ascii=False)
