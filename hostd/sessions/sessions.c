@@ -422,10 +422,11 @@ session_end_live(Sessions *m, const char *tenant, const char *id, const char *re
     Session *s = sessions_find(m, tenant, id);
     if (!s)
         return error_set(errp, E_NOT_FOUND, 0, "no live session %.40s", id);
-    if (s->state >= ST_STOPPING)
-        return 0; /* already ending: idempotent */
-    session_end(s, reason);
-    return 0;
+    if (s->state < ST_STOPPING)
+        session_end(s, reason);
+    else if (strcmp(reason, "cancelled") == 0) /* a hard stop never waits on the runner */
+        (void) session_finalize_cancel(s);
+    return 0; /* already ending: idempotent (its first reason stays) */
 }
 
 int
