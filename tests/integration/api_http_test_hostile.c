@@ -328,6 +328,7 @@ scenario_guard(void)
     c.guard = test_guard;
     c.max_body_bytes = UPLOAD_BYTES;
     c.body_budget_bytes = UPLOAD_BUDGET_BYTES;
+    c.body_share_bytes = UPLOAD_BUDGET_BYTES; /* one caller: the budget is what is counted */
     server_up(&c);
     guard_budget();
     server_down();
@@ -336,6 +337,7 @@ scenario_guard(void)
     c.guard = test_guard;
     c.max_body_bytes = UPLOAD_BYTES;
     c.body_budget_bytes = UPLOADS * UPLOAD_BYTES;
+    c.body_share_bytes = c.body_budget_bytes; /* one caller, every upload admitted */
     c.spool_dir = scratch_dir();
     server_up(&c);
     guard_spooled();
