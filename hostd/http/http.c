@@ -409,8 +409,8 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     pthread_cond_init(&s->watchdog_cond, &attr);
     pthread_cond_init(&s->drain_cond, &attr);
     pthread_condattr_destroy(&attr);
-    s->max_per_caller = cfg->max_per_caller ? cfg->max_per_caller
-                                            : MAX(1u, cfg->max_connections / 2);
+    s->max_per_caller =
+        cfg->max_per_caller ? cfg->max_per_caller : MAX(1u, cfg->max_connections / 2);
     s->conn_callers = http_tally_new();
     if (cfg->body_budget)
         s->budget = cfg->body_budget;
@@ -420,8 +420,8 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
     s->cfg.tcp_address = s->tcp_address;
     s->cfg.unix_path = s->unix_path;
-    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) ||
-        !s->budget || !s->conn_callers) {
+    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) || !s->budget ||
+        !s->conn_callers) {
         http_server_stop(s);
         return NULL;
     }
@@ -477,6 +477,16 @@ unsigned
 http_server_handlers_running(const HttpServer *s)
 {
     return atomic_load(&s->in_handler);
+}
+
+unsigned
+http_server_connections(const HttpServer *s)
+{
+    HttpServer *m = (HttpServer *) s; /* the lock, not the server */
+    pthread_mutex_lock(&m->lock);
+    unsigned n = m->n_conns;
+    pthread_mutex_unlock(&m->lock);
+    return n;
 }
 
 unsigned

@@ -72,6 +72,8 @@ unsigned http_server_pending_heads(const HttpServer *s);
 /* Connection threads inside the handler right now: a handler that hands its work on and
  * returns is not counted while the work goes on; one that waits for it is. */
 unsigned http_server_handlers_running(const HttpServer *s);
+/* Connections MHD serves now (both listeners; not those waiting for their head). */
+unsigned http_server_connections(const HttpServer *s);
 /* Connections cut so far because their body came in below the budget's minimum rate. */
 unsigned http_server_slow_bodies_cut(const HttpServer *s);
 /* Connections one caller may hold on this server (HttpConfig.max_per_caller, resolved). */

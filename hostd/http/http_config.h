@@ -90,14 +90,14 @@ typedef struct HttpConfig {
     size_t body_share_bytes;
     size_t body_min_bytes_per_s;
     unsigned body_rate_window_s;
-    HttpBudget *body_budget;    /* shared; not owned; NULL: the server's own, from the above */
-    const char *spool_dir;      /* a body of spool_min_bytes or more (its Content-Length, or a
-                                 * chunked one) is written, as it arrives, to an unlinked file
-                                 * here (O_TMPFILE) and mapped read-only for the handler: it
-                                 * sits in the page cache, not the heap. NULL: memory only.
-                                 * The budget above counts it the same either way. */
+    HttpBudget *body_budget; /* shared; not owned; NULL: the server's own, from the above */
+    const char *spool_dir;   /* a body of spool_min_bytes or more (its Content-Length, or a
+                              * chunked one) is written, as it arrives, to an unlinked file
+                              * here (O_TMPFILE) and mapped read-only for the handler: it
+                              * sits in the page cache, not the heap. NULL: memory only.
+                              * The budget above counts it the same either way. */
     size_t spool_min_bytes;
-    HttpGuard guard;            /* NULL: every head passes */
+    HttpGuard guard; /* NULL: every head passes */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

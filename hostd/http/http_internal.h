@@ -63,7 +63,7 @@ struct HttpServer {
     HttpBudget *budget;     /* cfg.body_budget, or own_budget */
     HttpBudget *own_budget;
     unsigned max_per_caller; /* cfg.max_per_caller, or its default */
-    int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
+    int stop_fd;             /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
     atomic_uint in_handler; /* connection threads inside handler() */
 
@@ -94,8 +94,8 @@ struct HttpConn {
     char peer[HTTP_CALLER_MAX_BYTES];   /* the default caller: "addr:<IP>" or "uid:<uid>" */
     char caller[HTTP_CALLER_MAX_BYTES]; /* under srv->lock: the caller it counts for ("": none
                                          * yet), from its latest request's guard to its end */
-    uint64_t deadline_usec; /* under srv->lock; 0: none (request in, or streaming) */
-    bool cut;               /* under srv->lock: the watchdog shut it down */
+    uint64_t deadline_usec;             /* under srv->lock; 0: none (request in, or streaming) */
+    bool cut;                           /* under srv->lock: the watchdog shut it down */
     /* The minimum body rate: the connection thread adds what arrives; the watchdog looks at
      * each window's end whether it grew by enough since the last look. */
     atomic_size_t body_bytes;
@@ -136,16 +136,16 @@ struct HttpRequest {
     HttpServer *srv;
     HttpConn *conn;
     HttpRequestPhase phase;
-    bool active;       /* counted in srv->n_active */
-    size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
-    size_t body_alloc; /* bytes allocated at body */
-    size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
-    int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
-    bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
+    bool active;             /* counted in srv->n_active */
+    size_t body_cap;         /* Content-Length, or max_body_bytes for a chunked body */
+    size_t body_alloc;       /* bytes allocated at body */
+    size_t budget_held;      /* bytes of srv->budget this request holds (>= body_alloc) */
+    int spool_fd;            /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
+    bool body_mapped;        /* body is spool_fd's read-only mapping of body_len bytes */
     HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
     char caller[HTTP_CALLER_MAX_BYTES]; /* who is asking (http_request_set_caller()); the
                                          * budget counts budget_held under it */
-    void *ctx;         /* the guard's state for the handler */
+    void *ctx;                          /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
     /* Filled on the connection thread before the handler runs; read-only afterwards. */

@@ -354,19 +354,7 @@ scenario_guard(void)
 static int
 connect_from(uint32_t src_host_order)
 {
-    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(src_host_order)};
-    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0 ||
-        connect(fd, (struct sockaddr *) &dst, sizeof(dst)) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return cli_connect_tcp_from(src_host_order, port);
 }
 
 /* The child: CROWD connections, 50 per address from 127.1.0.1 on, each sends "G"; reports
