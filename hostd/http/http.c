@@ -489,14 +489,10 @@ http_server_connections(const HttpServer *s)
     return n;
 }
 
-unsigned
-http_server_slow_bodies_cut(const HttpServer *s)
+HttpBudget *
+http_server_budget(const HttpServer *s)
 {
-    HttpServer *m = (HttpServer *) s; /* the lock, not the server */
-    pthread_mutex_lock(&m->lock);
-    unsigned n = m->slow_bodies_cut;
-    pthread_mutex_unlock(&m->lock);
-    return n;
+    return s->budget;
 }
 
 unsigned

@@ -47,6 +47,13 @@ size_t http_budget_limit(const HttpBudget *b);
 size_t http_budget_share(const HttpBudget *b); /* one caller's, in bytes */
 size_t http_budget_used(const HttpBudget *b);
 size_t http_budget_used_by(const HttpBudget *b, const char *caller);
+typedef struct HttpBudgetStats {
+    size_t used_bytes;      /* held now */
+    uint64_t refused_full;  /* bodies refused (503, or cut mid-body if chunked): budget spent */
+    uint64_t refused_share; /* ... because their caller held its share */
+    uint64_t slow_cut;      /* connections cut: their body came in below the minimum rate */
+} HttpBudgetStats;
+void http_budget_stats(const HttpBudget *b, HttpBudgetStats *ret);
 
 /* Called on the connection's thread once the whole request (head + body, within the caps)
  * is in. It must answer with exactly one http_respond_*() call, now or later, from any
@@ -74,8 +81,8 @@ unsigned http_server_pending_heads(const HttpServer *s);
 unsigned http_server_handlers_running(const HttpServer *s);
 /* Connections MHD serves now (both listeners; not those waiting for their head). */
 unsigned http_server_connections(const HttpServer *s);
-/* Connections cut so far because their body came in below the budget's minimum rate. */
-unsigned http_server_slow_bodies_cut(const HttpServer *s);
+/* The body budget this server counts against (its own or HttpConfig.body_budget). */
+HttpBudget *http_server_budget(const HttpServer *s);
 /* Connections one caller may hold on this server (HttpConfig.max_per_caller, resolved). */
 unsigned http_server_max_per_caller(const HttpServer *s);
 

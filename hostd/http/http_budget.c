@@ -22,8 +22,9 @@ struct HttpBudget {
     size_t share;
     size_t min_bytes_per_s;
     unsigned window_s;
-    size_t used;     /* under lock */
-    HttpTally *held; /* under lock: bytes per caller */
+    size_t used;            /* under lock */
+    HttpTally *held;        /* under lock: bytes per caller */
+    HttpBudgetStats counts; /* under lock: refusals and cuts (used is filled on reading) */
 };
 
 /* The share a config asks for: its own, or half the budget but at least one largest body. */
@@ -108,6 +109,24 @@ http_budget_min_rate(const HttpBudget *b, size_t *ret_bytes_per_s, unsigned *ret
     *ret_window_s = b->window_s;
 }
 
+void
+http_budget_stats(const HttpBudget *b, HttpBudgetStats *ret)
+{
+    HttpBudget *m = (HttpBudget *) b; /* the lock, not the counts */
+    pthread_mutex_lock(&m->lock);
+    *ret = m->counts;
+    ret->used_bytes = m->used;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void
+http_budget_count_slow_cut(HttpBudget *b)
+{
+    pthread_mutex_lock(&b->lock);
+    b->counts.slow_cut++;
+    pthread_mutex_unlock(&b->lock);
+}
+
 size_t
 http_budget_used(const HttpBudget *b)
 {
@@ -144,6 +163,8 @@ http_budget_reserve(HttpBudget *b, const char *caller, size_t n)
         v = BUDGET_FULL; /* out of memory for the caller's entry: as if spent */
     else
         b->used += n;
+    b->counts.refused_full += v == BUDGET_FULL;
+    b->counts.refused_share += v == BUDGET_SHARE;
     pthread_mutex_unlock(&b->lock);
     return v;
 }

@@ -249,7 +249,7 @@ watchdog_scan(HttpServer *s)
             continue;
         }
         if (c->rate_check_usec && c->rate_check_usec <= now && rate_too_slow(s, c, now)) {
-            s->slow_bodies_cut++;
+            http_budget_count_slow_cut(s->budget); /* its lock nests in s->lock */
             conn_cut(c);
             continue;
         }

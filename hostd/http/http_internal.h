@@ -1,6 +1,7 @@
 /* Internals shared by the files of the HTTP server layer (http*.c); nothing outside
  * hostd/http includes this. Who owns what and which lock guards it is written next to each
- * field; the lock order is HttpServer.lock before HttpRequest.lock. */
+ * field; the lock order is HttpServer.lock before HttpRequest.lock, and
+ * HttpServer.lock before the budget's (http_budget.c). */
 #pragma once
 
 #include <microhttpd.h>
@@ -76,7 +77,6 @@ struct HttpServer {
     HttpConn *conns;             /* under lock */
     unsigned n_conns;            /* under lock */
     HttpTally *conn_callers;     /* under lock: connections per caller (HttpConn.caller) */
-    unsigned slow_bodies_cut;    /* under lock: connections cut for the minimum body rate */
     HttpRequest *waiting;        /* under lock: requests whose handler has not answered */
     unsigned n_active;           /* under lock: dispatched requests not completed yet */
     pthread_cond_t drain_cond;   /* CLOCK_MONOTONIC; under lock: n_active reached 0 */
@@ -226,6 +226,7 @@ int http_budget_check(const HttpConfig *c, Error **errp);
 HttpBudgetVerdict http_budget_reserve(HttpBudget *b, const char *caller, size_t n);
 void http_budget_release(HttpBudget *b, const char *caller, size_t n);
 void http_budget_min_rate(const HttpBudget *b, size_t *ret_bytes_per_s, unsigned *ret_window_s);
+void http_budget_count_slow_cut(HttpBudget *b);
 
 /* http_listen.c: listening sockets. */
 int http_listen_tcp(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port,
