@@ -228,6 +228,10 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     waiting_link(s, r, false);
     (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
     r->phase = PHASE_DONE;
+    /* A caller the guard did not name (a public route: health) is not kept alive: idle, its
+     * connection would hold a thread for idle_timeout_s, counted only per address. */
+    if (answered && s->cfg.guard && !r->caller_named)
+        r->reply.close = true;
     if (answered)
         return http_reply_queue(s, &r->reply, mc);
 

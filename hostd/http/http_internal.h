@@ -145,6 +145,7 @@ struct HttpRequest {
     HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
     char caller[HTTP_CALLER_MAX_BYTES]; /* who is asking (http_request_set_caller()); the
                                          * budget counts budget_held under it */
+    bool caller_named;                  /* the guard named it (else: the peer's) */
     void *ctx;                          /* the guard's state for the handler */
     void (*free_ctx)(void *);
 

@@ -267,6 +267,7 @@ http_request_set_caller(HttpRequest *r, const char *key)
     if (r->phase != PHASE_HEAD || len == 0 || len >= HTTP_CALLER_MAX_BYTES)
         return -1;
     memcpy(r->caller, key, len + 1);
+    r->caller_named = true;
     return 0;
 }
 

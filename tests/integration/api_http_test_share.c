@@ -34,7 +34,8 @@
 
 static HttpBudget *budget;
 
-/* "Authorization: Bearer <name>" names caller "tenant:<name>"; anything else is 401. */
+/* "Authorization: Bearer <name>" names caller "tenant:<name>"; /bytes is public (passes
+ * unnamed, as a health route does); anything else is 401. */
 static bool
 bearer_guard(HttpRequest *r, void *userdata)
 {
@@ -45,6 +46,8 @@ bearer_guard(HttpRequest *r, void *userdata)
     if (auth && strncmp(auth, "Bearer ", 7) == 0 && auth[7] &&
         snprintf(key, sizeof(key), "tenant:%s", auth + 7) < (int) sizeof(key) &&
         http_request_set_caller(r, key) == 0)
+        return true;
+    if (strcmp(http_path(r), "/bytes") == 0)
         return true;
     Error e = {.category = E_UNAUTHORIZED};
     snprintf(e.message, sizeof(e.message), "no valid token");
@@ -267,6 +270,36 @@ share_connections(void)
             close(fd[i]);
 }
 
+/* A public route's answer closes its connection: a caller nobody named is not kept alive
+ * (idle, it would hold a thread for idle_timeout_s, counted per address only); a named one
+ * is. */
+static void
+share_public_not_kept_alive(void)
+{
+    static const char pub[] = "GET /bytes HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char named[] = "GET /bytes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer C\r\n\r\n";
+    const char *reqs[] = {pub, named};
+    bool closed[2] = {false, false};
+    int status[2] = {-1, -1};
+
+    for (int i = 0; i < 2; i++) {
+        CliResponse r;
+        int fd = cli_connect_tcp_from(addr(6, 0, 1), port);
+        if (fd >= 0 && cli_send(fd, reqs[i], strlen(reqs[i])) == 0)
+            status[i] = cli_read_response(fd, WAIT_MS, &r);
+        if (status[i] >= 0)
+            cli_response_clear(&r);
+        closed[i] = fd >= 0 && cli_wait_closed(fd, 1000) >= 0;
+        if (fd >= 0)
+            close(fd);
+    }
+    fprintf(stderr,
+            "  public route: %d, closed %s; the same by a named caller: %d, kept alive %s\n",
+            status[0], closed[0] ? "yes" : "no", status[1], closed[1] ? "no" : "yes");
+    EXPECT(status[0] == 200 && closed[0]);
+    EXPECT(status[1] == 200 && !closed[1]);
+}
+
 void
 scenario_share(void)
 {
@@ -282,6 +315,7 @@ scenario_share(void)
     share_declared();
     share_chunked();
     share_connections();
+    share_public_not_kept_alive();
     share_server_down();
 }
 
