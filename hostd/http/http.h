@@ -15,8 +15,10 @@
  * an absolute deadline from accept (or from the previous response) until the request head
  * and body are in, enforced by a watchdog thread (slow-loris). A TCP connection costs no
  * thread until its head is complete (http_accept.c; head_timeout_s, max_pending). A guard
- * (authentication) sees every head before its body is read; bodies in memory are bounded
- * by a budget shared across servers (503 when spent).
+ * (authentication) sees every head before its body is read and names the caller; bodies in
+ * memory are bounded by a budget shared across servers, in all and per caller (503 when
+ * spent), and must arrive at its minimum rate; one caller holds at most max_per_caller of a
+ * server's connections (503). A caller nobody named is not kept alive.
  *
  * Every response carries Cache-Control: no-store and X-Content-Type-Options: nosniff.
  * Errors raised by the layer itself use the same JSON shape as http_respond_error().
