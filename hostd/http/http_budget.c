@@ -6,10 +6,10 @@
  * first byte, so its client gets a clean 503 rather than a cut mid-body) until the request
  * is freed. Without a share, one caller declaring four 64 MiB bodies and trickling them held
  * the whole default budget for request_timeout_s and every other caller's body got 503.
- * Reserving as bytes arrive instead would not stop it: loopback takes 64 MiB in well under
- * a second, so a caller fills the budget at once and then holds it by sending the minimum
- * rate (README.md, "The body budget", has the figures). Reservations are all or nothing, so
- * neither count ever passes its bound. */
+ * Reserving as bytes arrive instead would not stop it: a caller filled 8 MiB of chunked
+ * bodies (which reserve as they arrive) over loopback in 0.06 to 0.19 s, then held them by
+ * sending the minimum rate (README.md, "What one caller may hold of what every caller
+ * shares"). Reservations are all or nothing, so neither count ever passes its bound. */
 #include <pthread.h>
 #include <stdlib.h>
 

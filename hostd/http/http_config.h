@@ -20,9 +20,9 @@
 #define HTTP_DEFAULT_MAX_PENDING 16384
 #define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
 #define HTTP_DEFAULT_SPOOL_MIN_BYTES ((size_t) 1 << 20) /* smaller bodies stay in memory */
-/* A body in flight must grow by at least this rate in every window of this length (README.md,
- * "The body budget": 4 KiB/s is 32 kbit/s, far below any link that uploads a largest body
- * within request_timeout_s; a body that is in within one window is never judged). */
+/* A body in flight must grow by at least this rate in every window of this length. 4 KiB/s
+ * is 32 kbit/s: a largest body must arrive within request_timeout_s anyway, at 268 times
+ * that; a body that is in within one window is never judged (README.md). */
 #define HTTP_DEFAULT_BODY_MIN_BYTES_PER_S ((size_t) 4 << 10)
 #define HTTP_DEFAULT_BODY_RATE_WINDOW_S 10
 
