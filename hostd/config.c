@@ -98,6 +98,11 @@ static const Key keys[] = {
     {SEC_API, "head_timeout_s", K_UINT, HC(head_timeout_s), 0, 1, 3600},
     {SEC_API, "max_pending", K_UINT, HC(max_pending), 0, 1, HTTP_MAX_PENDING_CEILING},
     {SEC_API, "body_budget_mib", K_UINT, DC(body_budget_mib), 0, 1, 16384},
+    {SEC_API, "body_share_mib", K_UINT, DC(body_share_mib), 0, 0, 16384},
+    {SEC_API, "body_min_bytes_per_s", K_UINT, DC(body_min_bytes_per_s), 0, 0,
+     HTTP_BODY_MIN_BYTES_PER_S_CEILING},
+    {SEC_API, "body_rate_window_s", K_UINT, HC(body_rate_window_s), 0, 1, 3600},
+    {SEC_API, "max_per_caller", K_UINT, HC(max_per_caller), 0, 0, HTTP_MAX_CONNECTIONS_CEILING},
     {SEC_SESSIONS, "default_timeout_s", K_USEC, SC(default_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "max_timeout_s", K_USEC, SC(max_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "exec_timeout_s", K_USEC, SC(exec_default_timeout_usec), 0, 1, 86400},
@@ -206,6 +211,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
     c->max_body_mib = (unsigned) (c->http.max_body_bytes >> 20);
     c->body_budget_mib = (unsigned) (c->http.body_budget_bytes >> 20);
+    c->body_min_bytes_per_s = (unsigned) c->http.body_min_bytes_per_s;
     sessions_config_defaults(&c->sessions);
     e2b_config_defaults(&c->e2b);
     c->output_limit_mib = (unsigned) (c->sessions.output_limit_bytes >> 20);
@@ -547,9 +553,18 @@ config_finish(DaemonConfig *c, Error **errp)
     c->http.unix_path = c->unix_socket;
     c->http.max_body_bytes = (size_t) c->max_body_mib << 20;
     c->http.body_budget_bytes = (size_t) c->body_budget_mib << 20;
+    c->http.body_share_bytes = (size_t) c->body_share_mib << 20;
+    c->http.body_min_bytes_per_s = c->body_min_bytes_per_s;
     if (c->body_budget_mib < c->max_body_mib)
         return error_set(errp, E_INVALID, 0,
                          "[api] body_budget_mib must hold one largest body (max_body_mib)");
+    if (c->body_share_mib && (c->body_share_mib < c->max_body_mib ||
+                              c->body_share_mib > c->body_budget_mib))
+        return error_set(errp, E_INVALID, 0,
+                         "[api] body_share_mib must hold one largest body (max_body_mib) and be "
+                         "at most body_budget_mib");
+    if (c->http.max_per_caller > c->http.max_connections)
+        return error_set(errp, E_INVALID, 0, "[api] max_per_caller is over max_connections");
     SessionsConfig *sc = &c->sessions;
     sc->state_dir = c->state_dir;
     sc->output_limit_bytes = (uint64_t) c->output_limit_mib << 20;

@@ -15,7 +15,8 @@
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
  *   [api]               tcp_address ("none" disables TCP), tcp_port, unix_socket, max_body_mib,
  *                       request_timeout_s, idle_timeout_s, max_connections, max_per_ip,
- *                       head_timeout_s, max_pending, body_budget_mib
+ *                       head_timeout_s, max_pending, body_budget_mib, body_share_mib,
+ *                       body_min_bytes_per_s, body_rate_window_s, max_per_caller
  *   [sessions]          default_timeout_s, max_timeout_s, exec_timeout_s, pending_timeout_s,
  *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
  *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
@@ -79,7 +80,9 @@ typedef struct DaemonConfig {
     char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */
     HttpConfig http;                         /* strings point into this struct */
     unsigned max_body_mib;
-    unsigned body_budget_mib; /* request bodies in memory, all listeners */
+    unsigned body_budget_mib;                /* request bodies in memory, all listeners */
+    unsigned body_share_mib;                 /* of them, one caller's; 0: the layer's default */
+    unsigned body_min_bytes_per_s;           /* a body in flight: at least this, per window */
     SessionsConfig sessions;
     E2bConfig e2b;
     ClusterConfig cluster; /* database "" = a single host (SQLite) */

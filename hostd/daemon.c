@@ -467,8 +467,8 @@ daemon_start_api(Daemon *d, Error **errp)
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
-    if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
-        return error_set(errp, E_INTERNAL, ENOMEM, "body budget");
+    if (http_budget_new(&hc, &d->body_budget, errp) < 0)
+        return error_prefix(errp, "[api]");
     hc.body_budget = d->body_budget;
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)

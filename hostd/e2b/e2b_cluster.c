@@ -52,6 +52,7 @@ e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *
         return 0;
     snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
     snprintf(ret->url, sizeof(ret->url), "%s", url);
+    snprintf(ret->tenant, sizeof(ret->tenant), "%s", o.tenant);
     return 1;
 }
 

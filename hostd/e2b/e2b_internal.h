@@ -123,6 +123,7 @@ void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
 typedef struct E2bRemote {
     char host_id[64];
     char url[E2B_PEER_URL_MAX_BYTES + 1]; /* the owner's listener for this face */
+    char tenant[64];                      /* the sandbox's (E2bOwner.tenant) */
 } E2bRemote;
 
 /* Loop thread. Whether sandbox id, which this host's table does not hold, is another host's

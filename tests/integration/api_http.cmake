@@ -3,11 +3,12 @@
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 find_package(Threads REQUIRED)
 add_executable(test_api_http api_http_test.c api_http_test_req.c api_http_test_conn.c
-               api_http_test_hostile.c api_http_test_loop.c api_http_client.c)
+               api_http_test_hostile.c api_http_test_loop.c api_http_test_share.c
+               api_http_client.c)
 target_link_libraries(test_api_http PRIVATE stockade_http stockade_loop stockade_testlib
                       PkgConfig::CURL Threads::Threads)
 foreach(scenario echo paths body unix config slowloris idle load limits stream disconnect
-        stop cpu guard crowd loop)
+        stop cpu guard crowd loop share rate)
     add_test(NAME integration_api_http_${scenario} COMMAND test_api_http ${scenario})
     set_tests_properties(integration_api_http_${scenario} PROPERTIES LABELS integration
                          SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)

@@ -38,6 +38,24 @@ cli_connect_tcp(uint16_t port)
 }
 
 int
+cli_connect_tcp_from(uint32_t src_host_order, uint16_t port)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(src_host_order)};
+    struct sockaddr_in dst = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0 ||
+        connect(fd, (struct sockaddr *) &dst, sizeof(dst)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int
 cli_connect_unix(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -3,6 +3,7 @@
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
  *   guard, crowd                                               api_http_test_hostile.c
+ *   share, rate                                                api_http_test_share.c
  *   loop                                                       api_http_test_loop.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /head/sized, /head/unsized, /stream/timer,
@@ -380,6 +381,8 @@ static const struct {
     {"guard", scenario_guard},
     {"crowd", scenario_crowd},
     {"loop", scenario_loop},
+    {"share", scenario_share},
+    {"rate", scenario_rate},
 };
 
 static void

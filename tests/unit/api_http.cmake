@@ -1,5 +1,5 @@
-# hostd/http: the HTTP layer's pure request-target parsing (the server itself is tested in
-# tests/integration/api_http.cmake).
+# hostd/http: the HTTP layer's pure parts, request-target parsing and the count per caller (the
+# server itself is tested in tests/integration/api_http.cmake).
 stockade_test(NAME unit_api_http_url LABEL unit SOURCES api_http_url.c
               LIBS stockade_http_url PkgConfig::CMOCKA)
 # The workspace tar writer read back by our reader, GNU tar and Python's tarfile, over a tree

@@ -1,15 +1,18 @@
-/* Unit tests of the HTTP layer's pure request parsing (hostd/http/http_url.c, http_json.c):
- * table-driven accepts and refusals, and every cap at and one past its limit. */
+/* Unit tests of the HTTP layer's pure parts (hostd/http/http_url.c, http_json.c,
+ * http_tally.c): table-driven accepts and refusals, every cap at and one past its limit, and
+ * the count per caller the shares add up. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "http_json.h"
+#include "http_tally.h"
 #include "http_url.h"
 
 typedef struct {
@@ -256,6 +259,51 @@ test_json_depth(void **state)
                          cases[i].ok);
 }
 
+/* The count per caller: entries come and go with their counts, colliding keys stay apart,
+ * a count never goes below zero, and a key the layer could not copy is refused. */
+static void
+test_tally(void **state)
+{
+    HttpTally *t = http_tally_new();
+    char key[HTTP_CALLER_MAX_BYTES + 1];
+
+    (void) state;
+    assert_non_null(t);
+    assert_int_equal(http_tally_get(t, "tenant:a"), 0);
+    assert_int_equal(http_tally_add(t, "tenant:a", 3), 0);
+    assert_int_equal(http_tally_add(t, "tenant:a", 4), 0);
+    assert_int_equal(http_tally_add(t, "tenant:b", 1), 0);
+    assert_int_equal(http_tally_add(t, "tenant:c", 0), 0); /* nothing: no entry */
+    assert_int_equal(http_tally_get(t, "tenant:a"), 7);
+    assert_int_equal(http_tally_callers(t), 2);
+    http_tally_sub(t, "tenant:a", 10); /* more than held: zero, and the entry goes */
+    assert_int_equal(http_tally_get(t, "tenant:a"), 0);
+    assert_int_equal(http_tally_callers(t), 1);
+    http_tally_sub(t, "tenant:nobody", 1);
+    assert_int_equal(http_tally_get(t, "tenant:b"), 1);
+
+    assert_int_equal(http_tally_add(t, "", 1), -1);
+    memset(key, 'k', sizeof(key) - 1);
+    key[HTTP_CALLER_MAX_BYTES] = '\0'; /* one byte too long with its NUL */
+    assert_int_equal(http_tally_add(t, key, 1), -1);
+    key[HTTP_CALLER_MAX_BYTES - 1] = '\0'; /* the longest */
+    assert_int_equal(http_tally_add(t, key, 1), 0);
+    assert_int_equal(http_tally_get(t, key), 1);
+
+    /* Many callers share the buckets: each keeps its own count. */
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "addr:10.0.%u.%u", i / 250, i % 250);
+        assert_int_equal(http_tally_add(t, key, i + 1), 0);
+    }
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "addr:10.0.%u.%u", i / 250, i % 250);
+        assert_int_equal(http_tally_get(t, key), i + 1);
+        http_tally_sub(t, key, i + 1);
+    }
+    assert_int_equal(http_tally_callers(t), 2);
+    http_tally_free(t);
+}
+
 int
 main(void)
 {
@@ -263,6 +311,7 @@ main(void)
         cmocka_unit_test(test_good_targets),   cmocka_unit_test(test_bad_targets),
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_split_and_copy), cmocka_unit_test(test_json_depth),
+        cmocka_unit_test(test_tally),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,47 @@ test_guest_memory(void **state)
     error_free(e);
 }
 
+/* [api]'s per-caller shares and minimum body rate reach HttpConfig; a share that cannot hold
+ * one largest body, or is over the budget, and a caller cap over max_connections are refused
+ * at finish (where the keys meet). */
+static void
+test_api_shares(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(parse("[api]\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.http.body_share_bytes, 0); /* the layer's default: half the budget */
+    assert_int_equal(cfg.http.body_min_bytes_per_s, HTTP_DEFAULT_BODY_MIN_BYTES_PER_S);
+    assert_int_equal(cfg.http.body_rate_window_s, HTTP_DEFAULT_BODY_RATE_WINDOW_S);
+    assert_int_equal(cfg.http.max_per_caller, 0);
+    assert_int_equal(parse("[api]\nbody_budget_mib = 512\nbody_share_mib = 64\n"
+                           "body_min_bytes_per_s = 0\nbody_rate_window_s = 30\n"
+                           "max_per_caller = 100\n",
+                           &e),
+                     0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.http.body_share_bytes, (size_t) 64 << 20);
+    assert_int_equal(cfg.http.body_min_bytes_per_s, 0);
+    assert_int_equal(cfg.http.body_rate_window_s, 30);
+    assert_int_equal(cfg.http.max_per_caller, 100);
+    static const char *const bad[] = {
+        "[api]\nbody_share_mib = 32\n",                         /* under max_body_mib (64) */
+        "[api]\nbody_budget_mib = 128\nbody_share_mib = 256\n", /* over the budget */
+        "[api]\nmax_connections = 10\nmax_per_caller = 11\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(parse(bad[i], &e), 0);
+        if (config_finish(&cfg, &e) == 0)
+            fail_msg("accepted: %s", bad[i]);
+        assert_non_null(strstr(e->message, "[api]"));
+        error_free(e);
+        e = NULL;
+    }
+    assert_int_equal(parse("[api]\nbody_rate_window_s = 0\n", &e), -1);
+    error_free(e);
+}
+
 static void
 test_rejects(void **state)
 {
@@ -330,10 +371,15 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_and_file), cmocka_unit_test(test_rejects),
-        cmocka_unit_test(test_guest_memory),      cmocka_unit_test(test_long_line_and_nul),
-        cmocka_unit_test(test_cluster),           cmocka_unit_test(test_inline_comments),
-        cmocka_unit_test(test_units_in_config),   cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_defaults_and_file),
+        cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_api_shares),
+        cmocka_unit_test(test_guest_memory),
+        cmocka_unit_test(test_long_line_and_nul),
+        cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_inline_comments),
+        cmocka_unit_test(test_units_in_config),
+        cmocka_unit_test(test_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
