@@ -46,7 +46,7 @@ struct Daemon {
     Pool *pool;
     ExtractService *extract; /* the warm appliance that salvages the pool's disks */
     Store *store;
-    Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
+    Cluster *cluster; /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -60,9 +60,9 @@ struct Daemon {
     TimerId status_timer;
     uint64_t ticks; /* of the status timer (daemon_on_status_timer) */
     int stop_requests;
-    bool heartbeat_failing;  /* logged once per outage */
-    int64_t tenancy_seq;     /* the cluster's last tenant or token change copied to the store */
-    bool tenancy_failing;    /* logged once per outage */
+    bool heartbeat_failing; /* logged once per outage */
+    int64_t tenancy_seq;    /* the cluster's last tenant or token change copied to the store */
+    bool tenancy_failing;   /* logged once per outage */
 };
 
 static int
@@ -77,9 +77,8 @@ daemon_lock_state(Daemon *d, Error **errp)
     if (d->lock_fd < 0)
         return error_set(errp, E_IO, errno, "open %s", path);
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
-        return error_set(errp, E_CONFLICT, errno,
-                         "another stockaded already uses %s (lock %s)", d->cfg->state_dir,
-                         path);
+        return error_set(errp, E_CONFLICT, errno, "another stockaded already uses %s (lock %s)",
+                         d->cfg->state_dir, path);
     return 0;
 }
 
@@ -102,21 +101,22 @@ daemon_write_status(Daemon *d)
     fputs("\",\"pools\":[", f);
     for (size_t i = 0; i < st.n_shapes; i++) {
         const PoolShapeStatus *s = &st.shapes[i];
-        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
-                   "\"starting\":%u,\"draining\":%u,\"snapshots_ready\":%u}",
+        fprintf(f,
+                "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
+                "\"starting\":%u,\"draining\":%u,\"snapshots_ready\":%u}",
                 i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy, s->starting,
                 s->draining, s->snapshots_ready);
     }
-    fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
-               "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
-               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
-               "\"e2b_handlers_running\":%u}\n",
+    fprintf(f,
+            "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
+            "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
+            "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
+            "\"e2b_handlers_running\":%u}\n",
             (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
             (unsigned long long) st.boots, (unsigned long long) st.destroys,
             (unsigned long long) st.wedged, (unsigned long long) st.broken,
-            (unsigned long long) st.prepare_failures,
-            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures,
-            e2b_handlers_running(d->e2b));
+            (unsigned long long) st.prepare_failures, (unsigned long long) st.accel_probes,
+            (unsigned long long) st.accel_probe_failures, e2b_handlers_running(d->e2b));
     if (fflush(f) == 0 && rename(tmp, path) == 0)
         return;
     (void) unlink(tmp);
@@ -222,8 +222,7 @@ daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
         if (n.invalid + n.conflicts + t.n_invalid > 0)
             log_warn("cluster: %zu tenant or token row(s) not copied (invalid %zu, conflicting "
                      "with this host's %zu)",
-                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid,
-                     n.conflicts);
+                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid, n.conflicts);
         if (t.rewound)
             log_warn("cluster: the database's tenant and token changes went back (restored?); "
                      "pulling them all again");
@@ -248,7 +247,8 @@ daemon_tenancy_sync(Daemon *d)
         if (daemon_tenancy_pull(d, &more, &err) < 0) {
             if (!d->tenancy_failing)
                 log_error("cluster: tenants and tokens not brought in step (this host "
-                          "authenticates with its last copy): %s", err->message);
+                          "authenticates with its last copy): %s",
+                          err->message);
             d->tenancy_failing = true;
             return;
         }
@@ -297,8 +297,7 @@ daemon_open_extract(Daemon *d, Error **errp)
     ExtractHost host = {.state = daemon_extract_host_state,
                         .disks = daemon_extract_host_disks,
                         .userdata = d->pool};
-    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
-                               errp);
+    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract, errp);
 }
 
 static void
@@ -346,6 +345,24 @@ daemon_request_stop(Daemon *d)
         loop_quit(d->loop, 1);
 }
 
+/* SIGHUP: the host credential is read again (a rotation step, hostd/cluster/README.md);
+ * nothing else of the configuration is. */
+static void
+daemon_reload(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!d->cluster) {
+        log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+        return;
+    }
+    if (cluster_reload_credential(d->cluster, &err) < 0)
+        log_error("SIGHUP: the host credential in use stays: %s", err->message);
+    else
+        log_info("SIGHUP: host credential reloaded from %s (the rest of the configuration "
+                 "needs a restart)",
+                 d->cfg->cluster.host_token_file);
+}
+
 static void
 daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
 {
@@ -354,7 +371,7 @@ daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
     (void) events;
     while (read(fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-            log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+            daemon_reload(userdata);
             continue;
         }
         log_info("signal %u received", si.ssi_signo);
@@ -376,8 +393,7 @@ daemon_watch_signals(Daemon *d, Error **errp)
     d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (d->signal_fd < 0)
         return error_set(errp, E_INTERNAL, errno, "signalfd");
-    return loop_watch_fd(d->loop, d->signal_fd, EPOLLIN, daemon_on_signal, d, &d->signal_src,
-                         errp);
+    return loop_watch_fd(d->loop, d->signal_fd, EPOLLIN, daemon_on_signal, d, &d->signal_src, errp);
 }
 
 static int
@@ -406,6 +422,13 @@ daemon_open_cluster(Daemon *d, Error **errp)
     sessions_set_cluster(d->sessions, d->cluster);
     log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
              cluster_schema_latest());
+    if (c->insecure_hops)
+        log_warn("cluster: insecure_hops: hops to http:// hosts carry the hop credential, "
+                 "tenants' identities and bodies in clear");
+    if (strncmp(c->advertise_url, "https://", 8) == 0 &&
+        (!d->cfg->http.tls_cert_file || !d->cfg->http.tcp_address))
+        log_warn("cluster: advertise_url is https:// but this API serves no TLS ([api] "
+                 "tls_cert): other hosts reach it only through a proxy that terminates TLS");
     daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
     return 0;
 }
@@ -420,10 +443,15 @@ daemon_pool_status(void *userdata, PoolStatus *ret)
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
-    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
-                    .pool_userdata = d->pool, .readers = d->readers, .store = d->store,
+    ApiDeps deps = {.loop = d->loop,
+                    .sessions = d->sessions,
+                    .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool,
+                    .readers = d->readers,
+                    .store = d->store,
                     .cluster = d->cluster,
-                    .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
+                    .default_quota = &d->cfg->sessions.default_quota,
+                    .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
     if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
@@ -432,7 +460,10 @@ daemon_start_api(Daemon *d, Error **errp)
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
-    log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
+    log_info("API on %s%s%s:%u and unix:%s",
+             !d->cfg->http.tcp_address    ? ""
+             : d->cfg->http.tls_cert_file ? "https://"
+                                          : "http://",
              d->cfg->http.tcp_address ? d->cfg->http.tcp_address : "(no TCP)",
              d->cfg->http.tcp_address ? "" : "", d->cfg->http.tcp_port, d->cfg->http.unix_path);
     return 0;
@@ -454,6 +485,16 @@ daemon_e2b_owner(void *userdata, const char *session_id, E2bOwner *ret, Error **
     return 0;
 }
 
+/* Cluster mode: the envd token keys (the loop's call). */
+static size_t
+daemon_e2b_envd_keys(void *userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES])
+{
+    _Static_assert(E2B_ENVD_KEYS_MAX == CLUSTER_SECRETS_MAX, "the rotation's keys");
+    _Static_assert(E2B_ENVD_KEY_BYTES == CLUSTER_KEY_BYTES, "one key's size");
+    Daemon *d = userdata;
+    return cluster_envd_keys(d->cluster, ret);
+}
+
 /* ... and the hop to it: the native API's (hostd/api/api_forward_hop.c). */
 static void
 daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *base_url,
@@ -470,16 +511,25 @@ daemon_publish_e2b(Daemon *d)
 {
     _cleanup_error_ Error *err = NULL;
     if (d->cluster && cluster_e2b_publish(d->cluster, d->e2b ? e2b_api_port(d->e2b) : 0,
-                                          d->e2b ? e2b_envd_port(d->e2b) : 0, &err) < 0)
+                                          d->e2b ? e2b_envd_port(d->e2b) : 0,
+                                          d->e2b && e2b_tls(d->e2b), &err) < 0)
         log_error("cluster: publishing the E2B listeners: %s", err->message);
 }
 
 static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
-    const E2bConfig *c = &d->cfg->e2b;
-    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
-                    .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
+    E2bConfig ec = d->cfg->e2b, *c = &ec;
+    if (!c->tls_cert[0]) { /* [api]'s pair unless [e2b] names its own */
+        snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", d->cfg->tls_cert);
+        snprintf(c->tls_key, sizeof(c->tls_key), "%s", d->cfg->tls_key);
+    }
+    E2bDeps deps = {.loop = d->loop,
+                    .sessions = d->sessions,
+                    .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool,
+                    .readers = d->readers,
+                    .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,
@@ -489,7 +539,7 @@ daemon_start_e2b(Daemon *d, Error **errp)
         deps.owner = daemon_e2b_owner;
         deps.forward = daemon_e2b_forward;
         deps.cluster_userdata = d;
-        deps.envd_key = cluster_host_token(d->cluster);
+        deps.envd_keys = daemon_e2b_envd_keys;
     }
     if (!c->enabled) {
         daemon_publish_e2b(d);
@@ -498,8 +548,9 @@ daemon_start_e2b(Daemon *d, Error **errp)
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
         return -1;
     daemon_publish_e2b(d);
-    log_info("E2B API on http://%s:%u, envd on http://%s:%u (domain %s)", c->address,
-             e2b_api_port(d->e2b), c->address, e2b_envd_port(d->e2b), c->domain);
+    const char *scheme = e2b_tls(d->e2b) ? "https" : "http";
+    log_info("E2B API on %s://%s:%u, envd on %s://%s:%u (domain %s)", scheme, c->address,
+             e2b_api_port(d->e2b), scheme, c->address, e2b_envd_port(d->e2b), c->domain);
     return 0;
 }
 
@@ -516,11 +567,10 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
         daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
         workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
-        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
-        daemon_open_store(d, errp) < 0 ||
+        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 || daemon_open_store(d, errp) < 0 ||
         daemon_open_extract(d, errp) < 0 ||
-        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub,
-                     &cfg->sessions, &d->sessions, errp) < 0 ||
+        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub, &cfg->sessions,
+                     &d->sessions, errp) < 0 ||
         daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
@@ -560,11 +610,11 @@ daemon_free(Daemon *d)
     e2b_stop(d->e2b); /* waits for connection threads; its pending loop calls never run */
     api_stop(d->api); /* the same: the loop no longer runs */
     http_budget_free(d->body_budget); /* no server uses it any more */
-    workq_free(d->session_q);  /* then no job may complete into freed state */
+    workq_free(d->session_q);         /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
     extract_service_free(d->extract); /* what a stop left running: after the work queues */
-    cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
+    cluster_free(d->cluster);         /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

@@ -31,6 +31,8 @@ static const char main_help[] =
     "                  env STOCKADE_SOCKET)\n"
     "  --url URL       use HTTP(S) instead, e.g. http://127.0.0.1:8787 (env STOCKADE_URL)\n"
     "  --token TOKEN   sent as 'Authorization: Bearer TOKEN' (env STOCKADE_TOKEN)\n"
+    "  --cacert FILE   an https:// URL's certificate must chain to this CA (PEM; env\n"
+    "                  STOCKADE_CACERT); default: the system's trusted CAs\n"
     "  --json          machine-readable output\n"
     "  -h, --help      help (of a verb: stockade VERB --help)\n"
     "  -V, --version   print the version\n"
@@ -53,22 +55,14 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-    {"run", cmd_run},
-    {"exec", cmd_exec},
-    {"code", cmd_code},
-    {"sessions", cmd_sessions},
-    {"session", cmd_sessions},
-    {"logs", cmd_logs},
-    {"cancel", cmd_cancel},
-    {"cp", cmd_cp},
-    {"pool", cmd_pool},
-    {"doctor", cmd_doctor},
-    {"version", cmd_version},
-    {"tenants", cmd_tenants},
-    {"hosts", cmd_hosts},
-    {"quota", cmd_quota},
-    {"usage", cmd_usage},
-    {"image", cmd_image},
+    {"run", cmd_run},          {"exec", cmd_exec},
+    {"code", cmd_code},        {"sessions", cmd_sessions},
+    {"session", cmd_sessions}, {"logs", cmd_logs},
+    {"cancel", cmd_cancel},    {"cp", cmd_cp},
+    {"pool", cmd_pool},        {"doctor", cmd_doctor},
+    {"version", cmd_version},  {"tenants", cmd_tenants},
+    {"hosts", cmd_hosts},      {"quota", cmd_quota},
+    {"usage", cmd_usage},      {"image", cmd_image},
     {"images", cmd_image},
 };
 

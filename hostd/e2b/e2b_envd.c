@@ -384,10 +384,7 @@ check_on_loop(E2bCall *c)
     int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
     cc->forward = where > 0;
     if (where > 0) { /* checked here before a body byte is read, and by the owner again */
-        char token[E2B_TOKEN_BYTES];
-        e2b_envd_token_for(c->e->d.envd_key, cc->auth.id, token);
-        (void) e2b_envd_token_check(&cc->auth, token, &err);
-        explicit_bzero(token, sizeof(token));
+        (void) e2b_envd_token_derived_check(c->e, &cc->auth, &err);
     } else if (where == 0 && !cc->where_only) {
         (void) e2b_envd_sandbox(c->e, &cc->auth, &err);
     }

@@ -35,15 +35,28 @@
 #define HTTP_POOL_SLACK_BYTES ((size_t) 16 << 10)
 /* Retry-After of a 503 for a spent body budget: uploads in flight end within seconds. */
 #define HTTP_BUDGET_RETRY_AFTER_S "1"
+/* A certificate chain or key file read at start. */
+#define HTTP_TLS_FILE_MAX_BYTES ((size_t) 1 << 20)
+/* GnuTLS priorities of the TLS listener: its defaults without TLS 1.0 and 1.1. */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct HttpConn HttpConn;
 typedef struct HttpAcceptor HttpAcceptor;
+
+/* The TCP listener's certificate and key, PEM, NUL-terminated (http_tls.c). */
+typedef struct HttpTls {
+    char *cert_pem;
+    size_t cert_len;
+    char *key_pem; /* wiped when cleared */
+    size_t key_len;
+} HttpTls;
 
 /* One MHD daemon: TCP or unix. */
 typedef struct HttpListener {
     HttpServer *srv;
     bool is_unix;
-    int fd; /* listening socket; MHD owns it once the daemon started */
+    bool tls; /* serves HTTPS (the TCP listener with a certificate) */
+    int fd;   /* listening socket; MHD owns it once the daemon started */
     struct MHD_Daemon *mhd;
 } HttpListener;
 
@@ -59,6 +72,7 @@ struct HttpServer {
     HttpListener tcp;
     HttpListener unx;
     HttpAcceptor *acceptor; /* TCP connections until their head is in */
+    HttpTls tls;            /* cfg.tls_cert_file/tls_key_file, read at start; empty: plain */
     HttpBudget *budget;     /* cfg.body_budget, or own_budget */
     HttpBudget *own_budget;
     int stop_fd; /* eventfd, readable from the moment stop begins: wakes producers */
@@ -87,6 +101,10 @@ struct HttpConn {
     bool is_unix;
     bool has_uid;
     uid_t uid;
+    uint64_t started_usec;  /* MHD took it */
+    bool head_first;        /* under srv->lock: TLS, and its first request head not in yet
+                             * (the front door could not see it: the handshake and head get
+                             * the head timeout on this thread) */
     uint64_t deadline_usec; /* under srv->lock; 0: none (request in, or streaming) */
     bool cut;               /* under srv->lock: the watchdog shut it down */
 };
@@ -124,14 +142,14 @@ struct HttpRequest {
     HttpServer *srv;
     HttpConn *conn;
     HttpRequestPhase phase;
-    bool active;       /* counted in srv->n_active */
-    size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
-    size_t body_alloc; /* bytes allocated at body */
-    size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
-    int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
-    bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
+    bool active;             /* counted in srv->n_active */
+    size_t body_cap;         /* Content-Length, or max_body_bytes for a chunked body */
+    size_t body_alloc;       /* bytes allocated at body */
+    size_t budget_held;      /* bytes of srv->budget this request holds (>= body_alloc) */
+    int spool_fd;            /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
+    bool body_mapped;        /* body is spool_fd's read-only mapping of body_len bytes */
     HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
-    void *ctx;         /* the guard's state for the handler */
+    void *ctx;               /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
     /* Filled on the connection thread before the handler runs; read-only afterwards. */
@@ -155,6 +173,11 @@ void http_conn_notify(void *cls, struct MHD_Connection *mc, void **socket_contex
                       enum MHD_ConnectionNotificationCode code);
 enum MHD_Result http_conn_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
 void http_conn_set_deadline(HttpConn *c, bool armed);
+/* The request head is in: a TLS connection's first head no longer has the head timeout,
+ * only the request deadline from when it started. */
+void http_conn_head_in(HttpConn *c);
+/* The head window: head_timeout_s, no longer than the request and idle timeouts. */
+uint64_t http_head_window_usec(const HttpConfig *c);
 int http_watchdog_start(HttpServer *s, Error **errp);
 void http_watchdog_stop(HttpServer *s);
 
@@ -180,6 +203,11 @@ void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
 /* Builds rp into an MHD response (moving its body out) and queues it on mc, falling back
  * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
 enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
+
+/* http_tls.c: reads and checks the TCP listener's certificate and key (E_INVALID naming the
+ * file that is unreadable or wrong, or both when they do not match). */
+int http_tls_load(const char *cert_file, const char *key_file, HttpTls *ret, Error **errp);
+void http_tls_clear(HttpTls *t);
 
 /* http_accept.c: the TCP front door. Takes listen_fd (closed by stop, also on failure);
  * *ret is set even on failure, for http_acceptor_stop(). The thread leaves once
