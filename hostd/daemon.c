@@ -46,7 +46,7 @@ struct Daemon {
     Pool *pool;
     ExtractService *extract; /* the warm appliance that salvages the pool's disks */
     Store *store;
-    Cluster *cluster; /* [cluster]: the shared ledger; NULL on a single host */
+    Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -60,9 +60,9 @@ struct Daemon {
     TimerId status_timer;
     uint64_t ticks; /* of the status timer (daemon_on_status_timer) */
     int stop_requests;
-    bool heartbeat_failing; /* logged once per outage */
-    int64_t tenancy_seq;    /* the cluster's last tenant or token change copied to the store */
-    bool tenancy_failing;   /* logged once per outage */
+    bool heartbeat_failing;  /* logged once per outage */
+    int64_t tenancy_seq;     /* the cluster's last tenant or token change copied to the store */
+    bool tenancy_failing;    /* logged once per outage */
 };
 
 static int
@@ -77,8 +77,9 @@ daemon_lock_state(Daemon *d, Error **errp)
     if (d->lock_fd < 0)
         return error_set(errp, E_IO, errno, "open %s", path);
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
-        return error_set(errp, E_CONFLICT, errno, "another stockaded already uses %s (lock %s)",
-                         d->cfg->state_dir, path);
+        return error_set(errp, E_CONFLICT, errno,
+                         "another stockaded already uses %s (lock %s)", d->cfg->state_dir,
+                         path);
     return 0;
 }
 
@@ -101,22 +102,21 @@ daemon_write_status(Daemon *d)
     fputs("\",\"pools\":[", f);
     for (size_t i = 0; i < st.n_shapes; i++) {
         const PoolShapeStatus *s = &st.shapes[i];
-        fprintf(f,
-                "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
-                "\"starting\":%u,\"draining\":%u,\"snapshots_ready\":%u}",
+        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
+                   "\"starting\":%u,\"draining\":%u,\"snapshots_ready\":%u}",
                 i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy, s->starting,
                 s->draining, s->snapshots_ready);
     }
-    fprintf(f,
-            "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
-            "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
-            "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
-            "\"e2b_handlers_running\":%u}\n",
+    fprintf(f, "],\"restores\":%llu,\"restore_failures\":%llu,\"boots\":%llu,\"destroys\":%llu,"
+               "\"wedged\":%llu,\"broken\":%llu,\"prepare_failures\":%llu,"
+               "\"accel_probes\":%llu,\"accel_probe_failures\":%llu,"
+               "\"e2b_handlers_running\":%u}\n",
             (unsigned long long) st.restores, (unsigned long long) st.restore_failures,
             (unsigned long long) st.boots, (unsigned long long) st.destroys,
             (unsigned long long) st.wedged, (unsigned long long) st.broken,
-            (unsigned long long) st.prepare_failures, (unsigned long long) st.accel_probes,
-            (unsigned long long) st.accel_probe_failures, e2b_handlers_running(d->e2b));
+            (unsigned long long) st.prepare_failures,
+            (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures,
+            e2b_handlers_running(d->e2b));
     if (fflush(f) == 0 && rename(tmp, path) == 0)
         return;
     (void) unlink(tmp);
@@ -222,7 +222,8 @@ daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
         if (n.invalid + n.conflicts + t.n_invalid > 0)
             log_warn("cluster: %zu tenant or token row(s) not copied (invalid %zu, conflicting "
                      "with this host's %zu)",
-                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid, n.conflicts);
+                     n.invalid + n.conflicts + t.n_invalid, n.invalid + t.n_invalid,
+                     n.conflicts);
         if (t.rewound)
             log_warn("cluster: the database's tenant and token changes went back (restored?); "
                      "pulling them all again");
@@ -247,8 +248,7 @@ daemon_tenancy_sync(Daemon *d)
         if (daemon_tenancy_pull(d, &more, &err) < 0) {
             if (!d->tenancy_failing)
                 log_error("cluster: tenants and tokens not brought in step (this host "
-                          "authenticates with its last copy): %s",
-                          err->message);
+                          "authenticates with its last copy): %s", err->message);
             d->tenancy_failing = true;
             return;
         }
@@ -297,7 +297,8 @@ daemon_open_extract(Daemon *d, Error **errp)
     ExtractHost host = {.state = daemon_extract_host_state,
                         .disks = daemon_extract_host_disks,
                         .userdata = d->pool};
-    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract, errp);
+    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
+                               errp);
 }
 
 static void
@@ -393,7 +394,8 @@ daemon_watch_signals(Daemon *d, Error **errp)
     d->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (d->signal_fd < 0)
         return error_set(errp, E_INTERNAL, errno, "signalfd");
-    return loop_watch_fd(d->loop, d->signal_fd, EPOLLIN, daemon_on_signal, d, &d->signal_src, errp);
+    return loop_watch_fd(d->loop, d->signal_fd, EPOLLIN, daemon_on_signal, d, &d->signal_src,
+                         errp);
 }
 
 static int
@@ -443,15 +445,10 @@ daemon_pool_status(void *userdata, PoolStatus *ret)
 static int
 daemon_start_api(Daemon *d, Error **errp)
 {
-    ApiDeps deps = {.loop = d->loop,
-                    .sessions = d->sessions,
-                    .pool_status = daemon_pool_status,
-                    .pool_userdata = d->pool,
-                    .readers = d->readers,
-                    .store = d->store,
+    ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .store = d->store,
                     .cluster = d->cluster,
-                    .default_quota = &d->cfg->sessions.default_quota,
-                    .hub = d->hub,
+                    .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
     if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
@@ -524,12 +521,8 @@ daemon_start_e2b(Daemon *d, Error **errp)
         snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", d->cfg->tls_cert);
         snprintf(c->tls_key, sizeof(c->tls_key), "%s", d->cfg->tls_key);
     }
-    E2bDeps deps = {.loop = d->loop,
-                    .sessions = d->sessions,
-                    .pool_status = daemon_pool_status,
-                    .pool_userdata = d->pool,
-                    .readers = d->readers,
-                    .hub = d->hub,
+    E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
+                    .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,
@@ -567,10 +560,11 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
         daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
         workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
-        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 || daemon_open_store(d, errp) < 0 ||
+        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
+        daemon_open_store(d, errp) < 0 ||
         daemon_open_extract(d, errp) < 0 ||
-        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub, &cfg->sessions,
-                     &d->sessions, errp) < 0 ||
+        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub,
+                     &cfg->sessions, &d->sessions, errp) < 0 ||
         daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;
@@ -610,11 +604,11 @@ daemon_free(Daemon *d)
     e2b_stop(d->e2b); /* waits for connection threads; its pending loop calls never run */
     api_stop(d->api); /* the same: the loop no longer runs */
     http_budget_free(d->body_budget); /* no server uses it any more */
-    workq_free(d->session_q);         /* then no job may complete into freed state */
+    workq_free(d->session_q);  /* then no job may complete into freed state */
     workq_free(d->q);
     sessions_free(d->sessions);
     extract_service_free(d->extract); /* what a stop left running: after the work queues */
-    cluster_free(d->cluster);         /* after the sessions: they settle in it while they stop */
+    cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

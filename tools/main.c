@@ -55,14 +55,22 @@ typedef struct Verb {
 } Verb;
 
 static const Verb verbs[] = {
-    {"run", cmd_run},          {"exec", cmd_exec},
-    {"code", cmd_code},        {"sessions", cmd_sessions},
-    {"session", cmd_sessions}, {"logs", cmd_logs},
-    {"cancel", cmd_cancel},    {"cp", cmd_cp},
-    {"pool", cmd_pool},        {"doctor", cmd_doctor},
-    {"version", cmd_version},  {"tenants", cmd_tenants},
-    {"hosts", cmd_hosts},      {"quota", cmd_quota},
-    {"usage", cmd_usage},      {"image", cmd_image},
+    {"run", cmd_run},
+    {"exec", cmd_exec},
+    {"code", cmd_code},
+    {"sessions", cmd_sessions},
+    {"session", cmd_sessions},
+    {"logs", cmd_logs},
+    {"cancel", cmd_cancel},
+    {"cp", cmd_cp},
+    {"pool", cmd_pool},
+    {"doctor", cmd_doctor},
+    {"version", cmd_version},
+    {"tenants", cmd_tenants},
+    {"hosts", cmd_hosts},
+    {"quota", cmd_quota},
+    {"usage", cmd_usage},
+    {"image", cmd_image},
     {"images", cmd_image},
 };
 

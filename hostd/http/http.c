@@ -332,8 +332,7 @@ on_access(void *cls, struct MHD_Connection *mc, const char *url, const char *met
 }
 
 /* MHD hands its own format strings (a callback typed after vprintf): mark it so. */
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -419,7 +418,8 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
     s->cfg.tcp_address = s->tcp_address;
     s->cfg.unix_path = s->unix_path;
-    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) || !s->budget) {
+    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) ||
+        !s->budget) {
         http_server_stop(s);
         return NULL;
     }

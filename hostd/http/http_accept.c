@@ -35,9 +35,9 @@
 #include "http_hello.h"
 #include "http_internal.h"
 
-#define ACCEPT_BURST 256    /* accept()s per wake-up, so waiting heads are served too */
-#define ACCEPT_EVENTS 64    /* epoll events per wait */
-#define PER_IP_BUCKETS 4096 /* per-address counters' hash buckets (power of two) */
+#define ACCEPT_BURST 256        /* accept()s per wake-up, so waiting heads are served too */
+#define ACCEPT_EVENTS 64        /* epoll events per wait */
+#define PER_IP_BUCKETS 4096     /* per-address counters' hash buckets (power of two) */
 #define ACCEPT_BACKOFF_USEC (100 * USEC_PER_MSEC) /* out of descriptors: stop accepting */
 
 /* Connections waiting for their head, per client address. */
@@ -225,10 +225,7 @@ pending_add(HttpAcceptor *a, int fd, const PeerAddr *addr, socklen_t addr_len)
     }
     if (atomic_load(&a->n_pending) >= c->max_pending)
         pending_drop(a, a->head); /* the oldest makes room */
-    *p = (HttpPending){.fd = fd,
-                       .addr_len = addr_len,
-                       .ip = ip,
-                       .addr = *addr,
+    *p = (HttpPending){.fd = fd, .addr_len = addr_len, .ip = ip, .addr = *addr,
                        .deadline_usec = now_usec() + a->head_timeout_usec};
     atomic_fetch_add(&a->n_pending, 1);
     p->prev = a->tail;

@@ -142,14 +142,14 @@ struct HttpRequest {
     HttpServer *srv;
     HttpConn *conn;
     HttpRequestPhase phase;
-    bool active;             /* counted in srv->n_active */
-    size_t body_cap;         /* Content-Length, or max_body_bytes for a chunked body */
-    size_t body_alloc;       /* bytes allocated at body */
-    size_t budget_held;      /* bytes of srv->budget this request holds (>= body_alloc) */
-    int spool_fd;            /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
-    bool body_mapped;        /* body is spool_fd's read-only mapping of body_len bytes */
+    bool active;       /* counted in srv->n_active */
+    size_t body_cap;   /* Content-Length, or max_body_bytes for a chunked body */
+    size_t body_alloc; /* bytes allocated at body */
+    size_t budget_held; /* bytes of srv->budget this request holds (>= body_alloc) */
+    int spool_fd;       /* a spooled body's unlinked file (cfg.spool_dir), else -1 */
+    bool body_mapped;   /* body is spool_fd's read-only mapping of body_len bytes */
     HttpLoopCall *loop_call; /* under lock: the handler's http_loop_post(), until the wait ends */
-    void *ctx;               /* the guard's state for the handler */
+    void *ctx;         /* the guard's state for the handler */
     void (*free_ctx)(void *);
 
     /* Filled on the connection thread before the handler runs; read-only afterwards. */
