@@ -66,3 +66,5 @@ void scenario_loop(void);
 /* Scenarios in api_http_test_hostile.c. */
 void scenario_guard(void);
 void scenario_crowd(void);
+/* Scenario in api_http_test_tls.c. */
+void scenario_tls(void);
