@@ -74,7 +74,8 @@ ROUTE_TIMED_GETS = 50
 def cluster_conf(pg, host_id, port, token_file, tls_ca=None):
     """[cluster] of one host: https:// verified against tls_ca, or http:// with
     insecure_hops (the hop in clear: these hosts share loopback)."""
-    scheme, hops = ("https", f"tls_ca = {tls_ca}\n") if tls_ca else ("http", "insecure_hops = true\n")
+    scheme, hops = (("https", f"tls_ca = {tls_ca}\n") if tls_ca else
+                    ("http", "insecure_hops = true\n"))
     return (f"[cluster]\ndatabase = {pg.conninfo}\nhost_id = {host_id}\n"
             f"advertise_url = {scheme}://127.0.0.1:{port}\nhost_token_file = {token_file}\n"
             + hops)
