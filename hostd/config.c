@@ -345,10 +345,12 @@ set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, Error *
             memcpy(c->shape_images[i], v, n + 1);
             return 0;
         }
-        if (pool_keys[k].key == PK_CODE_KERNEL) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-                return error_set(errp, E_INVALID, 0, "code_kernel must be true or false");
-            c->shapes[i].code_kernel = strcmp(v, "true") == 0;
+        if (pool_keys[k].key == PK_CODE_KERNEL) { /* true and false: the names before prestart */
+            bool prestart = strcmp(v, "prestart") == 0 || strcmp(v, "true") == 0;
+            if (!prestart && strcmp(v, "fresh") != 0 && strcmp(v, "false") != 0)
+                return error_set(errp, E_INVALID, 0,
+                                 "code_kernel must be prestart or fresh");
+            c->shapes[i].code_kernel = prestart;
             return 0;
         }
         uint64_t n;

@@ -189,9 +189,10 @@ create_admin_token(const DaemonConfig *c)
     _cleanup_(store_closep) Store *s = NULL;
     char token[ADMIT_TOKEN_TEXT_BYTES];
     TokenRecord t;
+    _cleanup_close_ int state_fd = -1;
 
-    if (mkdir(c->state_dir, 0711) < 0 && errno != EEXIST) {
-        fprintf(stderr, "stockaded: create %s: %s\n", c->state_dir, strerror(errno));
+    if (daemon_open_state_dir(c->state_dir, &state_fd, &err) < 0) {
+        fprintf(stderr, "stockaded: %s\n", err->message);
         return 1;
     }
     if (asprintf(&db, "%s/stockade.db", c->state_dir) < 0)

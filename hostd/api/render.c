@@ -37,11 +37,14 @@ json_t *
 render_event(const EventRecord *e)
 {
     char ts[40];
-    json_t *o = e->attrs ? json_loads(e->attrs, 0, NULL) : NULL;
+    bool parsable = store_event_attrs_parsable(e);
+    json_t *o = parsable ? json_loads(e->attrs, 0, NULL) : NULL;
     if (!json_is_object(o)) {
         json_decref(o);
         o = json_object();
     }
+    if (e->attrs && !parsable) /* nested too deep to parse here: stored before the bound */
+        json_object_set_new(o, "attrs_withheld", json_true());
     render_time(e->ts_usec, ts, sizeof(ts));
     json_object_set_new(o, "seq", json_integer((json_int_t) e->seq));
     json_object_set_new(o, "ts", json_string(ts));

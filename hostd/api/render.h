@@ -6,7 +6,8 @@
 #include "store.h"
 
 /* {"seq","ts","type","exec_id"?,"data"|"data_b64"?, ...attrs}. Output bytes that are valid
- * UTF-8 go in "data"; anything else in "data_b64". */
+ * UTF-8 go in "data"; anything else in "data_b64". Attrs are parsed only when
+ * store_event_attrs_parsable(); otherwise the event has "attrs_withheld": true instead. */
 json_t *render_event(const EventRecord *e);
 /* {"id","kind","pool","state","end_reason"?,"created_at","started_at"?,"ended_at"?,
  *  "timeout_s","exit_code"?,"output_bytes","artifacts":{...},"last_seq","events_suppressed"} */

@@ -219,7 +219,9 @@ on_code_event(Follower *f, const EventRecord *ev, json_t *attrs)
 static void
 on_event(Follower *f, const EventRecord *ev)
 {
-    json_t *attrs = ev->attrs ? json_loads(ev->attrs, 0, NULL) : NULL;
+    /* attrs too deep to parse on this stack (a code.result stored before the kernel's lines
+     * were bounded) read as none: such an event then matches no follower */
+    json_t *attrs = store_event_attrs_parsable(ev) ? json_loads(ev->attrs, 0, NULL) : NULL;
     const char *state = json_string_value(json_object_get(attrs, "state"));
 
     if (strcmp(ev->type, "session.state") == 0 && state &&

@@ -1,4 +1,5 @@
-/* Nesting bound on JSON request bodies, checked on the raw text before jansson parses it.
+/* Nesting bound on JSON request bodies, checked on the raw text before jansson parses it
+ * (the scan is base's jsonscan.c, shared with the code kernel's lines and stored events).
  * Pure (no I/O, no allocation, no MHD). Why: jansson's parser, json_dumpb() and json_decref()
  * recurse once per level and allow 2048 levels; a handler thread has a 512 KiB stack, so a
  * deep body kept by the daemon and dumped back later overflowed it (docs/hardening.md).
@@ -10,7 +11,5 @@
 
 #define HTTP_JSON_MAX_DEPTH 32 /* arrays and objects inside one another, the outermost is 1 */
 
-/* True when text[0..len) never opens more than max_depth arrays/objects at once. Brackets
- * inside strings do not count (escapes are followed); the text need not be valid JSON: the
- * parser that runs next judges that. */
+/* jsonscan_depth_within() (jsonscan.h) for a request body. */
 bool http_json_depth_within(const void *text, size_t len, unsigned max_depth);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "code_wire.h"
+#include "jsonscan.h"
 #include "macro.h"
 
 static const char *const CODE_MIMES[] = {
@@ -28,8 +29,17 @@ string_field(json_t *o, const char *key, size_t max)
     return json_string_value(v);
 }
 
-/* {main, data}: known formats only; a string each, but application/json may be any value
- * (its dumped size counts against the same cap). */
+/* True for an application/json value that dumps within CODE_JSON_MAX_BYTES (its nesting was
+ * bounded with the line's). */
+static bool
+json_value_fits(const json_t *v)
+{
+    size_t n = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    return n > 0 && n <= CODE_JSON_MAX_BYTES;
+}
+
+/* {main, data}: known formats only; a string each within CODE_FIELD_MAX_BYTES, but
+ * application/json may be any value that fits (json_value_fits()); others are dropped. */
 static json_t *
 result_attrs(json_t *root, Error **errp)
 {
@@ -44,7 +54,8 @@ result_attrs(json_t *root, Error **errp)
         bool is_json = strcmp(k, "application/json") == 0;
         if (!mime_is_known(k))
             continue;
-        if (!is_json && (!json_is_string(v) || json_string_length(v) > CODE_FIELD_MAX_BYTES))
+        if (is_json ? !json_value_fits(v)
+                    : !json_is_string(v) || json_string_length(v) > CODE_FIELD_MAX_BYTES)
             continue;
         json_object_set(kept, k, v);
     }
@@ -120,6 +131,10 @@ code_msg_parse(const char *line, size_t len, CodeMsg *ret, Error **errp)
 
     if (len > CODE_LINE_MAX_BYTES)
         return error_set(errp, E_INVALID, 0, "kernel line over %u bytes", CODE_LINE_MAX_BYTES);
+    if (!jsonscan_depth_within(line, len, CODE_LINE_MAX_DEPTH))
+        return error_set(errp, E_INVALID, 0,
+                         "kernel line nests deeper than %u levels (application/json: %u)",
+                         CODE_LINE_MAX_DEPTH, CODE_JSON_MAX_DEPTH);
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);

@@ -1,7 +1,8 @@
 /* The code kernel's line protocol, host end (the kernel: images/data/overlay/usr/lib/
  * stockade/kernel.py, whose header documents the lines). Pure: no I/O, any thread, fuzzable.
  * Every line comes from the guest and is hostile: it is parsed only below CODE_LINE_MAX_BYTES,
- * each field is checked for type and size, result formats other than CODE_MIMES are dropped,
+ * and nesting no deeper than CODE_LINE_MAX_DEPTH (on its text, before jansson sees it); each
+ * field is checked for type and size, result formats other than CODE_MIMES are dropped,
  * and PNG/HTML stay opaque strings (never decoded or interpreted here). */
 #pragma once
 
@@ -16,6 +17,18 @@
 #define CODE_SOURCE_MAX_BYTES (1u << 20) /* a cell's source, from the API */
 #define CODE_FIELD_MAX_BYTES (4u << 20)  /* one format of a result, one traceback */
 #define CODE_NAME_MAX_BYTES 256          /* an error's name */
+/* A result's application/json is the one format that is a JSON value, not a string: kept
+ * when it nests at most CODE_JSON_MAX_DEPTH levels (the value itself is 1) and dumps
+ * compactly to at most CODE_JSON_MAX_BYTES. Its event is parsed and dumped again on a
+ * 512 KiB connection thread (both faces), at ~300 bytes of stack a level: 64 levels cost
+ * ~20 KiB there; E2B's own results (a DataFrame as columns, a chart) nest under 8. Dumping
+ * can grow a value (a real "1e-7" dumps as 21 bytes), hence the dumped bound, the same as any
+ * other format's. */
+#define CODE_JSON_MAX_DEPTH 64
+#define CODE_JSON_MAX_BYTES CODE_FIELD_MAX_BYTES
+/* A whole line, checked on its text before it is parsed: a result's line, its data, then the
+ * value. Every other line is flat. */
+#define CODE_LINE_MAX_DEPTH (CODE_JSON_MAX_DEPTH + 2)
 #define CODE_RESULTS_MAX 32              /* results of one run; later ones are dropped */
 #define CODE_TIMEOUT_MAX_MS (24ull * 3600 * 1000)
 

@@ -11,6 +11,10 @@
 #include "runner_limits.h"
 #include "session_internal.h"
 
+/* A result the kernel's line may carry must be readable by the faces that render its event. */
+_Static_assert(CODE_LINE_MAX_DEPTH == STORE_EVENT_ATTRS_MAX_DEPTH,
+               "the readers' bound is the deepest event attrs written");
+
 struct CodeContext {
     uint32_t id, exec_id; /* exec_id 0: no kernel (exited); the next run starts one */
     char *cwd;            /* NULL = /workspace */

@@ -19,6 +19,11 @@
 #define STORE_POOL_MAX_BYTES 33
 #define STORE_REASON_MAX_BYTES 32
 #define STORE_GUEST_MAX_BYTES 65
+/* The deepest attrs an event is written with: a code.result's (code_wire.h's
+ * CODE_LINE_MAX_DEPTH; session_code.c checks that the two agree). An event stored before the
+ * kernel's lines were bounded may nest as deep as jansson parses (2 048): readers parse attrs
+ * only when store_event_attrs_parsable() says so. */
+#define STORE_EVENT_ATTRS_MAX_DEPTH 66
 
 typedef struct Store Store;
 
@@ -91,6 +96,10 @@ int store_event_append(Store *s, const char *session_id, const EventRecord *e, E
 int store_events_read(Store *s, const char *session_id, uint64_t after_seq, size_t max,
                       EventRecord **ret, size_t *ret_n, Error **errp);
 void event_records_free(EventRecord *v, size_t n);
+/* True when e has attrs nesting at most STORE_EVENT_ATTRS_MAX_DEPTH (a scan of the text,
+ * jsonscan.h). The HTTP faces render events on 512 KiB connection threads: they parse an
+ * event's attrs only then, and render it without them otherwise. */
+bool store_event_attrs_parsable(const EventRecord *e);
 
 /* Count of sessions by state (for metrics): fills counts[i] for states[i]. */
 int store_count_by_state(Store *s, const char *const *states, size_t n, uint64_t *counts,

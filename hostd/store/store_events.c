@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonscan.h"
 #include "store_internal.h"
 
 #define STORE_EVENTS_READ_MAX 4096
@@ -48,6 +49,13 @@ row_to_event(sqlite3_stmt *st, EventRecord *e)
     if (attrs && !(e->attrs = strdup((const char *) attrs)))
         return -1;
     return 0;
+}
+
+bool
+store_event_attrs_parsable(const EventRecord *e)
+{
+    return e->attrs &&
+           jsonscan_depth_within(e->attrs, strlen(e->attrs), STORE_EVENT_ATTRS_MAX_DEPTH);
 }
 
 void

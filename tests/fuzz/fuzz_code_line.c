@@ -1,11 +1,14 @@
 /* Fuzz target: the code kernel's lines as a hostile guest writes them (hostd/sessions/
  * code_wire.h), parsed as session_code.c parses them. Input: bytes cut at '\n' into lines.
  * Invariants, not just "no crash":
- *  - a line over CODE_LINE_MAX_BYTES is refused;
+ *  - a line over CODE_LINE_MAX_BYTES is refused, and so is one nesting deeper than
+ *    CODE_LINE_MAX_DEPTH (counted here on the parsed value, independently of the scan);
  *  - a parsed line has run 0 exactly when it is "ready"; stdout/stderr carry text and nothing
  *    else; a result is {main: bool, data: {...}} whose keys are MIME types and whose values
- *    are strings within CODE_FIELD_MAX_BYTES (application/json may be any JSON);
- *    an error's name is 1..CODE_NAME_MAX_BYTES; done's execution_count is >= 0;
+ *    are strings within CODE_FIELD_MAX_BYTES, but application/json, which may be any JSON
+ *    nesting at most CODE_JSON_MAX_DEPTH and dumping to at most CODE_JSON_MAX_BYTES;
+ *    an error's name is 1..CODE_NAME_MAX_BYTES, its value and traceback strings within
+ *    CODE_FIELD_MAX_BYTES; done's execution_count is an integer >= 0;
  *  - the request line made from the same bytes as a cell's code is one line (no raw newline
  *    before its end) that parses back to exactly that code, or NULL for non-UTF-8. */
 #include <stdint.h>
@@ -17,8 +20,32 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Levels of arrays/objects in v (a scalar is 0). Recursive: fine on the fuzzer's own stack,
+ * which holds what jansson parses (2 048 levels). */
+static unsigned
+value_depth(json_t *v)
+{
+    unsigned deepest = 0;
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (!json_is_array(v) && !json_is_object(v))
+        return 0;
+    json_array_foreach(v, i, x)
+    {
+        unsigned d = value_depth(x);
+        deepest = d > deepest ? d : deepest;
+    }
+    json_object_foreach(v, k, x)
+    {
+        unsigned d = value_depth(x);
+        deepest = d > deepest ? d : deepest;
+    }
+    return deepest + 1;
+}
+
 static void
-check_result(const json_t *a)
+check_result(json_t *a)
 {
     const char *k;
     json_t *v;
@@ -29,15 +56,29 @@ check_result(const json_t *a)
     json_object_foreach(d, k, v) {
         CHECK(strncmp(k, "text/", 5) == 0 || strncmp(k, "image/", 6) == 0 ||
               strncmp(k, "application/", 12) == 0); /* known formats only */
-        if (strcmp(k, "application/json") != 0)
+        if (strcmp(k, "application/json") != 0) {
             CHECK(json_is_string(v) && json_string_length(v) <= CODE_FIELD_MAX_BYTES);
+            continue;
+        }
+        CHECK(value_depth(v) <= CODE_JSON_MAX_DEPTH);
+        size_t dumped = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+        CHECK(dumped > 0 && dumped <= CODE_JSON_MAX_BYTES);
     }
+}
+
+static bool
+string_within(json_t *o, const char *key, size_t max)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) && json_string_length(v) <= max;
 }
 
 static void
 check_msg(const CodeMsg *m, size_t len)
 {
     CHECK((m->run == 0) == (m->type == CODE_MSG_READY));
+    /* what becomes the event's attrs (with context and run beside) is what readers accept */
+    CHECK(value_depth(m->attrs) <= CODE_LINE_MAX_DEPTH);
     switch (m->type) {
     case CODE_MSG_READY:
         CHECK(!m->text && !m->attrs);
@@ -53,14 +94,28 @@ check_msg(const CodeMsg *m, size_t len)
     case CODE_MSG_ERROR: {
         const char *name = json_string_value(json_object_get(m->attrs, "name"));
         CHECK(name && name[0] && strlen(name) <= CODE_NAME_MAX_BYTES);
+        CHECK(string_within(m->attrs, "value", CODE_FIELD_MAX_BYTES) &&
+              string_within(m->attrs, "traceback", CODE_FIELD_MAX_BYTES));
         break;
     }
-    case CODE_MSG_DONE:
-        CHECK(json_integer_value(json_object_get(m->attrs, "execution_count")) >= 0);
+    case CODE_MSG_DONE: {
+        json_t *n = json_object_get(m->attrs, "execution_count"); /* NULL would read as 0 */
+        CHECK(json_is_integer(n) && json_integer_value(n) >= 0);
         break;
+    }
     default:
         CHECK(!"an unknown message type was accepted");
     }
+}
+
+/* An accepted line parses (as JSON, without the checks) to a value within
+ * CODE_LINE_MAX_DEPTH: the bound holds for keys code_wire.c ignores too. */
+static void
+check_line_depth(const char *line, size_t len)
+{
+    json_t *all = json_loadb(line, len, 0, NULL);
+    CHECK(all && value_depth(all) <= CODE_LINE_MAX_DEPTH);
+    json_decref(all);
 }
 
 static void
@@ -91,6 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CodeMsg m;
         if (code_msg_parse(p, len, &m, NULL) == 0) {
             CHECK(len <= CODE_LINE_MAX_BYTES);
+            check_line_depth(p, len);
             check_msg(&m, len);
             code_msg_clear(&m);
         }

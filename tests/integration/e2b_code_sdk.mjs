@@ -85,7 +85,20 @@ report('contexts', {
   deleted: { threw: deleted.threw, isNotFound: deleted.e instanceof NotFoundError, message: deleted.message },
 })
 
-// 8. refusals: another language; a call without the sandbox's token
+// 8. a cell writing result lines nested 2 040 and 65 deep to the kernel's protocol file
+// (STOCKADE_DEEP_CELL, from test_e2b_code.py): the run ends normally, only the value at the
+// bound (64) comes back, and the context still has x
+const depthOf = (v) => (v !== null && typeof v === 'object'
+  ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0)
+const deep = await sbx.runCode(process.env.STOCKADE_DEEP_CELL, SLOW)
+const deepAfter = await sbx.runCode('x', SLOW)
+report('deep', {
+  run: summary(deep),
+  jsonDepths: deep.results.filter((r) => r.json !== undefined).map((r) => depthOf(r.json)),
+  after: summary(deepAfter),
+})
+
+// 9. refusals: another language; a call without the sandbox's token
 const lang = await expectThrow(() => sbx.runCode('1', { language: 'r' }))
 const url = `${process.env.E2B_SANDBOX_URL}/execute`
 const headers = { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49999' }

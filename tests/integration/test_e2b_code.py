@@ -11,8 +11,10 @@ steps and prints what the SDK observed as JSON lines; this file checks them: sta
 runs (x = 41; x + 1 -> 42), print lines streamed as printed (≥ 1 s apart around a 1.5 s
 sleep), a matplotlib PNG (magic bytes), a DataFrame as HTML, 1/0 as ZeroDivisionError, a
 while-True cell given up by the SDK's timeoutMs (TimeoutError, then the context still has x),
-two contexts with separate globals, restart, delete, and the refusals (another language, no
-token, a wrong token). Skips without Node.js/npm/the registry or the data image (fails under
+two contexts with separate globals, restart, delete, the refusals (another language, no
+token, a wrong token), and a cell that writes result lines nested 2 040 and 65 deep to the
+kernel's protocol file (DEEP_CELL: dropped as code.line_dropped, the daemon lives, the value
+nested 64 deep comes whole, the session's events read twice). Skips without Node.js/npm/the registry or the data image (fails under
 STOCKADE_MUST_WORK=1).
 """
 import json
@@ -32,6 +34,50 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024)}
 E2B_CONF = "[e2b]\nenabled = true\napi_port = 0\nenvd_port = 0\ncreate_wait_s = 300\n"
 PNG_MAGIC = "89504e470d0a1a0a"
+# Issue 25: user code shares the kernel's process, so it can write any line to the kernel's
+# protocol file. A result whose application/json nests 2 040 deep, kept and rendered again on
+# a 512 KiB connection thread, took the daemon down at every read of the session's events.
+# Now lines past CODE_LINE_MAX_DEPTH (66: application/json 64) are dropped; the last
+# expression's _repr_json_ at exactly 64 levels goes through the kernel's own path and is kept.
+DEEP_CELL = r"""
+import __main__, sys
+def deep_line(depth):
+    value = "[" * depth + "0" + "]" * depth
+    return ('{"run": %d, "type": "result", "main": false, "data": {"application/json": %s}}\n'
+            % (sys.stdout.run, value))
+__main__.PROTO.write(deep_line(2040) + deep_line(65))
+__main__.PROTO.flush()
+class AtTheBound:
+    def _repr_json_(self):
+        v = 0
+        for _ in range(64):
+            v = [v]
+        return v
+AtTheBound()
+"""
+DEEP_DROPPED = 2
+DEEP_REASON = "nests deeper than 66 levels"
+
+
+def json_depth(v):
+    if isinstance(v, dict):
+        v = list(v.values())
+    return 1 + max(map(json_depth, v), default=0) if isinstance(v, list) else 0
+
+
+def check_deep_events(d, sid, after):
+    """The session's events after `after`, read twice through the native face: the same both
+    times, two code.line_dropped for DEEP_CELL's lines and no result nested past 64."""
+    first = list(d.events(sid, after=after))
+    second = list(d.events(sid, after=after))
+    check(first == second and first, f"{sid}: its events read twice, the same ({len(first)})")
+    dropped = [ev["reason"] for ev in first if ev["type"] == "code.line_dropped"]
+    check(sum(DEEP_REASON in r for r in dropped) == DEEP_DROPPED,
+          f"{sid}: the deep lines are code.line_dropped ({dropped})")
+    depths = [json_depth(ev["data"]["application/json"]) for ev in first
+              if ev["type"] == "code.result" and "application/json" in ev["data"]]
+    check(depths == [64], f"{sid}: one application/json result, 64 deep ({depths})")
+    check(d.proc.poll() is None, "the daemon lives")
 
 
 def run_sdk(d, node, root):
@@ -39,7 +85,8 @@ def run_sdk(d, node, root):
     for name in ("e2b_code_sdk.mjs", "e2b_steps.mjs"):
         shutil.copy(os.path.join(HERE, name), os.path.join(root, name))
     env = dict(os.environ, E2B_API_URL=f"http://127.0.0.1:{api}",
-               E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token)
+               E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token,
+               STOCKADE_DEEP_CELL=DEEP_CELL)
     env.pop("E2B_DOMAIN", None)
     env.pop("E2B_DEBUG", None)
     r = subprocess.run([node, "e2b_code_sdk.mjs"], cwd=root, env=env, capture_output=True,
@@ -121,12 +168,16 @@ def sdk_checks(d):
     node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
     steps = run_sdk(d, node, root)
     missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
-               "contexts", "refusals", "done"} - set(steps)
+               "contexts", "deep", "refusals", "done"} - set(steps)
     assert not missing, f"steps missing: {missing}"
     print(f"created in {steps['create']['seconds']:.1f} s; first run "
           f"{steps['state']['firstSeconds']:.1f} s")
     check_runs(steps)
     check_contexts(steps)
+    deep = steps["deep"]
+    check(deep["run"]["error"] is None and deep["jsonDepths"] == [64],
+          f"runCode of the deep cell: one json result, 64 deep ({deep['jsonDepths']})")
+    check(deep["after"]["text"] == "41", f"the context lives on after it ({deep['after']})")
     sid = steps["create"]["id"]
     killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
     check(killed["end_reason"] == "closed", "kill closed the session")
@@ -134,6 +185,7 @@ def sdk_checks(d):
     names = [ev.get("name") for ev in d.events(f"ses_{sid}") if ev["type"] == "code.error"]
     check("KeyboardInterrupt" in names,
           f"the abandoned cell was interrupted (code.error names: {names})")
+    check_deep_events(d, f"ses_{sid}", 0)
 
 
 def main():

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "code_wire.h"
+#include "macro.h"
 
 static int
 parse(const char *line, CodeMsg *m)
@@ -89,6 +90,139 @@ test_bad_lines(void **state)
     free(big);
 }
 
+/* "[[...0...]]" nested depth deep (0 for a scalar), malloc'd. */
+static char *
+nested(unsigned depth)
+{
+    char *v = malloc(2 * depth + 2);
+    assert_non_null(v);
+    memset(v, '[', depth);
+    v[depth] = '0';
+    memset(v + depth + 1, ']', depth);
+    v[2 * depth + 1] = '\0';
+    return v;
+}
+
+/* A result line whose application/json is value (text). */
+static int
+parse_json_result(const char *value, CodeMsg *m, Error **errp)
+{
+    static const char head[] = "{\"run\":1,\"type\":\"result\",\"main\":true,\"data\":{"
+                               "\"text/plain\":\"v\",\"application/json\":";
+    size_t n = strlen(head) + strlen(value) + 3;
+    char *line = malloc(n);
+    assert_non_null(line);
+    snprintf(line, n, "%s%s}}", head, value);
+    int r = code_msg_parse(line, strlen(line), m, errp);
+    free(line);
+    return r;
+}
+
+static unsigned
+value_depth(const json_t *v)
+{
+    unsigned deepest = 0;
+    size_t i;
+    const char *k;
+    json_t *x;
+    if (!json_is_array(v) && !json_is_object(v))
+        return 0;
+    json_array_foreach(v, i, x)
+    {
+        unsigned d = value_depth(x);
+        deepest = MAX(deepest, d);
+    }
+    json_object_foreach((json_t *) v, k, x)
+    {
+        unsigned d = value_depth(x);
+        deepest = MAX(deepest, d);
+    }
+    return deepest + 1;
+}
+
+/* application/json nests at most CODE_JSON_MAX_DEPTH: a line past it (2 040 deep took the
+ * daemon down when its event was rendered on a 512 KiB connection thread) is refused before
+ * jansson parses it, whichever key holds the depth; brackets in strings do not count. */
+static void
+test_json_depth_bound(void **state)
+{
+    CodeMsg m;
+    Error *err = NULL;
+    (void) state;
+    char *v = nested(CODE_JSON_MAX_DEPTH);
+    assert_int_equal(parse_json_result(v, &m, NULL), 0);
+    json_t *kept = json_object_get(json_object_get(m.attrs, "data"), "application/json");
+    assert_int_equal(value_depth(kept), CODE_JSON_MAX_DEPTH);
+    assert_int_equal(value_depth(m.attrs), CODE_LINE_MAX_DEPTH);
+    code_msg_clear(&m);
+    free(v);
+    static const unsigned too_deep[] = {CODE_JSON_MAX_DEPTH + 1, 2040};
+    for (size_t i = 0; i < ELEMENTSOF(too_deep); i++) {
+        v = nested(too_deep[i]);
+        m = (CodeMsg){.run = 99};
+        assert_int_equal(parse_json_result(v, &m, &err), -1);
+        assert_int_equal(m.run, 99);
+        assert_non_null(strstr(err->message, "nests deeper than"));
+        error_free(err);
+        err = NULL;
+        free(v);
+    }
+    /* an ignored key nesting deep: refused all the same (jansson would recurse into it) */
+    v = nested(CODE_LINE_MAX_DEPTH);
+    char line[512];
+    snprintf(line, sizeof(line), "{\"run\":1,\"type\":\"stdout\",\"text\":\"x\",\"k\":%s}", v);
+    assert_int_equal(parse(line, &m), -1);
+    /* brackets inside a string are text */
+    snprintf(line, sizeof(line), "{\"run\":1,\"type\":\"stdout\",\"text\":\"%s\"}", v);
+    assert_int_equal(parse(line, &m), 0);
+    assert_int_equal(m.text_len, 2 * CODE_LINE_MAX_DEPTH + 1);
+    code_msg_clear(&m);
+    free(v);
+}
+
+/* "[1e-7,...]" of count reals, malloc'd: 5 bytes each as text, 22 each when dumped. */
+static char *
+reals(size_t count)
+{
+    char *v = malloc(5 * count + 2), *p = v;
+    assert_non_null(v);
+    *p++ = '[';
+    for (size_t i = 0; i < count; i++) {
+        if (i)
+            *p++ = ',';
+        memcpy(p, "1e-7", 4);
+        p += 4;
+    }
+    *p++ = ']';
+    *p = '\0';
+    return v;
+}
+
+/* application/json is kept when it dumps within CODE_JSON_MAX_BYTES, like every other format
+ * within its cap: a line of reals grows 4.4 times when dumped, so a line under
+ * CODE_LINE_MAX_BYTES could store an event of ~35 MiB. The rest of the result is kept. */
+static void
+test_json_dumped_size(void **state)
+{
+    CodeMsg m;
+    (void) state;
+    size_t small = CODE_JSON_MAX_BYTES / 23 - 1, big = 2 * CODE_JSON_MAX_BYTES / 23;
+    char *v = reals(small);
+    assert_int_equal(parse_json_result(v, &m, NULL), 0);
+    json_t *data = json_object_get(m.attrs, "data");
+    assert_int_equal(json_array_size(json_object_get(data, "application/json")), small);
+    code_msg_clear(&m);
+    free(v);
+    v = reals(big);
+    assert_true(strlen(v) < CODE_JSON_MAX_BYTES); /* under the cap as text, twice it dumped */
+    assert_int_equal(parse_json_result(v, &m, NULL), 0);
+    data = json_object_get(m.attrs, "data");
+    assert_null(json_object_get(data, "application/json"));
+    assert_string_equal(json_string_value(json_object_get(data, "text/plain")), "v");
+    code_msg_clear(&m);
+    free(v);
+}
+
 static void
 test_request_line(void **state)
 {
@@ -113,8 +247,8 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_lines),
-        cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_good_lines),       cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_json_depth_bound), cmocka_unit_test(test_json_dumped_size),
         cmocka_unit_test(test_request_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,6 +48,12 @@ test_defaults_and_file(void **state)
     assert_string_equal(cfg.pool.template_dir, "");
     assert_int_equal(parse("[pool py]\n", &e), 0);
     assert_false(cfg.shapes[0].code_kernel); /* off unless asked for */
+    assert_int_equal(parse("[pool py]\ncode_kernel = prestart\n", &e), 0);
+    assert_true(cfg.shapes[0].code_kernel);
+    assert_int_equal(parse("[pool py]\ncode_kernel = fresh\n", &e), 0);
+    assert_false(cfg.shapes[0].code_kernel); /* each context starts its own kernel */
+    assert_int_equal(parse("[pool py]\ncode_kernel = false\n", &e), 0);
+    assert_false(cfg.shapes[0].code_kernel);
 }
 
 static void
@@ -90,7 +96,7 @@ test_rejects(void **state)
         {"[pool a]\n[pool a]\n", "defined twice"},
         {"[pool a]\nimage = ../etc\n", "image must be a simple name"},
         {"[pool a]\ncolour = red\n", "unknown key 'colour'"},
-        {"[pool a]\ncode_kernel = yes\n", "code_kernel must be true or false"},
+        {"[pool a]\ncode_kernel = yes\n", "code_kernel must be prestart or fresh"},
         {"[daemon]\njunk\n", "expected key = value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

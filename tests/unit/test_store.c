@@ -155,6 +155,114 @@ test_render(void **state)
     json_decref(o);
 }
 
+/* The stack an HTTP connection thread renders events on (hostd/http: HTTP_THREAD_STACK_BYTES). */
+#define CONN_STACK_BYTES ((size_t) 512 << 10)
+
+/* A code.result's attrs as session_code.c stores them, application/json nested depth deep
+ * (the attrs nest depth + 2). malloc'd. */
+static char *
+result_attrs(unsigned depth)
+{
+    static const char head[] =
+        "{\"main\":true,\"data\":{\"text/plain\":\"v\",\"application/json\":";
+    static const char tail[] = "},\"context\":1,\"run\":1}";
+    size_t n = strlen(head) + 2 * depth + 1 + strlen(tail);
+    char *t = malloc(n + 1), *p = t;
+    assert_non_null(t);
+    p = stpcpy(p, head);
+    memset(p, '[', depth);
+    p[depth] = '0';
+    memset(p + depth + 1, ']', depth);
+    strcpy(p + 2 * depth + 1, tail);
+    return t;
+}
+
+typedef struct {
+    const EventRecord *e;
+    char *line;
+} RenderJob;
+
+/* As routes_events.c does on its connection thread: render, then dump. */
+static void *
+render_main(void *arg)
+{
+    RenderJob *j = arg;
+    json_t *o = render_event(j->e);
+    j->line = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *
+render_on_conn_stack(const EventRecord *e)
+{
+    RenderJob j = {.e = e};
+    pthread_attr_t attr;
+    pthread_t t;
+    assert_int_equal(pthread_attr_init(&attr), 0);
+    assert_int_equal(pthread_attr_setstacksize(&attr, CONN_STACK_BYTES), 0);
+    assert_int_equal(pthread_create(&t, &attr, render_main, &j), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    pthread_attr_destroy(&attr);
+    assert_non_null(j.line);
+    json_t *o = json_loads(j.line, 0, NULL);
+    free(j.line);
+    assert_non_null(o);
+    return o;
+}
+
+/* Events stored before the code kernel's lines were bounded may hold a result nested 2 040
+ * deep: parsing and dumping that on a connection thread took the daemon down, at every read
+ * of the session's events. Read back from a real SQLite file, twice: the deep event comes
+ * without its attrs (attrs_withheld), the one at the bound whole. */
+static void
+test_render_deep_attrs(void **state)
+{
+    (void) state;
+    Store *w;
+    StoreReaders *readers;
+    assert_int_equal(store_open(test_db, &w, NULL), 0);
+    SessionRecord r = record("ses_d", "t1", 1);
+    assert_int_equal(store_session_insert(w, &r, NULL), 0);
+    assert_int_equal(store_readers_new(test_db, 1, &readers, NULL), 0);
+    const unsigned depths[] = {2040, STORE_EVENT_ATTRS_MAX_DEPTH - 2};
+    for (size_t i = 0; i < 2; i++) {
+        char *attrs = result_attrs(depths[i]);
+        EventRecord e = {.seq = i + 1, .ts_usec = 1, .exec_id = 3, .attrs = attrs};
+        snprintf(e.type, sizeof(e.type), "code.result");
+        assert_int_equal(store_event_append(w, "ses_d", &e, NULL), 0);
+        free(attrs);
+    }
+    Store *rd = store_reader_acquire(readers);
+    for (int pass = 0; pass < 2; pass++) {
+        EventRecord *v;
+        size_t n;
+        assert_int_equal(store_events_read(rd, "ses_d", 0, 10, &v, &n, NULL), 0);
+        assert_int_equal(n, 2);
+        assert_false(store_event_attrs_parsable(&v[0]));
+        json_t *o = render_on_conn_stack(&v[0]);
+        assert_true(json_is_true(json_object_get(o, "attrs_withheld")));
+        assert_null(json_object_get(o, "data"));
+        assert_string_equal(json_string_value(json_object_get(o, "type")), "code.result");
+        assert_int_equal(json_integer_value(json_object_get(o, "seq")), 1);
+        json_decref(o);
+        assert_true(store_event_attrs_parsable(&v[1]));
+        o = render_on_conn_stack(&v[1]);
+        assert_null(json_object_get(o, "attrs_withheld"));
+        json_t *j = json_object_get(json_object_get(o, "data"), "application/json");
+        for (unsigned d = 0; d < STORE_EVENT_ATTRS_MAX_DEPTH - 2; d++) {
+            assert_true(json_is_array(j));
+            j = json_array_get(j, 0);
+        }
+        assert_true(json_is_integer(j));
+        json_decref(o);
+        event_records_free(v, n);
+    }
+    store_reader_release(readers, rd);
+    store_readers_free(readers);
+    store_close(w);
+}
+
 typedef struct {
     EventHub *hub;
     uint64_t seq;
@@ -204,6 +312,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_events_batches_and_readers, test_db_setup,
                                         test_db_teardown),
         cmocka_unit_test(test_render),
+        cmocka_unit_test_setup_teardown(test_render_deep_attrs, test_db_setup, test_db_teardown),
         cmocka_unit_test(test_eventhub),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
