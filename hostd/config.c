@@ -41,7 +41,18 @@ static const char *const section_names[] = {
 
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
-typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MEMORY, K_MIB, K_HOSTS, K_CIDRS } KeyType;
+typedef enum {
+    K_STR,
+    K_UINT,
+    K_U64,
+    K_USEC,
+    K_ACCEL,
+    K_MEMORY,
+    K_MIB,
+    K_HOSTS,
+    K_CIDRS,
+    K_BOOL, /* true | false */
+} KeyType;
 
 typedef struct {
     Section section;
@@ -103,6 +114,8 @@ static const Key keys[] = {
      HTTP_BODY_MIN_BYTES_PER_S_CEILING},
     {SEC_API, "body_rate_window_s", K_UINT, HC(body_rate_window_s), 0, 1, 3600},
     {SEC_API, "max_per_caller", K_UINT, HC(max_per_caller), 0, 0, HTTP_MAX_CONNECTIONS_CEILING},
+    {SEC_API, "tls_cert", K_STR, DC(tls_cert), CONFIG_PATH_MAX_BYTES, 0, 0},
+    {SEC_API, "tls_key", K_STR, DC(tls_key), CONFIG_PATH_MAX_BYTES, 0, 0},
     {SEC_SESSIONS, "default_timeout_s", K_USEC, SC(default_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "max_timeout_s", K_USEC, SC(max_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "exec_timeout_s", K_USEC, SC(exec_default_timeout_usec), 0, 1, 86400},
@@ -144,6 +157,8 @@ static const Key keys[] = {
     {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "lease_s", K_UINT, CC(lease_s), 0, CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S},
+    {SEC_CLUSTER, "tls_ca", K_STR, CC(tls_ca), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "insecure_hops", K_BOOL, CC(insecure_hops), 0, 0, 0},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -300,6 +315,11 @@ set_key(DaemonConfig *c, const Key *k, const char *v, Error **errp)
     case K_CIDRS:
         if (egress_policy_add_list((EgressPolicy *) field, v, k->type == K_CIDRS, errp) < 0)
             return error_prefix(errp, "%s", k->name);
+        return 0;
+    case K_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return error_set(errp, E_INVALID, 0, "%s must be true or false", k->name);
+        *(bool *) field = strcmp(v, "true") == 0;
         return 0;
     default:
         break;
@@ -531,6 +551,19 @@ config_set_flag(DaemonConfig *c, const char *section, const char *key, const cha
     return error_set(errp, E_INVALID, 0, "unknown section [%.64s]", section);
 }
 
+/* [section] tls_cert and tls_key: both or neither, absolute paths (read at start). */
+static int
+tls_pair_check(const char *section, const char *cert, const char *key, Error **errp)
+{
+    if (!cert[0] != !key[0])
+        return error_set(errp, E_INVALID, 0, "[%s] tls_cert and tls_key go together: set both",
+                         section);
+    if ((cert[0] && cert[0] != '/') || (key[0] && key[0] != '/'))
+        return error_set(errp, E_INVALID, 0, "[%s] tls_cert and tls_key must be absolute paths",
+                         section);
+    return 0;
+}
+
 int
 config_finish(DaemonConfig *c, Error **errp)
 {
@@ -565,6 +598,11 @@ config_finish(DaemonConfig *c, Error **errp)
                          "at most body_budget_mib");
     if (c->http.max_per_caller > c->http.max_connections)
         return error_set(errp, E_INVALID, 0, "[api] max_per_caller is over max_connections");
+    if (tls_pair_check("api", c->tls_cert, c->tls_key, errp) < 0 ||
+        tls_pair_check("e2b", c->e2b.tls_cert, c->e2b.tls_key, errp) < 0)
+        return -1;
+    c->http.tls_cert_file = c->tls_cert[0] ? c->tls_cert : NULL;
+    c->http.tls_key_file = c->tls_key[0] ? c->tls_key : NULL;
     SessionsConfig *sc = &c->sessions;
     sc->state_dir = c->state_dir;
     sc->output_limit_bytes = (uint64_t) c->output_limit_mib << 20;
@@ -643,6 +681,9 @@ format_key(const DaemonConfig *c, const Key *k, FILE *f)
     case K_HOSTS:
     case K_CIDRS:
         return; /* dump_policy(): a line each */
+    case K_BOOL:
+        fputs(*(const bool *) field ? "true" : "false", f);
+        return;
     }
 }
 

@@ -387,6 +387,24 @@ daemon_request_stop(Daemon *d)
         loop_quit(d->loop, 1);
 }
 
+/* SIGHUP: the host credential is read again (a rotation step, hostd/cluster/README.md);
+ * nothing else of the configuration is. */
+static void
+daemon_reload(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!d->cluster) {
+        log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+        return;
+    }
+    if (cluster_reload_credential(d->cluster, &err) < 0)
+        log_error("SIGHUP: the host credential in use stays: %s", err->message);
+    else
+        log_info("SIGHUP: host credential reloaded from %s (the rest of the configuration "
+                 "needs a restart)",
+                 d->cfg->cluster.host_token_file);
+}
+
 static void
 daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
 {
@@ -395,7 +413,7 @@ daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
     (void) events;
     while (read(fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-            log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+            daemon_reload(userdata);
             continue;
         }
         log_info("signal %u received", si.ssi_signo);
@@ -447,6 +465,13 @@ daemon_open_cluster(Daemon *d, Error **errp)
     sessions_set_cluster(d->sessions, d->cluster);
     log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
              cluster_schema_latest());
+    if (c->insecure_hops)
+        log_warn("cluster: insecure_hops: hops to http:// hosts carry the hop credential, "
+                 "tenants' identities and bodies in clear");
+    if (strncmp(c->advertise_url, "https://", 8) == 0 &&
+        (!d->cfg->http.tls_cert_file || !d->cfg->http.tcp_address))
+        log_warn("cluster: advertise_url is https:// but this API serves no TLS ([api] "
+                 "tls_cert): other hosts reach it only through a proxy that terminates TLS");
     daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
     return 0;
 }
@@ -473,7 +498,10 @@ daemon_start_api(Daemon *d, Error **errp)
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
-    log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
+    log_info("API on %s%s%s:%u and unix:%s",
+             !d->cfg->http.tcp_address    ? ""
+             : d->cfg->http.tls_cert_file ? "https://"
+                                          : "http://",
              d->cfg->http.tcp_address ? d->cfg->http.tcp_address : "(no TCP)",
              d->cfg->http.tcp_address ? "" : "", d->cfg->http.tcp_port, d->cfg->http.unix_path);
     return 0;
@@ -495,6 +523,16 @@ daemon_e2b_owner(void *userdata, const char *session_id, E2bOwner *ret, Error **
     return 0;
 }
 
+/* Cluster mode: the envd token keys (the loop's call). */
+static size_t
+daemon_e2b_envd_keys(void *userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES])
+{
+    _Static_assert(E2B_ENVD_KEYS_MAX == CLUSTER_SECRETS_MAX, "the rotation's keys");
+    _Static_assert(E2B_ENVD_KEY_BYTES == CLUSTER_KEY_BYTES, "one key's size");
+    Daemon *d = userdata;
+    return cluster_envd_keys(d->cluster, ret);
+}
+
 /* ... and the hop to it: the native API's (hostd/api/api_forward_hop.c). */
 static void
 daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *base_url,
@@ -511,14 +549,19 @@ daemon_publish_e2b(Daemon *d)
 {
     _cleanup_error_ Error *err = NULL;
     if (d->cluster && cluster_e2b_publish(d->cluster, d->e2b ? e2b_api_port(d->e2b) : 0,
-                                          d->e2b ? e2b_envd_port(d->e2b) : 0, &err) < 0)
+                                          d->e2b ? e2b_envd_port(d->e2b) : 0,
+                                          d->e2b && e2b_tls(d->e2b), &err) < 0)
         log_error("cluster: publishing the E2B listeners: %s", err->message);
 }
 
 static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
-    const E2bConfig *c = &d->cfg->e2b;
+    E2bConfig ec = d->cfg->e2b, *c = &ec;
+    if (!c->tls_cert[0]) { /* [api]'s pair unless [e2b] names its own */
+        snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", d->cfg->tls_cert);
+        snprintf(c->tls_key, sizeof(c->tls_key), "%s", d->cfg->tls_key);
+    }
     E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
                     .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
@@ -530,7 +573,7 @@ daemon_start_e2b(Daemon *d, Error **errp)
         deps.owner = daemon_e2b_owner;
         deps.forward = daemon_e2b_forward;
         deps.cluster_userdata = d;
-        deps.envd_key = cluster_host_token(d->cluster);
+        deps.envd_keys = daemon_e2b_envd_keys;
     }
     if (!c->enabled) {
         daemon_publish_e2b(d);
@@ -539,8 +582,9 @@ daemon_start_e2b(Daemon *d, Error **errp)
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
         return -1;
     daemon_publish_e2b(d);
-    log_info("E2B API on http://%s:%u, envd on http://%s:%u (domain %s)", c->address,
-             e2b_api_port(d->e2b), c->address, e2b_envd_port(d->e2b), c->domain);
+    const char *scheme = e2b_tls(d->e2b) ? "https" : "http";
+    log_info("E2B API on %s://%s:%u, envd on %s://%s:%u (domain %s)", scheme, c->address,
+             e2b_api_port(d->e2b), scheme, c->address, e2b_envd_port(d->e2b), c->domain);
     return 0;
 }
 

@@ -36,7 +36,8 @@ usage(FILE *f)
                "  -h, --help             this help\n"
                "  -V, --version          print the version\n\n"
                "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
-               "at once. Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
+               "at once. SIGHUP rereads [cluster] host_token_file (a credential rotation step).\n"
+               "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
 }
 
 typedef struct {

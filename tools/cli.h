@@ -37,6 +37,7 @@ typedef struct Cli {
     const char *prog; /* "stockade" */
     const char *verb; /* "run", "sessions ls", ... for messages */
     const char *socket_path, *url, *token;
+    const char *cacert; /* --cacert / STOCKADE_CACERT: CA file for an https:// --url */
     bool socket_from_flag, url_from_flag;
     bool json;
     bool help; /* --help was given: print the verb's usage and exit 0 */
@@ -50,6 +51,7 @@ enum {
     CLI_OPT_URL,
     CLI_OPT_TOKEN,
     CLI_OPT_JSON,
+    CLI_OPT_CACERT,
     CLI_OPT_VERB_BASE = 0x1100, /* verbs number their long-only options from here */
 };
 /* clang-format off */
@@ -58,6 +60,7 @@ enum {
     {"url", required_argument, NULL, CLI_OPT_URL},                                                 \
     {"token", required_argument, NULL, CLI_OPT_TOKEN},                                             \
     {"json", no_argument, NULL, CLI_OPT_JSON},                                                     \
+    {"cacert", required_argument, NULL, CLI_OPT_CACERT},                                           \
     {"help", no_argument, NULL, 'h'},                                                              \
     {NULL, 0, NULL, 0}
 /* clang-format on */

@@ -31,6 +31,8 @@ static const char main_help[] =
     "                  env STOCKADE_SOCKET)\n"
     "  --url URL       use HTTP(S) instead, e.g. http://127.0.0.1:8787 (env STOCKADE_URL)\n"
     "  --token TOKEN   sent as 'Authorization: Bearer TOKEN' (env STOCKADE_TOKEN)\n"
+    "  --cacert FILE   an https:// URL's certificate must chain to this CA (PEM; env\n"
+    "                  STOCKADE_CACERT); default: the system's trusted CAs\n"
     "  --json          machine-readable output\n"
     "  -h, --help      help (of a verb: stockade VERB --help)\n"
     "  -V, --version   print the version\n"

@@ -387,11 +387,8 @@ check_on_loop(E2bCall *c)
     int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
     cc->forward = where > 0;
     if (where > 0) { /* checked here before a body byte is read, and by the owner again */
-        char token[E2B_TOKEN_BYTES];
-        e2b_envd_token_for(c->e->d.envd_key, cc->auth.id, token);
-        if (e2b_envd_token_check(&cc->auth, token, &err) == 0)
+        if (e2b_envd_token_derived_check(c->e, &cc->auth, &err) == 0)
             snprintf(cc->tenant, sizeof(cc->tenant), "%s", cc->remote.tenant);
-        explicit_bzero(token, sizeof(token));
     } else if (where == 0 && !cc->where_only) {
         E2bSandbox *sb = e2b_envd_sandbox(c->e, &cc->auth, &err);
         if (sb)

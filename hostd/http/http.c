@@ -296,6 +296,7 @@ request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
     _cleanup_error_ Error *e = NULL;
     unsigned status = MHD_HTTP_BAD_REQUEST;
 
+    http_conn_head_in(r->conn);
     if (atomic_load(&r->srv->stopping)) {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         (void) error_set(&e, E_UNAVAILABLE, 0, "the server is shutting down");
@@ -360,21 +361,31 @@ static int
 listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
 {
     const HttpConfig *c = &s->cfg;
+    bool tls = !is_unix && s->tls.cert_pem;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (is_unix ? 0u : MHD_USE_NO_LISTEN_SOCKET);
+                     MHD_USE_ERROR_LOG | (is_unix ? 0u : MHD_USE_NO_LISTEN_SOCKET) |
+                     (tls ? MHD_USE_TLS : 0u);
 
+    /* The unix socket is this machine's (file permissions guard it): never TLS. */
     struct MHD_OptionItem listen_opt[] = {
         {is_unix ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END, l->fd, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_OptionItem tls_opt[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls.cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key_pem},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *) HTTP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
 
     l->srv = s;
     l->is_unix = is_unix;
+    l->tls = tls;
     start_log[0] = '\0';
     l->mhd = MHD_start_daemon(
         flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        l, MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
+        l, MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_ARRAY, tls_opt, MHD_OPTION_CONNECTION_LIMIT,
+        c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         2 * c->max_header_bytes + HTTP_POOL_SLACK_BYTES, MHD_OPTION_THREAD_STACK_SIZE,
         HTTP_THREAD_STACK_BYTES, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_URI_LOG_CALLBACK,
@@ -450,6 +461,9 @@ http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, Ht
         return error_set(errp, E_INTERNAL, errno, "eventfd");
     if (http_watchdog_start(s, errp) < 0)
         return -1;
+    if ((cfg->tls_cert_file || cfg->tls_key_file) && s->tcp_address &&
+        http_tls_load(cfg->tls_cert_file, cfg->tls_key_file, &s->tls, errp) < 0)
+        return -1;
     if (s->tcp_address &&
         (http_listen_tcp(s->tcp_address, cfg->tcp_port, &s->tcp.fd, &s->tcp_port, errp) < 0 ||
          listener_start(s, &s->tcp, false, errp) < 0))
@@ -469,6 +483,12 @@ uint16_t
 http_server_tcp_port(const HttpServer *s)
 {
     return s->tcp.mhd ? s->tcp_port : 0;
+}
+
+bool
+http_server_tls(const HttpServer *s)
+{
+    return s->tcp.tls;
 }
 
 unsigned
@@ -575,6 +595,7 @@ http_server_stop(HttpServer *s)
     pthread_mutex_destroy(&s->lock);
     http_budget_free(s->own_budget);
     http_tally_free(s->conn_callers);
+    http_tls_clear(&s->tls);
     free(s->tcp_address);
     free(s->unix_path);
     free(s);

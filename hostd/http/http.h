@@ -76,6 +76,8 @@ int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata
 void http_server_stop(HttpServer *s);
 /* The bound TCP port (useful with tcp_port 0); 0 without a TCP listener. */
 uint16_t http_server_tcp_port(const HttpServer *s);
+/* Whether the TCP listener serves HTTPS (HttpConfig.tls_cert_file). */
+bool http_server_tls(const HttpServer *s);
 /* TCP connections accepted whose request head is not complete yet. */
 unsigned http_server_pending_heads(const HttpServer *s);
 /* Connection threads inside the handler right now: a handler that hands its work on and

@@ -97,7 +97,9 @@ typedef struct HttpConfig {
                               * sits in the page cache, not the heap. NULL: memory only.
                               * The budget above counts it the same either way. */
     size_t spool_min_bytes;
-    HttpGuard guard; /* NULL: every head passes */
+    HttpGuard guard;            /* NULL: every head passes */
+    const char *tls_cert_file;  /* TCP: HTTPS with this PEM certificate (chain) and key, read */
+    const char *tls_key_file;   /* and checked at start; NULL: plain HTTP. Unix: never TLS */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

@@ -19,7 +19,12 @@
  *
  * A connection counts for a caller (the key its request's guard named, else its peer) from
  * the guard on until it closes, idle keep-alive time included: what a caller holds on this
- * server is its connections' threads, whatever they do. */
+ * server is its connections' threads, whatever they do.
+ *
+ * On a TLS listener the front door hands a connection over once its ClientHello is in, not
+ * its request head (which is ciphertext to it): there the first request's deadline is the
+ * head window (head_timeout_s) until the head is in, for the handshake and the head on this
+ * thread, then the request deadline counted from when MHD took the connection. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -77,6 +82,8 @@ conn_new(HttpListener *l, struct MHD_Connection *mc)
         return NULL;
     c->srv = l->srv;
     c->is_unix = l->is_unix;
+    c->started_usec = now_usec();
+    c->head_first = l->tls;
     c->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 3);
     if (c->fd < 0)
         return NULL;
@@ -161,15 +168,46 @@ http_conn_accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
     return ok ? MHD_YES : MHD_NO;
 }
 
+uint64_t
+http_head_window_usec(const HttpConfig *c)
+{
+    return MIN(c->head_timeout_s, MIN(c->request_timeout_s, c->idle_timeout_s)) * USEC_PER_SEC;
+}
+
+/* Under s->lock: sets c's deadline and wakes the watchdog when it is the earliest. */
+static void
+deadline_set_locked(HttpServer *s, HttpConn *c, uint64_t deadline_usec)
+{
+    c->deadline_usec = deadline_usec;
+    if (deadline_usec && deadline_usec < s->watchdog_wake_usec)
+        pthread_cond_signal(&s->watchdog_cond);
+}
+
 void
 http_conn_set_deadline(HttpConn *c, bool armed)
 {
     HttpServer *s = c->srv;
+    uint64_t now = now_usec(), d = 0;
 
     pthread_mutex_lock(&s->lock);
-    c->deadline_usec = armed ? now_usec() + s->cfg.request_timeout_s * USEC_PER_SEC : 0;
-    if (armed && c->deadline_usec < s->watchdog_wake_usec)
-        pthread_cond_signal(&s->watchdog_cond);
+    if (armed)
+        d = c->head_first ? now + http_head_window_usec(&s->cfg)
+                          : now + s->cfg.request_timeout_s * USEC_PER_SEC;
+    deadline_set_locked(s, c, d);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void
+http_conn_head_in(HttpConn *c)
+{
+    HttpServer *s = c->srv;
+
+    pthread_mutex_lock(&s->lock);
+    if (c->head_first) {
+        c->head_first = false;
+        if (c->deadline_usec)
+            deadline_set_locked(s, c, c->started_usec + s->cfg.request_timeout_s * USEC_PER_SEC);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 

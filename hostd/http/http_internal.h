@@ -37,15 +37,28 @@
 #define HTTP_POOL_SLACK_BYTES ((size_t) 16 << 10)
 /* Retry-After of a 503 for a spent body budget: uploads in flight end within seconds. */
 #define HTTP_BUDGET_RETRY_AFTER_S "1"
+/* A certificate chain or key file read at start. */
+#define HTTP_TLS_FILE_MAX_BYTES ((size_t) 1 << 20)
+/* GnuTLS priorities of the TLS listener: its defaults without TLS 1.0 and 1.1. */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 typedef struct HttpConn HttpConn;
 typedef struct HttpAcceptor HttpAcceptor;
+
+/* The TCP listener's certificate and key, PEM, NUL-terminated (http_tls.c). */
+typedef struct HttpTls {
+    char *cert_pem;
+    size_t cert_len;
+    char *key_pem; /* wiped when cleared */
+    size_t key_len;
+} HttpTls;
 
 /* One MHD daemon: TCP or unix. */
 typedef struct HttpListener {
     HttpServer *srv;
     bool is_unix;
-    int fd; /* listening socket; MHD owns it once the daemon started */
+    bool tls; /* serves HTTPS (the TCP listener with a certificate) */
+    int fd;   /* listening socket; MHD owns it once the daemon started */
     struct MHD_Daemon *mhd;
 } HttpListener;
 
@@ -61,6 +74,7 @@ struct HttpServer {
     HttpListener tcp;
     HttpListener unx;
     HttpAcceptor *acceptor; /* TCP connections until their head is in */
+    HttpTls tls;            /* cfg.tls_cert_file/tls_key_file, read at start; empty: plain */
     HttpBudget *budget;     /* cfg.body_budget, or own_budget */
     HttpBudget *own_budget;
     unsigned max_per_caller; /* cfg.max_per_caller, or its default */
@@ -101,6 +115,10 @@ struct HttpConn {
     atomic_size_t body_bytes;
     uint64_t rate_check_usec; /* under srv->lock; 0: no body being read */
     size_t rate_mark;         /* under srv->lock: body_bytes at the window's start */
+    uint64_t started_usec;  /* MHD took it */
+    bool head_first;        /* under srv->lock: TLS, and its first request head not in yet
+                             * (the front door could not see it: the handshake and head get
+                             * the head timeout on this thread) */
 };
 
 typedef enum { REPLY_NONE, REPLY_BUFFER, REPLY_FILE, REPLY_STREAM, REPLY_HEAD } HttpReplyKind;
@@ -176,6 +194,11 @@ bool http_conn_claim(HttpConn *c, const char *caller);
 /* Whether the watchdog holds the body being read to the budget's minimum rate (on: from its
  * first byte on; off: the body is in, or was refused). */
 void http_conn_watch_body(HttpConn *c, bool on);
+/* The request head is in: a TLS connection's first head no longer has the head timeout,
+ * only the request deadline from when it started. */
+void http_conn_head_in(HttpConn *c);
+/* The head window: head_timeout_s, no longer than the request and idle timeouts. */
+uint64_t http_head_window_usec(const HttpConfig *c);
 int http_watchdog_start(HttpServer *s, Error **errp);
 void http_watchdog_stop(HttpServer *s);
 
@@ -203,6 +226,11 @@ void http_reply_set_error(HttpReply *rp, unsigned status, const Error *e);
 /* Builds rp into an MHD response (moving its body out) and queues it on mc, falling back
  * to a fixed 500; MHD_NO if even that failed (MHD then closes the connection). */
 enum MHD_Result http_reply_queue(HttpServer *s, HttpReply *rp, struct MHD_Connection *mc);
+
+/* http_tls.c: reads and checks the TCP listener's certificate and key (E_INVALID naming the
+ * file that is unreadable or wrong, or both when they do not match). */
+int http_tls_load(const char *cert_file, const char *key_file, HttpTls *ret, Error **errp);
+void http_tls_clear(HttpTls *t);
 
 /* http_accept.c: the TCP front door. Takes listen_fd (closed by stop, also on failure);
  * *ret is set even on failure, for http_acceptor_stop(). The thread leaves once

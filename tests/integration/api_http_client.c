@@ -263,6 +263,8 @@ sink_write(char *data, size_t size, size_t n, void *ud)
     return add;
 }
 
+const char *curl_ca_file;
+
 int
 curl_request(const char *method, const char *url, const char *unix_path, const void *body,
              size_t len, CurlResult *ret)
@@ -279,6 +281,10 @@ curl_request(const char *method, const char *url, const char *unix_path, const v
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     if (unix_path)
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, unix_path);
+    if (curl_ca_file) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, curl_ca_file);
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);

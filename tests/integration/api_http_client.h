@@ -37,6 +37,8 @@ typedef struct {
     char *headers;
 } CurlResult;
 
+/* The CA file an https:// URL's certificate must chain to (alone); NULL: the system's. */
+extern const char *curl_ca_file;
 /* One request; unix_path non-NULL sends it over that socket. body may be NULL. */
 int curl_request(const char *method, const char *url, const char *unix_path, const void *body,
                  size_t len, CurlResult *ret);

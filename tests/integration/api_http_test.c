@@ -5,6 +5,7 @@
  *   guard, crowd                                               api_http_test_hostile.c
  *   share, rate                                                api_http_test_share.c
  *   loop                                                       api_http_test_loop.c
+ *   tls                                                        api_http_test_tls.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /head/sized, /head/unsized, /stream/timer,
  * /stream/pipe) and main(). Figures (cut-off times, CPU, request rates) are printed. */
@@ -383,6 +384,7 @@ static const struct {
     {"loop", scenario_loop},
     {"share", scenario_share},
     {"rate", scenario_rate},
+    {"tls", scenario_tls},
 };
 
 static void

@@ -11,9 +11,11 @@
 
 #include <cmocka.h>
 
+#include "http_hello.h"
 #include "http_json.h"
 #include "http_tally.h"
 #include "http_url.h"
+#include "tlshello.h"
 
 typedef struct {
     const char *target;
@@ -302,6 +304,46 @@ test_tally(void **state)
     }
     assert_int_equal(http_tally_callers(t), 2);
     http_tally_free(t);
+/* The TLS front door's judgment of a connection's first bytes (http_hello.c). */
+static void
+test_tls_hello(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+        HttpHelloState want;
+    } cases[] = {
+        {"", 0, HTTP_HELLO_MORE},
+        {"\x16", 1, HTTP_HELLO_MORE},
+        {"\x16\x03\x01\x00", 4, HTTP_HELLO_MORE},
+        {"\x16\x03\x01\x00\x02\x01", 6, HTTP_HELLO_MORE}, /* 1 of 2 body bytes */
+        {"\x16\x03\x01\x00\x02\x01\x00", 7, HTTP_HELLO_COMPLETE},
+        {"\x16\x03\x03\x00\x01\x01zzzz", 10, HTTP_HELLO_COMPLETE}, /* more after it */
+        {"\x16\x03\x00\x00\x01\x01", 6, HTTP_HELLO_COMPLETE},      /* SSL 3.0's record version */
+        {"GET / HTTP/1.1\r\n", 16, HTTP_HELLO_NOT_TLS},            /* plain HTTP */
+        {"G", 1, HTTP_HELLO_NOT_TLS},
+        {"\x17\x03\x03\x00\x01\x01", 6, HTTP_HELLO_NOT_TLS}, /* application data first */
+        {"\x16\x02\x00", 3, HTTP_HELLO_NOT_TLS},             /* SSL 2 */
+        {"\x16\x03\x05", 3, HTTP_HELLO_NOT_TLS},
+        {"\x16\x03\x01\x00\x00", 5, HTTP_HELLO_NOT_TLS}, /* an empty record */
+        {"\x16\x03\x01\x40\x01", 5, HTTP_HELLO_NOT_TLS}, /* over 2^14 */
+        {"\x16\x03\x01\x40\x00", 5, HTTP_HELLO_MORE},    /* exactly 2^14: wait */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (http_tls_hello_state((const uint8_t *) cases[i].bytes, cases[i].len) != cases[i].want)
+            fail_msg("case %zu", i);
+    /* A real ClientHello: whole in one record, or cut into records (only the first counts). */
+    uint8_t hello[TLSHELLO_MAX_BYTES];
+    TlsHelloSpec spec = {.names = {"example.com"}};
+    size_t n = tlshello_build(&spec, hello, sizeof(hello));
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(http_tls_hello_state(hello, k), HTTP_HELLO_MORE);
+    assert_int_equal(http_tls_hello_state(hello, n), HTTP_HELLO_COMPLETE);
+    spec.record_bytes = 40;
+    n = tlshello_build(&spec, hello, sizeof(hello));
+    assert_int_equal(http_tls_hello_state(hello, 44), HTTP_HELLO_MORE);
+    assert_int_equal(http_tls_hello_state(hello, 45), HTTP_HELLO_COMPLETE);
 }
 
 int
@@ -312,6 +354,7 @@ main(void)
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_split_and_copy), cmocka_unit_test(test_json_depth),
         cmocka_unit_test(test_tally),
+        cmocka_unit_test(test_tls_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

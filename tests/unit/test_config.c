@@ -179,7 +179,7 @@ test_cluster(void **state)
     assert_false(cluster_config_enabled(&cfg.cluster));
     const char *ok = "[cluster]\ndatabase = host=/run/pg dbname=stockade user=stk\n"
                      "host_id = host-a\nadvertise_url = http://10.0.0.1:8080\n"
-                     "host_token_file = /etc/stockade/host.token\n";
+                     "host_token_file = /etc/stockade/host.token\ninsecure_hops = true\n";
     assert_int_equal(parse(ok, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_true(cluster_config_enabled(&cfg.cluster));
@@ -218,6 +218,19 @@ test_cluster(void **state)
          "host_token_file = t\n",
          "absolute"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n", "absolute"},
+        /* Issue 25 finding 9: the credential never crosses a network in clear unless the
+         * operator says so. */
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
+         "host_token_file = /t\n",
+         "insecure_hops = true"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = HTTP://h\n"
+         "host_token_file = /t\n",
+         "advertise_url"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://h\n"
+         "host_token_file = /t\ntls_ca = ca.pem\n",
+         "tls_ca must be an absolute path"},
+        {"[cluster]\ntls_ca = /ca.pem\n", "needs database"},
+        {"[cluster]\ninsecure_hops = true\n", "needs database"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e = NULL;
@@ -232,6 +245,62 @@ test_cluster(void **state)
     error_free(e);
 }
 
+/* Issue 30, TLS: [api] and [e2b] tls_cert/tls_key go in pairs of absolute paths (read at
+ * start, not here); [cluster] tls_ca and insecure_hops; an https:// advertise_url needs no
+ * insecure_hops. */
+static void
+test_tls(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *ok = "[api]\ntls_cert = /etc/stockade/api.pem\ntls_key = /etc/stockade/api.key\n"
+                     "[e2b]\ntls_cert = /etc/stockade/e2b.pem\ntls_key = /etc/stockade/e2b.key\n"
+                     "[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://10.0.0.1:8080\n"
+                     "host_token_file = /t\ntls_ca = /etc/stockade/ca.pem\n";
+    assert_int_equal(parse(ok, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.http.tls_cert_file, "/etc/stockade/api.pem");
+    assert_string_equal(cfg.http.tls_key_file, "/etc/stockade/api.key");
+    assert_string_equal(cfg.e2b.tls_cert, "/etc/stockade/e2b.pem");
+    assert_string_equal(cfg.e2b.tls_key, "/etc/stockade/e2b.key");
+    assert_string_equal(cfg.cluster.tls_ca, "/etc/stockade/ca.pem");
+    assert_false(cfg.cluster.insecure_hops);
+    /* The dump parses back to the same pairs. */
+    char *dump = config_dump(&cfg);
+    assert_non_null(dump);
+    DaemonConfig first = cfg;
+    assert_int_equal(parse(dump, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.tls_cert, first.tls_cert);
+    assert_string_equal(cfg.e2b.tls_key, first.e2b.tls_key);
+    assert_string_equal(cfg.cluster.tls_ca, first.cluster.tls_ca);
+    assert_false(cfg.cluster.insecure_hops);
+    free(dump);
+    /* Without: plain HTTP, nothing set. */
+    assert_int_equal(parse("[daemon]\nstate_dir = /srv/stk\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_null(cfg.http.tls_cert_file);
+    assert_null(cfg.http.tls_key_file);
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[api]\ntls_cert = /c.pem\n", "[api] tls_cert and tls_key go together"},
+        {"[api]\ntls_key = /c.key\n", "[api] tls_cert and tls_key go together"},
+        {"[api]\ntls_cert = c.pem\ntls_key = /c.key\n", "absolute"},
+        {"[e2b]\ntls_key = /c.key\n", "[e2b] tls_cert and tls_key go together"},
+        {"[e2b]\ntls_cert = c.pem\n", "tls_cert must be an absolute path"},
+        {"[cluster]\ninsecure_hops = yes\n", "insecure_hops must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e = NULL;
+        if (parse(bad[i].text, &e) == 0 && config_finish(&cfg, &e) == 0)
+            fail_msg("accepted: %s", bad[i].text);
+        if (!strstr(e->message, bad[i].needle))
+            fail_msg("'%s' does not mention '%s'", e->message, bad[i].needle);
+        error_free(e);
+    }
+}
+
 /* Issue 30: a comment after a value is never part of it; a '#' inside a value is. */
 static void
 test_inline_comments(void **state)
@@ -244,6 +313,7 @@ test_inline_comments(void **state)
                        "advertise_url = http://10.0.0.11:8080 ; how others reach it\n"
                        "host_token_file = /etc/stockade/host#1.token\n"
                        "lease_s = 10   # silent this long: taken over\n"
+                       "insecure_hops = true   # a lab network\n"
                        "[daemon]\nstate_dir = /srv/stk#x\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
@@ -378,6 +448,7 @@ main(void)
         cmocka_unit_test(test_long_line_and_nul),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_inline_comments),
+        cmocka_unit_test(test_tls),
         cmocka_unit_test(test_units_in_config),
         cmocka_unit_test(test_dump),
     };
