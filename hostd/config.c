@@ -41,7 +41,18 @@ static const char *const section_names[] = {
 
 /* K_MIB: a number of MiB stored as bytes (uint64_t); K_HOSTS, K_CIDRS: a comma-separated list
  * appended to an EgressPolicy (a key may repeat). */
-typedef enum { K_STR, K_UINT, K_U64, K_USEC, K_ACCEL, K_MEMORY, K_MIB, K_HOSTS, K_CIDRS } KeyType;
+typedef enum {
+    K_STR,
+    K_UINT,
+    K_U64,
+    K_USEC,
+    K_ACCEL,
+    K_MEMORY,
+    K_MIB,
+    K_HOSTS,
+    K_CIDRS,
+    K_BOOL, /* true | false */
+} KeyType;
 
 typedef struct {
     Section section;
@@ -98,6 +109,13 @@ static const Key keys[] = {
     {SEC_API, "head_timeout_s", K_UINT, HC(head_timeout_s), 0, 1, 3600},
     {SEC_API, "max_pending", K_UINT, HC(max_pending), 0, 1, HTTP_MAX_PENDING_CEILING},
     {SEC_API, "body_budget_mib", K_UINT, DC(body_budget_mib), 0, 1, 16384},
+    {SEC_API, "body_share_mib", K_UINT, DC(body_share_mib), 0, 0, 16384},
+    {SEC_API, "body_min_bytes_per_s", K_UINT, DC(body_min_bytes_per_s), 0, 0,
+     HTTP_BODY_MIN_BYTES_PER_S_CEILING},
+    {SEC_API, "body_rate_window_s", K_UINT, HC(body_rate_window_s), 0, 1, 3600},
+    {SEC_API, "max_per_caller", K_UINT, HC(max_per_caller), 0, 0, HTTP_MAX_CONNECTIONS_CEILING},
+    {SEC_API, "tls_cert", K_STR, DC(tls_cert), CONFIG_PATH_MAX_BYTES, 0, 0},
+    {SEC_API, "tls_key", K_STR, DC(tls_key), CONFIG_PATH_MAX_BYTES, 0, 0},
     {SEC_SESSIONS, "default_timeout_s", K_USEC, SC(default_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "max_timeout_s", K_USEC, SC(max_timeout_usec), 0, 1, 86400},
     {SEC_SESSIONS, "exec_timeout_s", K_USEC, SC(exec_default_timeout_usec), 0, 1, 86400},
@@ -139,6 +157,8 @@ static const Key keys[] = {
     {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "lease_s", K_UINT, CC(lease_s), 0, CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S},
+    {SEC_CLUSTER, "tls_ca", K_STR, CC(tls_ca), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "insecure_hops", K_BOOL, CC(insecure_hops), 0, 0, 0},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */
@@ -206,6 +226,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
     c->max_body_mib = (unsigned) (c->http.max_body_bytes >> 20);
     c->body_budget_mib = (unsigned) (c->http.body_budget_bytes >> 20);
+    c->body_min_bytes_per_s = (unsigned) c->http.body_min_bytes_per_s;
     sessions_config_defaults(&c->sessions);
     e2b_config_defaults(&c->e2b);
     c->output_limit_mib = (unsigned) (c->sessions.output_limit_bytes >> 20);
@@ -295,6 +316,11 @@ set_key(DaemonConfig *c, const Key *k, const char *v, Error **errp)
         if (egress_policy_add_list((EgressPolicy *) field, v, k->type == K_CIDRS, errp) < 0)
             return error_prefix(errp, "%s", k->name);
         return 0;
+    case K_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            return error_set(errp, E_INVALID, 0, "%s must be true or false", k->name);
+        *(bool *) field = strcmp(v, "true") == 0;
+        return 0;
     default:
         break;
     }
@@ -325,10 +351,12 @@ set_pool_key(DaemonConfig *c, size_t i, const char *name, const char *v, Error *
             memcpy(c->shape_images[i], v, n + 1);
             return 0;
         }
-        if (pool_keys[k].key == PK_CODE_KERNEL) {
-            if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
-                return error_set(errp, E_INVALID, 0, "code_kernel must be true or false");
-            c->shapes[i].code_kernel = strcmp(v, "true") == 0;
+        if (pool_keys[k].key == PK_CODE_KERNEL) { /* true and false: the names before prestart */
+            bool prestart = strcmp(v, "prestart") == 0 || strcmp(v, "true") == 0;
+            if (!prestart && strcmp(v, "fresh") != 0 && strcmp(v, "false") != 0)
+                return error_set(errp, E_INVALID, 0,
+                                 "code_kernel must be prestart or fresh");
+            c->shapes[i].code_kernel = prestart;
             return 0;
         }
         uint64_t n;
@@ -523,6 +551,19 @@ config_set_flag(DaemonConfig *c, const char *section, const char *key, const cha
     return error_set(errp, E_INVALID, 0, "unknown section [%.64s]", section);
 }
 
+/* [section] tls_cert and tls_key: both or neither, absolute paths (read at start). */
+static int
+tls_pair_check(const char *section, const char *cert, const char *key, Error **errp)
+{
+    if (!cert[0] != !key[0])
+        return error_set(errp, E_INVALID, 0, "[%s] tls_cert and tls_key go together: set both",
+                         section);
+    if ((cert[0] && cert[0] != '/') || (key[0] && key[0] != '/'))
+        return error_set(errp, E_INVALID, 0, "[%s] tls_cert and tls_key must be absolute paths",
+                         section);
+    return 0;
+}
+
 int
 config_finish(DaemonConfig *c, Error **errp)
 {
@@ -545,9 +586,23 @@ config_finish(DaemonConfig *c, Error **errp)
     c->http.unix_path = c->unix_socket;
     c->http.max_body_bytes = (size_t) c->max_body_mib << 20;
     c->http.body_budget_bytes = (size_t) c->body_budget_mib << 20;
+    c->http.body_share_bytes = (size_t) c->body_share_mib << 20;
+    c->http.body_min_bytes_per_s = c->body_min_bytes_per_s;
     if (c->body_budget_mib < c->max_body_mib)
         return error_set(errp, E_INVALID, 0,
                          "[api] body_budget_mib must hold one largest body (max_body_mib)");
+    if (c->body_share_mib && (c->body_share_mib < c->max_body_mib ||
+                              c->body_share_mib > c->body_budget_mib))
+        return error_set(errp, E_INVALID, 0,
+                         "[api] body_share_mib must hold one largest body (max_body_mib) and be "
+                         "at most body_budget_mib");
+    if (c->http.max_per_caller > c->http.max_connections)
+        return error_set(errp, E_INVALID, 0, "[api] max_per_caller is over max_connections");
+    if (tls_pair_check("api", c->tls_cert, c->tls_key, errp) < 0 ||
+        tls_pair_check("e2b", c->e2b.tls_cert, c->e2b.tls_key, errp) < 0)
+        return -1;
+    c->http.tls_cert_file = c->tls_cert[0] ? c->tls_cert : NULL;
+    c->http.tls_key_file = c->tls_key[0] ? c->tls_key : NULL;
     SessionsConfig *sc = &c->sessions;
     sc->state_dir = c->state_dir;
     sc->output_limit_bytes = (uint64_t) c->output_limit_mib << 20;
@@ -626,6 +681,9 @@ format_key(const DaemonConfig *c, const Key *k, FILE *f)
     case K_HOSTS:
     case K_CIDRS:
         return; /* dump_policy(): a line each */
+    case K_BOOL:
+        fputs(*(const bool *) field ? "true" : "false", f);
+        return;
     }
 }
 

@@ -15,7 +15,9 @@
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
  *   [api]               tcp_address ("none" disables TCP), tcp_port, unix_socket, max_body_mib,
  *                       request_timeout_s, idle_timeout_s, max_connections, max_per_ip,
- *                       head_timeout_s, max_pending, body_budget_mib
+ *                       head_timeout_s, max_pending, body_budget_mib, body_share_mib,
+ *                       body_min_bytes_per_s, body_rate_window_s, max_per_caller,
+ *                       tls_cert, tls_key
  *   [sessions]          default_timeout_s, max_timeout_s, exec_timeout_s, pending_timeout_s,
  *                       output_limit_mib, mirror_budget_mib, mirror_max_file_mib,
  *                       artifact_max_age_h, artifact_max_total_gib, extract_max_mib,
@@ -30,9 +32,11 @@
  *                       max_streams, max_streams_total, max_bytes_in_mib, max_bytes_out_mib,
  *                       connect_timeout_s, max_denied_events (per session; hostd/egress)
  *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,
- *                       lifetime_s, create_wait_s (E2B SDK compatibility: hostd/e2b/e2b.h)
+ *                       lifetime_s, create_wait_s, tls_cert, tls_key (E2B SDK
+ *                       compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
- *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file:
+ *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file,
+ *                       lease_s, tls_ca, insecure_hops:
  *                       many hosts sharing one PostgreSQL (hostd/cluster/cluster.h); absent,
  *                       the host is alone and keeps everything in its SQLite
  *
@@ -77,9 +81,13 @@ typedef struct DaemonConfig {
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */
     char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */
+    char tls_cert[CONFIG_PATH_MAX_BYTES];    /* [api] HTTPS: PEM certificate (chain); "" none */
+    char tls_key[CONFIG_PATH_MAX_BYTES];     /* [api] its private key (PEM) */
     HttpConfig http;                         /* strings point into this struct */
     unsigned max_body_mib;
-    unsigned body_budget_mib; /* request bodies in memory, all listeners */
+    unsigned body_budget_mib;                /* request bodies in memory, all listeners */
+    unsigned body_share_mib;                 /* of them, one caller's; 0: the layer's default */
+    unsigned body_min_bytes_per_s;           /* a body in flight: at least this, per window */
     SessionsConfig sessions;
     E2bConfig e2b;
     ClusterConfig cluster; /* database "" = a single host (SQLite) */

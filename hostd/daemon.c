@@ -22,6 +22,7 @@
 #include "fdutil.h"
 #include "log.h"
 #include "loop.h"
+#include "owndir.h"
 #include "pool.h"
 #include "sessions.h"
 #include "store.h"
@@ -54,6 +55,7 @@ struct Daemon {
     E2b *e2b;                /* [e2b] enabled: the E2B SDK's control plane and envd face */
     HttpBudget *body_budget; /* request bodies in memory, across the API and E2B listeners */
     char *db_path;
+    int state_fd; /* the state directory, checked to be the daemon's own */
     int lock_fd;
     int signal_fd;
     LoopSource *signal_src;
@@ -65,21 +67,50 @@ struct Daemon {
     bool tenancy_failing;    /* logged once per outage */
 };
 
+/* SQLite makes its database with the umask's mode (0644 was seen: every session's events
+ * readable by any local user, who can pass through the 0711 state directory by name); its -wal
+ * and -shm files take the database's mode. So the database is made 0600 first, and files of
+ * an earlier run are set to 0600. */
+static int
+state_db_private(int state_fd, const char *state_dir, Error **errp)
+{
+    static const char *const names[] = {"stockade.db", "stockade.db-wal", "stockade.db-shm"};
+    for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+        int flags = O_RDWR | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | (i == 0 ? O_CREAT : 0);
+        _cleanup_close_ int fd = openat(state_fd, names[i], flags, 0600);
+        if (fd < 0 && i > 0 && errno == ENOENT)
+            continue;
+        if (fd < 0 || fchmod(fd, 0600) < 0)
+            return error_set(errp, E_IO, errno, "%s/%s", state_dir, names[i]);
+    }
+    return 0;
+}
+
+int
+daemon_open_state_dir(const char *state_dir, int *ret_fd, Error **errp)
+{
+    _cleanup_close_ int fd = -1;
+    if (owndir_open(state_dir, 0711, OWNDIR_CREATE | OWNDIR_FOLLOW_LAST, &fd, errp) < 0)
+        return error_prefix(errp, "state directory");
+    if (state_db_private(fd, state_dir, errp) < 0)
+        return -1;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
+}
+
 static int
 daemon_lock_state(Daemon *d, Error **errp)
 {
-    _cleanup_free_ char *path = NULL;
-    if (mkdir(d->cfg->state_dir, 0711) < 0 && errno != EEXIST)
-        return error_set(errp, E_IO, errno, "create state directory %s", d->cfg->state_dir);
-    if (asprintf(&path, "%s/stockaded.lock", d->cfg->state_dir) < 0)
-        return error_set(errp, E_INTERNAL, ENOMEM, "path");
-    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (daemon_open_state_dir(d->cfg->state_dir, &d->state_fd, errp) < 0)
+        return -1;
+    d->lock_fd =
+        openat(d->state_fd, "stockaded.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (d->lock_fd < 0)
-        return error_set(errp, E_IO, errno, "open %s", path);
+        return error_set(errp, E_IO, errno, "open %s/stockaded.lock", d->cfg->state_dir);
     if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0)
         return error_set(errp, E_CONFLICT, errno,
-                         "another stockaded already uses %s (lock %s)", d->cfg->state_dir,
-                         path);
+                         "another stockaded already uses %s (lock %s/stockaded.lock)",
+                         d->cfg->state_dir, d->cfg->state_dir);
     return 0;
 }
 
@@ -87,14 +118,14 @@ static void
 daemon_write_status(Daemon *d)
 {
     PoolStatus st;
-    _cleanup_free_ char *path = NULL, *tmp = NULL;
+    static const char tmp[] = "status.json.tmp";
     pool_status(d->pool, &st);
-    if (asprintf(&path, "%s/status.json", d->cfg->state_dir) < 0 ||
-        asprintf(&tmp, "%s.tmp", path) < 0)
+    int fd = openat(d->state_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    _cleanup_fclose_ FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        safe_close(fd);
         return;
-    _cleanup_fclose_ FILE *f = fopen(tmp, "we");
-    if (!f)
-        return;
+    }
     fprintf(f, "{\"pid\":%ld,\"accel\":\"%s\",\"accel_decided\":%s,\"accel_reason\":\"",
             (long) getpid(), accel_to_string(st.accel), st.accel_decided ? "true" : "false");
     char esc[512];
@@ -117,9 +148,9 @@ daemon_write_status(Daemon *d)
             (unsigned long long) st.prepare_failures,
             (unsigned long long) st.accel_probes, (unsigned long long) st.accel_probe_failures,
             e2b_handlers_running(d->e2b));
-    if (fflush(f) == 0 && rename(tmp, path) == 0)
+    if (fflush(f) == 0 && renameat(d->state_fd, tmp, d->state_fd, "status.json") == 0)
         return;
-    (void) unlink(tmp);
+    (void) unlinkat(d->state_fd, tmp, 0);
 }
 
 /* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy"}...]. Pool
@@ -307,15 +338,25 @@ daemon_extract_host_disks(void *userdata, const char *const **ret)
     return pool_workspace_disks(userdata, ret);
 }
 
-/* On the sessions' workers: a salvage never waits behind the pool's restores. */
+/* On the sessions' workers: a salvage never waits behind the pool's restores. libguestfs
+ * makes its temporary folder (the appliance's overlays of the slots' disks) 0755 and the
+ * overlays 0644, for a libvirt backend whose QEMU user opens them by path; ours opens them as
+ * root (stockade-appliance-qemu). So they go into <state_dir>/appliance, 0700, the daemon's
+ * own (owndir.h): in the state directory itself any local user could read them by name. */
 static int
 daemon_open_extract(Daemon *d, Error **errp)
 {
     ExtractHost host = {.state = daemon_extract_host_state,
                         .disks = daemon_extract_host_disks,
                         .userdata = d->pool};
-    return extract_service_new(d->loop, d->session_q, &host, d->cfg->state_dir, &d->extract,
-                               errp);
+    _cleanup_free_ char *tmpdir = NULL;
+    _cleanup_close_ int fd = -1;
+    if (asprintf(&tmpdir, "%s/appliance", d->cfg->state_dir) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "path");
+    if (owndir_open_at(d->state_fd, "appliance", tmpdir, 0700, OWNDIR_CREATE | OWNDIR_SET_MODE,
+                       &fd, errp) < 0)
+        return -1;
+    return extract_service_new(d->loop, d->session_q, &host, tmpdir, &d->extract, errp);
 }
 
 static void
@@ -363,6 +404,24 @@ daemon_request_stop(Daemon *d)
         loop_quit(d->loop, 1);
 }
 
+/* SIGHUP: the host credential is read again (a rotation step, hostd/cluster/README.md);
+ * nothing else of the configuration is. */
+static void
+daemon_reload(Daemon *d)
+{
+    _cleanup_error_ Error *err = NULL;
+    if (!d->cluster) {
+        log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+        return;
+    }
+    if (cluster_reload_credential(d->cluster, &err) < 0)
+        log_error("SIGHUP: the host credential in use stays: %s", err->message);
+    else
+        log_info("SIGHUP: host credential reloaded from %s (the rest of the configuration "
+                 "needs a restart)",
+                 d->cfg->cluster.host_token_file);
+}
+
 static void
 daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
 {
@@ -371,7 +430,7 @@ daemon_on_signal(LoopSource *s, int fd, uint32_t events, void *userdata)
     (void) events;
     while (read(fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-            log_info("SIGHUP: configuration reload is not supported; restart to apply changes");
+            daemon_reload(userdata);
             continue;
         }
         log_info("signal %u received", si.ssi_signo);
@@ -423,6 +482,13 @@ daemon_open_cluster(Daemon *d, Error **errp)
     sessions_set_cluster(d->sessions, d->cluster);
     log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
              cluster_schema_latest());
+    if (c->insecure_hops)
+        log_warn("cluster: insecure_hops: hops to http:// hosts carry the hop credential, "
+                 "tenants' identities and bodies in clear");
+    if (strncmp(c->advertise_url, "https://", 8) == 0 &&
+        (!d->cfg->http.tls_cert_file || !d->cfg->http.tcp_address))
+        log_warn("cluster: advertise_url is https:// but this API serves no TLS ([api] "
+                 "tls_cert): other hosts reach it only through a proxy that terminates TLS");
     daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
     return 0;
 }
@@ -443,13 +509,16 @@ daemon_start_api(Daemon *d, Error **errp)
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
-    if (!(d->body_budget = http_budget_new(hc.body_budget_bytes)))
-        return error_set(errp, E_INTERNAL, ENOMEM, "body budget");
+    if (http_budget_new(&hc, &d->body_budget, errp) < 0)
+        return error_prefix(errp, "[api]");
     hc.body_budget = d->body_budget;
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
-    log_info("API on %s%s%s:%u and unix:%s", d->cfg->http.tcp_address ? "http://" : "",
+    log_info("API on %s%s%s:%u and unix:%s",
+             !d->cfg->http.tcp_address    ? ""
+             : d->cfg->http.tls_cert_file ? "https://"
+                                          : "http://",
              d->cfg->http.tcp_address ? d->cfg->http.tcp_address : "(no TCP)",
              d->cfg->http.tcp_address ? "" : "", d->cfg->http.tcp_port, d->cfg->http.unix_path);
     return 0;
@@ -471,6 +540,16 @@ daemon_e2b_owner(void *userdata, const char *session_id, E2bOwner *ret, Error **
     return 0;
 }
 
+/* Cluster mode: the envd token keys (the loop's call). */
+static size_t
+daemon_e2b_envd_keys(void *userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES])
+{
+    _Static_assert(E2B_ENVD_KEYS_MAX == CLUSTER_SECRETS_MAX, "the rotation's keys");
+    _Static_assert(E2B_ENVD_KEY_BYTES == CLUSTER_KEY_BYTES, "one key's size");
+    Daemon *d = userdata;
+    return cluster_envd_keys(d->cluster, ret);
+}
+
 /* ... and the hop to it: the native API's (hostd/api/api_forward_hop.c). */
 static void
 daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *base_url,
@@ -487,14 +566,19 @@ daemon_publish_e2b(Daemon *d)
 {
     _cleanup_error_ Error *err = NULL;
     if (d->cluster && cluster_e2b_publish(d->cluster, d->e2b ? e2b_api_port(d->e2b) : 0,
-                                          d->e2b ? e2b_envd_port(d->e2b) : 0, &err) < 0)
+                                          d->e2b ? e2b_envd_port(d->e2b) : 0,
+                                          d->e2b && e2b_tls(d->e2b), &err) < 0)
         log_error("cluster: publishing the E2B listeners: %s", err->message);
 }
 
 static int
 daemon_start_e2b(Daemon *d, Error **errp)
 {
-    const E2bConfig *c = &d->cfg->e2b;
+    E2bConfig ec = d->cfg->e2b, *c = &ec;
+    if (!c->tls_cert[0]) { /* [api]'s pair unless [e2b] names its own */
+        snprintf(c->tls_cert, sizeof(c->tls_cert), "%s", d->cfg->tls_cert);
+        snprintf(c->tls_key, sizeof(c->tls_key), "%s", d->cfg->tls_key);
+    }
     E2bDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
                     .pool_userdata = d->pool, .readers = d->readers, .hub = d->hub,
                     .default_quota = &d->cfg->sessions.default_quota,
@@ -506,7 +590,7 @@ daemon_start_e2b(Daemon *d, Error **errp)
         deps.owner = daemon_e2b_owner;
         deps.forward = daemon_e2b_forward;
         deps.cluster_userdata = d;
-        deps.envd_key = cluster_host_token(d->cluster);
+        deps.envd_keys = daemon_e2b_envd_keys;
     }
     if (!c->enabled) {
         daemon_publish_e2b(d);
@@ -515,8 +599,9 @@ daemon_start_e2b(Daemon *d, Error **errp)
     if (e2b_start(&deps, c, &d->e2b, errp) < 0)
         return -1;
     daemon_publish_e2b(d);
-    log_info("E2B API on http://%s:%u, envd on http://%s:%u (domain %s)", c->address,
-             e2b_api_port(d->e2b), c->address, e2b_envd_port(d->e2b), c->domain);
+    const char *scheme = e2b_tls(d->e2b) ? "https" : "http";
+    log_info("E2B API on %s://%s:%u, envd on %s://%s:%u (domain %s)", scheme, c->address,
+             e2b_api_port(d->e2b), scheme, c->address, e2b_envd_port(d->e2b), c->domain);
     return 0;
 }
 
@@ -527,7 +612,7 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     if (!d)
         return error_set(errp, E_INTERNAL, ENOMEM, "daemon");
     d->cfg = cfg;
-    d->lock_fd = d->signal_fd = -1;
+    d->state_fd = d->lock_fd = d->signal_fd = -1;
     signal(SIGPIPE, SIG_IGN);
     /* Signals are blocked before any thread starts, so every thread inherits the mask. */
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
@@ -591,5 +676,6 @@ daemon_free(Daemon *d)
     loop_free(d->loop);
     safe_close(d->signal_fd);
     safe_close(d->lock_fd);
+    safe_close(d->state_fd);
     free(d);
 }

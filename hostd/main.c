@@ -36,7 +36,8 @@ usage(FILE *f)
                "  -h, --help             this help\n"
                "  -V, --version          print the version\n\n"
                "Signals: SIGTERM/SIGINT stop cleanly (every guest destroyed); a second one exits\n"
-               "at once. Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
+               "at once. SIGHUP rereads [cluster] host_token_file (a credential rotation step).\n"
+               "Exit status: 0 clean stop, 1 runtime failure, 2 bad usage or config.\n");
 }
 
 typedef struct {
@@ -188,9 +189,10 @@ create_admin_token(const DaemonConfig *c)
     _cleanup_(store_closep) Store *s = NULL;
     char token[ADMIT_TOKEN_TEXT_BYTES];
     TokenRecord t;
+    _cleanup_close_ int state_fd = -1;
 
-    if (mkdir(c->state_dir, 0711) < 0 && errno != EEXIST) {
-        fprintf(stderr, "stockaded: create %s: %s\n", c->state_dir, strerror(errno));
+    if (daemon_open_state_dir(c->state_dir, &state_fd, &err) < 0) {
+        fprintf(stderr, "stockaded: %s\n", err->message);
         return 1;
     }
     if (asprintf(&db, "%s/stockade.db", c->state_dir) < 0)

@@ -25,12 +25,14 @@ cli_init(Cli *cli, const char *prog)
 {
     const char *s = getenv("STOCKADE_SOCKET"), *u = getenv("STOCKADE_URL");
     const char *t = getenv("STOCKADE_TOKEN"), *tf = getenv("STOCKADE_TOKEN_FILE");
+    const char *ca = getenv("STOCKADE_CACERT");
 
     *cli = (Cli){.prog = prog, .verb = NULL};
     cli->socket_path = s && s[0] ? s : CLI_DEFAULT_SOCKET;
     cli->url = u && u[0] ? u : NULL;
     cli->env_token = t && t[0] ? t : NULL;
     cli->env_token_file = tf && tf[0] ? tf : NULL;
+    cli->cacert = ca && ca[0] ? ca : NULL;
     cli->tty_out = isatty(STDOUT_FILENO);
     cli->tty_err = isatty(STDERR_FILENO);
     cli->color_out = color_wanted(STDOUT_FILENO);
@@ -127,6 +129,9 @@ cli_global_option(Cli *cli, int key, const char *arg, int argc, char **argv, Err
     case CLI_OPT_JSON:
         cli->json = true;
         break;
+    case CLI_OPT_CACERT:
+        cli->cacert = arg;
+        break;
     case 'h':
         cli->help = true;
         break;
@@ -169,7 +174,8 @@ cli_client(Cli *cli, Error **errp)
     /* A --socket on the command line beats STOCKADE_URL from the environment. */
     ClientOptions o = {.socket_path = cli->socket_path,
                        .url = cli->socket_from_flag ? NULL : cli->url,
-                       .token = token};
+                       .token = token,
+                       .cacert = cli->cacert};
     if (client_new(&o, &cli->client, errp) < 0)
         return NULL;
     return cli->client;

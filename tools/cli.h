@@ -41,6 +41,7 @@ typedef struct Cli {
     const char *socket_path, *url;
     const char *token, *token_file;         /* --token, --token-file */
     const char *env_token, *env_token_file; /* STOCKADE_TOKEN, STOCKADE_TOKEN_FILE */
+    const char *cacert; /* --cacert / STOCKADE_CACERT: CA file for an https:// --url */
     bool socket_from_flag, url_from_flag;
     bool json;
     bool help; /* --help was given: print the verb's usage and exit 0 */
@@ -57,6 +58,7 @@ enum {
     CLI_OPT_TOKEN,
     CLI_OPT_TOKEN_FILE,
     CLI_OPT_JSON,
+    CLI_OPT_CACERT,
     CLI_OPT_VERB_BASE = 0x1100, /* verbs number their long-only options from here */
 };
 /* clang-format off */
@@ -66,6 +68,7 @@ enum {
     {"token", required_argument, NULL, CLI_OPT_TOKEN},                                             \
     {"token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE},                                   \
     {"json", no_argument, NULL, CLI_OPT_JSON},                                                     \
+    {"cacert", required_argument, NULL, CLI_OPT_CACERT},                                           \
     {"help", no_argument, NULL, 'h'},                                                              \
     {NULL, 0, NULL, 0}
 /* clang-format on */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -16,6 +17,7 @@ struct Client {
     char *base;        /* "http://localhost" for the socket, else the URL without a final '/' */
     char *socket_path; /* NULL for TCP */
     char *auth_header; /* "Authorization: Bearer ..." or NULL */
+    char *cacert;      /* CA file for https, or NULL: the system's store */
     char where[CLIENT_URL_MAX_BYTES + 8];
     ClientInterruptFn interrupted;
     void *interrupted_ud;
@@ -86,6 +88,10 @@ client_new(const ClientOptions *o, Client **ret, Error **errp)
         if (!c->auth_header)
             return error_set(errp, E_INTERNAL, ENOMEM, "client");
     }
+    if (o->cacert && o->cacert[0] && access(o->cacert, R_OK) < 0)
+        return error_set(errp, E_INVALID, errno, "--cacert %.300s", o->cacert);
+    if (o->cacert && o->cacert[0] && !(c->cacert = strdup(o->cacert)))
+        return error_set(errp, E_INTERNAL, ENOMEM, "client");
     if (!c->base || (o->socket_path && !o->url && !c->socket_path) || !(c->curl = curl_easy_init()))
         return error_set(errp, E_INTERNAL, ENOMEM, "client");
     *ret = TAKE_PTR(c);
@@ -102,6 +108,7 @@ client_free(Client *c)
     free(c->base);
     free(c->socket_path);
     free(c->auth_header);
+    free(c->cacert);
     free(c);
 }
 
@@ -246,6 +253,10 @@ setup(Client *c, const Request *rq, Xfer *x, struct curl_slist **headers, char *
     if (c->socket_path)
         curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->socket_path);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->cacert) { /* that CA alone, not the system's store besides */
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+        curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+    }
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long) CLIENT_CONNECT_TIMEOUT_S);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -340,6 +351,11 @@ perform(Client *c, const Request *rq, Xfer *x, CURLcode *ret_rc, char *errbuf, E
     }
     if (x->status == 0 && is_connect_failure(rc))
         return connect_error(c, rc, errbuf, errp);
+    if (x->status == 0 && (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE))
+        return error_set(errp, E_UNAVAILABLE, 0,
+                         "cannot verify the daemon's TLS certificate at %s: %s (pass the CA that "
+                         "signed it with --cacert FILE or STOCKADE_CACERT)",
+                         c->where, errbuf[0] ? errbuf : curl_easy_strerror(rc));
     return 0;
 }
 

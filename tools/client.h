@@ -1,6 +1,7 @@
 /* The CLI's HTTP client for the daemon's public v1 API (hostd/api/API.md), on libcurl.
  *
- * Endpoint: a unix socket (operators; CURLOPT_UNIX_SOCKET_PATH) or an http(s) base URL.
+ * Endpoint: a unix socket (operators; CURLOPT_UNIX_SOCKET_PATH) or an http(s) base URL; an
+ * https one's certificate is verified (name and chain: the system's store, or a CA file).
  * A token, when given, goes out as `Authorization: Bearer <token>`. Every answer is
  * untrusted: JSON bodies are capped at CLIENT_JSON_MAX_BYTES, error bodies at
  * CLIENT_ERROR_BODY_MAX_BYTES, raw downloads at the caller's cap; the API's error body
@@ -34,6 +35,8 @@ typedef struct ClientOptions {
     const char *socket_path; /* used when url is NULL */
     const char *url;         /* http://host:port or https://..., optional path prefix */
     const char *token;       /* NULL or "": no Authorization header */
+    const char *cacert;      /* an https url's certificate must chain to this CA file (PEM)
+                              * alone; NULL: the system's store */
 } ClientOptions;
 
 typedef struct Client Client;

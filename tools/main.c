@@ -36,6 +36,8 @@ static const char main_help[] =
     "                  (env STOCKADE_TOKEN_FILE); FILE must be yours only (chmod 600)\n"
     "                  The first set wins: --token, --token-file, STOCKADE_TOKEN,\n"
     "                  STOCKADE_TOKEN_FILE.\n"
+    "  --cacert FILE   an https:// URL's certificate must chain to this CA (PEM; env\n"
+    "                  STOCKADE_CACERT); default: the system's trusted CAs\n"
     "  --json          machine-readable output\n"
     "  -h, --help      help (of a verb: stockade VERB --help)\n"
     "  -V, --version   print the version\n"

@@ -121,6 +121,9 @@ uint64_t admit_wallet_used(const AdmitUsage *u);
 #define ADMIT_ID_RANDOM_CHARS 26 /* ids: prefix + 26 base32 characters (130 bits) */
 #define ADMIT_ID_BYTES 40        /* room for any prefix up to 13 bytes */
 #define ADMIT_TENANT_ID_PREFIX "ten_"
+/* The caller key both HTTP faces name a tenant's requests by (http_request_set_caller()), so
+ * the layer's per-caller shares count one tenant once across the native API and E2B. */
+#define ADMIT_TENANT_CALLER_FMT "tenant:%s"
 #define ADMIT_TOKEN_ID_PREFIX "tok_"
 
 /* The text form of 32 random bytes. */

@@ -220,6 +220,19 @@ api_ctx_free(void *c)
     api_ctx_done(c);
 }
 
+/* The layer's per-caller shares (of the body budget, of the connections) count an
+ * authenticated request for its tenant, whichever face or host it came through; an
+ * unauthenticated one (health) stays its peer address's. */
+static void
+api_name_caller(ApiCtx *c)
+{
+    char key[HTTP_CALLER_MAX_BYTES];
+
+    if (c->tenant[0] &&
+        snprintf(key, sizeof(key), ADMIT_TENANT_CALLER_FMT, c->tenant) < (int) sizeof(key))
+        (void) http_request_set_caller(c->req, key);
+}
+
 /* The head is in, the body not read: route and authenticate now, so a caller without a valid
  * token is answered 401 at once and never makes the server read its body. Whatever is
  * decided without the body is answered here; the route itself runs in api_handle(). */
@@ -266,6 +279,7 @@ api_guard(HttpRequest *req, void *userdata)
                                  "this method is not allowed on this path"));
     else {
         c->route = found;
+        api_name_caller(c);
         http_request_set_context(req, c, api_ctx_free);
         return true;
     }

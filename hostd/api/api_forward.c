@@ -236,6 +236,12 @@ api_forward_place(ApiCtx *c, const char *pool)
     return true;
 }
 
+static bool
+hop_credential_ok(void *userdata, const char *presented)
+{
+    return cluster_hop_credential_ok(userdata, presented);
+}
+
 int
 api_forward_identify(ApiCtx *c, Error **errp)
 {
@@ -244,7 +250,7 @@ api_forward_identify(ApiCtx *c, Error **errp)
 
     if (!c->api->d.cluster) /* without [cluster] nothing changes: the headers mean nothing */
         return 0;
-    int r = api_forward_identity(cluster_host_token(c->api->d.cluster),
+    int r = api_forward_identity(hop_credential_ok, c->api->d.cluster,
                                  http_header(c->req, API_FORWARD_HOST_HEADER),
                                  http_header(c->req, API_FORWARD_TENANT_HEADER),
                                  http_header(c->req, API_FORWARD_ADMIN_HEADER), tenant, &admin);

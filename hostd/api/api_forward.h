@@ -4,17 +4,18 @@
  * headers cross, the host-to-host identity check), linked alone by unit_api_forward.
  *
  * Trust: the forwarding host has authenticated the caller from its own copy of the tokens;
- * it sends the owner the host-to-host credential (API_FORWARD_HOST_HEADER) and the caller's
+ * it sends the owner the hop credential (API_FORWARD_HOST_HEADER: the hop key derived from
+ * the cluster's host secret, hostd/cluster/cluster_keys.h, never the secret) and the caller's
  * resolved identity (API_FORWARD_TENANT_HEADER, API_FORWARD_ADMIN_HEADER). The owner takes
- * that identity only with a credential equal (constant time) to its own host token; any of
- * these headers without it is a 401, so a client that sends them gets nothing from them.
+ * that identity only with a credential equal (constant time) to one of its own hop keys; any
+ * of these headers without it is a 401, so a client that sends them gets nothing from them.
  * A forwarded request is never forwarded again (one hop). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define API_FORWARD_HOST_HEADER "X-Stockade-Host-Auth"          /* the host credential */
+#define API_FORWARD_HOST_HEADER "X-Stockade-Host-Auth"          /* the hop credential */
 #define API_FORWARD_TENANT_HEADER "X-Stockade-Forwarded-Tenant" /* the caller's tenant */
 #define API_FORWARD_ADMIN_HEADER "X-Stockade-Forwarded-Admin"   /* "1": an operator */
 #define API_FORWARD_TENANT_MAX_BYTES 63
@@ -39,13 +40,14 @@ int api_forward_url(const char *base, const char *raw_path, const char *raw_quer
  * Content-Type, Content-Length, caching and framing headers itself). Case-insensitive. */
 bool api_forward_response_header_kept(const char *name);
 
-/* Whether a and b are equal, in time that depends only on their lengths (a credential). */
-bool api_forward_secret_equal(const char *a, const char *b);
+/* Whether presented is a hop credential this host accepts (in constant time). */
+typedef bool (*ApiForwardCredentialFn)(void *userdata, const char *presented);
 
-/* The owner's check of a forwarded identity. expected: this host's credential (NULL: not
- * a cluster); presented, tenant, admin: the request's three headers (NULL when absent).
- * Returns 0 and fills ret_tenant/ret_admin when the credential matches and the tenant is
- * well formed; 1 when none of the headers came (not forwarded); -1 otherwise (refuse). */
-int api_forward_identity(const char *expected, const char *presented, const char *tenant,
-                         const char *admin, char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1],
-                         bool *ret_admin);
+/* The owner's check of a forwarded identity. credential_ok: this host's check of the
+ * credential (NULL: not a cluster); presented, tenant, admin: the request's three headers
+ * (NULL when absent). Returns 0 and fills ret_tenant/ret_admin when the credential is
+ * accepted and the tenant is well formed; 1 when none of the headers came (not forwarded);
+ * -1 otherwise (refuse). */
+int api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata,
+                         const char *presented, const char *tenant, const char *admin,
+                         char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1], bool *ret_admin);

@@ -32,9 +32,10 @@
 #define FWD_HEADER_MAX_BYTES 1024      /* a kept response header line */
 #define FWD_PASS_HEADER_MAX_BYTES 4096 /* a request header passed through (api_forward_pass) */
 /* A request header line sent upstream: a name of at most 64 bytes, ": ", the larger of a
- * passed value and the host credential (CLUSTER_TOKEN_MAX_BYTES, 4096), NUL. */
+ * passed value and the hop credential (64 hex digits), NUL. */
 #define FWD_HEADER_LINE_MAX_BYTES (FWD_PASS_HEADER_MAX_BYTES + 128)
-_Static_assert(CLUSTER_TOKEN_MAX_BYTES + 64 <= FWD_HEADER_LINE_MAX_BYTES, "the credential's line");
+_Static_assert(CLUSTER_HOP_AUTH_HEX_BYTES + 64 <= FWD_HEADER_LINE_MAX_BYTES,
+               "the credential's line");
 
 /* One forwarded request. References: the transfer thread's, and the stream's once the
  * answer is a stream. */
@@ -49,9 +50,14 @@ typedef struct {
     char url[API_FORWARD_URL_MAX_BYTES + 1];
     char tenant[64];
     bool admin;
-    bool head;               /* a HEAD: the owner sends headers only; its length is answered */
-    char *host_token;        /* NULL when passing (api_forward_pass): no identity */
+    bool head; /* a HEAD: the owner sends headers only; its length is answered */
+    /* The hop key this host sends (cluster_hop_credential(), never the secret); "" when
+     * passing (api_forward_pass): no identity. */
+    char hop_auth[CLUSTER_HOP_AUTH_HEX_BYTES + 1];
     const char *const *pass; /* the request headers passed through unchanged, or NULL */
+    const char *tls_ca;      /* the CA an https:// owner's certificate must chain to; NULL:
+                              * the system's store (the Cluster's string, lives as long) */
+    bool insecure;           /* [cluster] insecure_hops: http:// owners allowed */
     const uint8_t *body;
     size_t body_len, body_off;
     long status;
@@ -79,10 +85,7 @@ fwd_unref(Fwd *f)
         free(f->kept[i][0]);
         free(f->kept[i][1]);
     }
-    if (f->host_token) {
-        explicit_bzero(f->host_token, strlen(f->host_token));
-        free(f->host_token);
-    }
+    explicit_bzero(f->hop_auth, sizeof(f->hop_auth));
     if (f->efd >= 0)
         close(f->efd);
     free(f->buf);
@@ -98,16 +101,42 @@ fwd_wake(Fwd *f)
     (void) !write(f->efd, &one, sizeof(one));
 }
 
-/* 502 naming the owner: the client learns which host did not answer, not why in detail
- * beyond curl's one line. */
+/* 502 naming the owner: the client learns which host failed and how (what: "did not
+ * answer: " and curl's one line, a refused certificate, ...), nothing of the credential. */
 static void
-respond_unreachable(HttpRequest *req, const Fwd *f, const char *why)
+respond_hop_failed(HttpRequest *req, const Fwd *f, const char *what, const char *why)
 {
     atomic_fetch_add(&f->af->unreachable, 1);
     http_respond_json(req, 502,
-                      json_pack("{s:{s:s,s:s+++,s:s}}", "error", "code", "host_unreachable",
-                                "message", "the session's host ", f->host_id,
-                                " did not answer: ", why, "host", f->host_id));
+                      json_pack("{s:{s:s,s:s++++,s:s}}", "error", "code", "host_unreachable",
+                                "message", "the session's host ", f->host_id, " ", what, why,
+                                "host", f->host_id));
+}
+
+static void
+respond_unreachable(HttpRequest *req, const Fwd *f, const char *why)
+{
+    respond_hop_failed(req, f, "did not answer: ", why);
+}
+
+/* What a failed transfer says about the owner: TLS failures are named as such (a wrong
+ * certificate is not an owner that is down). */
+static const char *
+hop_failure_what(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+        return "presented a TLS certificate this host does not trust ([cluster] tls_ca), so "
+               "nothing was sent: ";
+    case CURLE_SSL_CONNECT_ERROR:
+        return "failed the TLS handshake, so nothing was sent: ";
+    case CURLE_SSL_CACERT_BADFILE:
+        return "could not be verified: [cluster] tls_ca is not a readable CA file: ";
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        return "was not contacted: its URL is http:// and [cluster] insecure_hops is off: ";
+    default:
+        return "did not answer: ";
+    }
 }
 
 /* ------------------------------------------------------------------ the client's side */
@@ -151,12 +180,20 @@ fwd_stream_end(void *userdata)
 }
 
 /* Answers the client once, under no lock (the producer may start at once). stream: as a
- * stream of what comes; else whole, from the buffer. */
+ * stream of what comes; else whole, from the buffer. An owner that answered a hop carrying
+ * an identity with 401 refused this host's credential (the caller's own token never goes
+ * upstream): that is this host's failure, not the caller's, so 502 naming the owner. */
 static void
 fwd_answer(Fwd *f, bool stream)
 {
     HttpRequest *req = f->req;
     f->req = NULL;
+    if (!f->pass && f->status == 401) {
+        respond_hop_failed(req, f, "refused this host's credential: ",
+                           "their host_token_file holds no secret this host sends (a rotation "
+                           "step missed?)");
+        return;
+    }
     for (size_t i = 0; i < f->n_kept; i++)
         (void) http_response_header(req, f->kept[i][0], f->kept[i][1]);
     const char *ctype = f->ctype[0] ? f->ctype : NULL;
@@ -252,6 +289,8 @@ fwd_should_stream(const Fwd *f)
 {
     bool sized =
         !f->chunked && f->content_length >= 0 && (uint64_t) f->content_length <= FWD_BUFFER_BYTES;
+    if (!f->pass && f->status == 401)
+        return false; /* answered by this host (fwd_answer), never streamed through */
     return !sized && f->body_off == f->body_len;
 }
 
@@ -340,7 +379,7 @@ fwd_request_headers(const Fwd *f, const char *ctype)
             goto fail_free;
         h = t;
     }
-    const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->host_token},
+    const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->hop_auth},
                             {API_FORWARD_TENANT_HEADER, f->tenant},
                             {"Content-Type", ctype}};
     for (size_t i = 0; i < ELEMENTSOF(fmt); i++)
@@ -394,11 +433,31 @@ fail_free:
     return NULL;
 }
 
+/* How the hop reaches the owner (issue 25 finding 9, issue 30): never through a proxy from
+ * the daemon's environment (libcurl honours http_proxy, https_proxy and ALL_PROXY; a proxy
+ * would see the credential and the bodies), https:// only unless insecure_hops, TLS 1.2 at
+ * least, the owner's certificate and name verified against [cluster] tls_ca alone (the
+ * system's store is then not trusted too) or, without tls_ca, the system's store. */
+static void
+fwd_transport(const Fwd *f, CURL *curl)
+{
+    curl_easy_setopt(curl, CURLOPT_PROXY, "");
+    curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, f->insecure ? "http,https" : "https");
+    curl_easy_setopt(curl, CURLOPT_SSLVERSION, (long) CURL_SSLVERSION_TLSv1_2);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (f->tls_ca) {
+        curl_easy_setopt(curl, CURLOPT_CAINFO, f->tls_ca);
+        curl_easy_setopt(curl, CURLOPT_CAPATH, NULL);
+    }
+}
+
 static CURLcode
 fwd_perform(Fwd *f, CURL *curl, struct curl_slist *hdrs, const char *method)
 {
     curl_easy_setopt(curl, CURLOPT_URL, f->url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    fwd_transport(f, curl);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long) FWD_CONNECT_TIMEOUT_MS);
@@ -514,7 +573,8 @@ fwd_thread(void *userdata)
     if (answer && f->failed) {
         HttpRequest *req = f->req;
         f->req = NULL;
-        respond_unreachable(req, f, f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
+        respond_hop_failed(req, f, hop_failure_what(rc),
+                           f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
     } else if (answer) {
         fwd_answer(f, false);
     }
@@ -540,13 +600,14 @@ static Fwd *
 fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
 {
     Fwd *f = calloc(1, sizeof(*f));
-    if (!f || !(f->buf = malloc(FWD_BUFFER_BYTES)) ||
-        (!hs->pass && !(f->host_token = strdup(cluster_host_token(a->d.cluster))))) {
-        if (f)
-            free(f->buf);
+    if (!f || !(f->buf = malloc(FWD_BUFFER_BYTES))) {
         free(f);
         return NULL;
     }
+    if (!hs->pass)
+        cluster_hop_credential(a->d.cluster, f->hop_auth);
+    f->tls_ca = cluster_tls_ca(a->d.cluster);
+    f->insecure = cluster_insecure_hops(a->d.cluster);
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->room, NULL);
     f->refs = 1;
@@ -582,6 +643,14 @@ hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
     if (f->efd < 0 || api_forward_url(hs->base_url, http_path(req), http_raw_query(req), f->url,
                                       sizeof(f->url)) < 0) {
         respond_unreachable(req, f, f->efd < 0 ? "no eventfd" : "its advertise_url is not usable");
+        f->req = NULL;
+        fwd_unref(f);
+        live_leave(a->fwd);
+        return;
+    }
+    if (cluster_url_is_plain_http(f->url) && !f->insecure) { /* before any byte leaves */
+        respond_hop_failed(req, f, hop_failure_what(CURLE_UNSUPPORTED_PROTOCOL),
+                           "the credential and the request would cross the network in clear");
         f->req = NULL;
         fwd_unref(f);
         live_leave(a->fwd);

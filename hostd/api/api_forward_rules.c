@@ -62,17 +62,6 @@ api_forward_response_header_kept(const char *name)
     return false;
 }
 
-bool
-api_forward_secret_equal(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = la != lb;
-    /* Every byte of the presented value is visited whatever matched before. */
-    for (size_t i = 0; i < lb; i++)
-        diff |= (unsigned char) (b[i] ^ (la ? a[i % la] : 0));
-    return diff == 0;
-}
-
 static bool
 tenant_ok(const char *t)
 {
@@ -87,15 +76,15 @@ tenant_ok(const char *t)
 }
 
 int
-api_forward_identity(const char *expected, const char *presented, const char *tenant,
-                     const char *admin, char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1],
-                     bool *ret_admin)
+api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata, const char *presented,
+                     const char *tenant, const char *admin,
+                     char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1], bool *ret_admin)
 {
     if (!presented && !tenant && !admin)
         return 1;
-    if (!expected || !expected[0] || !presented || !tenant)
+    if (!credential_ok || !presented || !tenant)
         return -1;
-    if (!api_forward_secret_equal(expected, presented))
+    if (!credential_ok(userdata, presented))
         return -1;
     if (!tenant_ok(tenant) || (admin && strcmp(admin, "0") != 0 && strcmp(admin, "1") != 0))
         return -1;

@@ -89,6 +89,27 @@ pool_text(FILE *f, const PoolStatus *st)
                    &st->destroy_to_gone);
 }
 
+/* The body budget every listener shares (hostd/http): what it holds, what its bounds refused. */
+static void
+body_budget_text(FILE *f, const HttpBudget *b)
+{
+    HttpBudgetStats st;
+
+    http_budget_stats(b, &st);
+    fprintf(f,
+            "# HELP stockade_http_body_bytes Request bodies held now, over every listener.\n"
+            "# TYPE stockade_http_body_bytes gauge\nstockade_http_body_bytes %zu\n"
+            "# HELP stockade_http_body_refused_total Request bodies refused (503, or cut mid-body "
+            "if chunked): the body budget was spent, or their caller held its share of it.\n"
+            "# TYPE stockade_http_body_refused_total counter\n"
+            "stockade_http_body_refused_total{bound=\"budget\"} %llu\n"
+            "stockade_http_body_refused_total{bound=\"share\"} %llu\n",
+            st.used_bytes, (unsigned long long) st.refused_full,
+            (unsigned long long) st.refused_share);
+    counter(f, "stockade_http_slow_bodies_cut_total",
+            "Connections cut because their body came in below the minimum rate.", st.slow_cut);
+}
+
 static void
 metrics_on_loop(ApiCtx *c)
 {
@@ -145,6 +166,7 @@ metrics_on_loop(ApiCtx *c)
                 "stockade_extraction_appliance_launch_seconds %.3f\n",
                 (double) ss.appliance_launch_usec / 1e6);
         api_forward_metrics(c->api->fwd, f);
+        body_budget_text(f, http_server_budget(c->api->http));
         fclose(f);
     }
     free(m);

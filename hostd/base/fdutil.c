@@ -79,7 +79,21 @@ fd_set_cloexec(int fd, bool on)
 int
 read_file_bounded(const char *path, size_t max_bytes, char **ret_buf, size_t *ret_len)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    return read_file_bounded_fd(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), max_bytes, ret_buf,
+                                ret_len);
+}
+
+int
+read_file_bounded_at(int dirfd, const char *name, size_t max_bytes, char **ret_buf, size_t *ret_len)
+{
+    return read_file_bounded_fd(openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW),
+                                max_bytes, ret_buf, ret_len);
+}
+
+int
+read_file_bounded_fd(int fd_in, size_t max_bytes, char **ret_buf, size_t *ret_len)
+{
+    _cleanup_close_ int fd = fd_in;
     _cleanup_free_ char *buf = NULL;
     size_t got;
 

@@ -33,3 +33,8 @@ int rm_rf_at(int dirfd, const char *name);
 int rm_rf(const char *path);
 /* Reads a whole small file (at most max_bytes, else EFBIG) into a NUL-terminated buffer. */
 int read_file_bounded(const char *path, size_t max_bytes, char **ret_buf, size_t *ret_len);
+/* read_file_bounded() of name beneath dirfd, never through a symlink (ELOOP). */
+int read_file_bounded_at(int dirfd, const char *name, size_t max_bytes, char **ret_buf,
+                         size_t *ret_len);
+/* read_file_bounded() of fd, which it takes (closed on return); -1 (errno kept) reads nothing. */
+int read_file_bounded_fd(int fd, size_t max_bytes, char **ret_buf, size_t *ret_len);

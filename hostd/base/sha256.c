@@ -126,33 +126,6 @@ sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_BYTES + 1])
     hex_encode(d, sizeof(d), hex);
 }
 
-void
-hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
-            uint8_t out[SHA256_BYTES])
-{
-    uint8_t k[64] = {0}, pad[64], inner[SHA256_BYTES];
-    Sha256 s;
-
-    if (key_len > sizeof(k))
-        sha256(key, key_len, k); /* a longer key is its hash */
-    else
-        memcpy(k, key, key_len);
-    for (size_t i = 0; i < sizeof(k); i++)
-        pad[i] = k[i] ^ 0x36;
-    sha256_init(&s);
-    sha256_update(&s, pad, sizeof(pad));
-    sha256_update(&s, msg, msg_len);
-    sha256_final(&s, inner);
-    for (size_t i = 0; i < sizeof(k); i++)
-        pad[i] = k[i] ^ 0x5c;
-    sha256_init(&s);
-    sha256_update(&s, pad, sizeof(pad));
-    sha256_update(&s, inner, sizeof(inner));
-    sha256_final(&s, out);
-    explicit_bzero(k, sizeof(k));
-    explicit_bzero(pad, sizeof(pad));
-}
-
 int
 memcmp_constant_time(const void *a, const void *b, size_t len)
 {

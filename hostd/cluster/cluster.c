@@ -342,29 +342,39 @@ cluster_rejoin(Cluster *c, Error **errp)
 }
 
 /* The host-to-host credential: a secret, so the file must be the daemon's alone (no group
- * or other bits), CLUSTER_TOKEN_MIN..MAX_BYTES of printable text (one trailing newline
- * allowed). */
+ * or other bits). Its text (one secret a line, cluster_keys.h) is wiped once its keys are
+ * derived. */
 static int
-host_token_read(Cluster *c, const char *path, Error **errp)
+host_keys_read(const char *path, ClusterKeys *ret, Error **errp)
 {
     struct stat st;
+    char *text = NULL;
     size_t len;
+
     if (stat(path, &st) < 0)
         return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
     if (!S_ISREG(st.st_mode) || (st.st_mode & 077))
         return error_set(errp, E_INVALID, 0,
                          "host_token_file %.200s must be a regular file of mode 0600 or less",
                          path);
-    if (read_file_bounded(path, CLUSTER_TOKEN_MAX_BYTES, &c->host_token, &len) < 0)
+    if (read_file_bounded(path, CLUSTER_TOKEN_FILE_MAX_BYTES, &text, &len) < 0)
         return error_set(errp, E_INVALID, errno, "host_token_file %.200s", path);
-    if (len > 0 && c->host_token[len - 1] == '\n')
-        c->host_token[--len] = '\0';
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char) c->host_token[i] <= ' ' || c->host_token[i] == 0x7f)
-            return error_set(errp, E_INVALID, 0, "host_token_file: not one word of printable text");
-    if (len < CLUSTER_TOKEN_MIN_BYTES)
-        return error_set(errp, E_INVALID, 0, "host_token_file: fewer than %d bytes",
-                         CLUSTER_TOKEN_MIN_BYTES);
+    int r = cluster_keys_parse(text, len, ret, errp);
+    explicit_bzero(text, len);
+    free(text);
+    return r < 0 ? error_prefix(errp, "host_token_file %.200s", path) : 0;
+}
+
+int
+cluster_reload_credential(Cluster *c, Error **errp)
+{
+    ClusterKeys k;
+    if (host_keys_read(c->cfg.host_token_file, &k, errp) < 0)
+        return -1; /* the keys in use stay */
+    pthread_mutex_lock(&c->keys_lock);
+    c->keys = k;
+    pthread_mutex_unlock(&c->keys_lock);
+    cluster_keys_wipe(&k);
     return 0;
 }
 
@@ -379,7 +389,8 @@ cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
     if (!c)
         return error_set(errp, E_INTERNAL, ENOMEM, "cluster");
     c->cfg = *cfg;
-    if (host_token_read(c, cfg->host_token_file, errp) < 0)
+    pthread_mutex_init(&c->keys_lock, NULL);
+    if (host_keys_read(cfg->host_token_file, &c->keys, errp) < 0)
         return -1;
     char *parse_err = NULL;
     PQconninfoOption *opts = PQconninfoParse(cfg->database, &parse_err);
@@ -433,8 +444,7 @@ cluster_free(Cluster *c)
         return;
     if (c->conn)
         PQfinish(c->conn);
-    if (c->host_token)
-        explicit_bzero(c->host_token, strlen(c->host_token));
-    free(c->host_token);
+    cluster_keys_wipe(&c->keys);
+    pthread_mutex_destroy(&c->keys_lock);
     free(c);
 }

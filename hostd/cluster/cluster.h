@@ -54,6 +54,10 @@ typedef struct Cluster Cluster;
 int cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp);
 void cluster_free(Cluster *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Cluster, cluster_free)
+/* Reads host_token_file again (SIGHUP: a rotation step, hostd/cluster/README.md) and
+ * replaces the keys every thread uses from then on; when the file is refused (E_INVALID
+ * naming it and why) the keys in use stay. No database round trip; any thread. */
+int cluster_reload_credential(Cluster *c, Error **errp);
 #define _cleanup_cluster_ _cleanup_(cluster_freep)
 
 /* The schema version the database is at, and the one this build migrates to. */

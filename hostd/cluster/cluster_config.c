@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster_config.h"
 
@@ -44,7 +45,8 @@ int
 cluster_config_check(const ClusterConfig *c, Error **errp)
 {
     if (!cluster_config_enabled(c)) {
-        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s)
+        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s ||
+            c->tls_ca[0] || c->insecure_hops)
             return error_set(errp, E_INVALID, 0, "[cluster] needs database (a libpq conninfo)");
         return 0;
     }
@@ -60,7 +62,21 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
     if (c->lease_s && (c->lease_s < CLUSTER_LEASE_MIN_S || c->lease_s > CLUSTER_LEASE_MAX_S))
         return error_set(errp, E_INVALID, 0, "[cluster] lease_s must be %d..%d",
                          CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S);
+    if (c->tls_ca[0] && c->tls_ca[0] != '/')
+        return error_set(errp, E_INVALID, 0, "[cluster] tls_ca must be an absolute path");
+    /* The others would refuse to hop here (and the credential would cross in clear). */
+    if (cluster_url_is_plain_http(c->advertise_url) && !c->insecure_hops)
+        return error_set(errp, E_INVALID, 0,
+                         "[cluster] advertise_url is http://: hops carry the host credential "
+                         "and bodies in clear, so other hosts refuse it; advertise https:// "
+                         "(with [api] tls_cert and tls_key) or set insecure_hops = true");
     return 0;
+}
+
+bool
+cluster_url_is_plain_http(const char *url)
+{
+    return strncasecmp(url, "http://", 7) == 0; /* curl reads the scheme in any case */
 }
 
 /* A host name or IPv4 address, or a bracketed IPv6 literal: what may stand before ":port". */
@@ -84,7 +100,7 @@ url_host_is_valid(const char *h, size_t n)
 }
 
 int
-cluster_e2b_url(const char *advertise_url, unsigned port, char *buf, size_t cap)
+cluster_e2b_url(const char *advertise_url, unsigned port, bool tls, char *buf, size_t cap)
 {
     const char *a = strncmp(advertise_url, "http://", 7) == 0    ? advertise_url + 7
                     : strncmp(advertise_url, "https://", 8) == 0 ? advertise_url + 8
@@ -98,16 +114,19 @@ cluster_e2b_url(const char *advertise_url, unsigned port, char *buf, size_t cap)
     size_t host_n = close ? (size_t) (close - a) + 1 : strcspn(a, ":/?#");
     if (host_n > n || (host_n < n && a[host_n] != ':') || !url_host_is_valid(a, host_n))
         return -1;
-    int r = snprintf(buf, cap, "http://%.*s:%u", (int) host_n, a, port);
+    int r = snprintf(buf, cap, "%s://%.*s:%u", tls ? "https" : "http", (int) host_n, a, port);
     return r < 0 || (size_t) r >= cap ? -1 : 0;
 }
 
 bool
 cluster_e2b_url_is_valid(const char *url)
 {
-    if (strncmp(url, "http://", 7) != 0 || strlen(url) > CLUSTER_URL_MAX_BYTES)
+    const char *h = strncmp(url, "http://", 7) == 0    ? url + 7
+                    : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                       : NULL;
+    if (!h || strlen(url) > CLUSTER_URL_MAX_BYTES)
         return false;
-    const char *h = url + 7, *colon = strrchr(h, ':');
+    const char *colon = strrchr(h, ':');
     if (!colon || !url_host_is_valid(h, (size_t) (colon - h)) || colon[1] == '0')
         return false;
     char *end = NULL;

@@ -30,6 +30,11 @@ typedef struct ClusterConfig {
     char advertise_url[CLUSTER_URL_MAX_BYTES + 1]; /* how the other hosts reach this one */
     char host_token_file[CLUSTER_PATH_MAX_BYTES + 1];
     unsigned lease_s; /* 0 = CLUSTER_LEASE_DEFAULT_S */
+    /* Hops to other hosts: an https:// peer's certificate must chain to this CA (PEM file;
+     * "": the system's store), and an http:// peer is refused unless insecure_hops (then the
+     * hop's credential, identity and bodies cross the network in clear). */
+    char tls_ca[CLUSTER_PATH_MAX_BYTES + 1];
+    bool insecure_hops;
 } ClusterConfig;
 
 /* Pure checks of a [cluster] section: E_INVALID naming the key. An empty database with any
@@ -38,11 +43,14 @@ int cluster_config_check(const ClusterConfig *c, Error **errp);
 bool cluster_config_enabled(const ClusterConfig *c);
 bool cluster_host_id_is_valid(const char *id);
 
-/* A host's E2B listener as the others reach it (issue 16): "http://" + the host part of
- * advertise_url (its authority without userinfo and port; an IPv6 literal keeps its
- * brackets) + ":" + port, into buf. -1 if advertise_url has no usable host, port is 0 or
- * over 65535, or it does not fit. Pure. */
-int cluster_e2b_url(const char *advertise_url, unsigned port, char *buf, size_t cap);
+/* A host's E2B listener as the others reach it (issue 16): "http://" ("https://" when tls:
+ * the listener serves TLS) + the host part of advertise_url (its authority without userinfo
+ * and port; an IPv6 literal keeps its brackets) + ":" + port, into buf. -1 if advertise_url
+ * has no usable host, port is 0 or over 65535, or it does not fit. Pure. */
+int cluster_e2b_url(const char *advertise_url, unsigned port, bool tls, char *buf, size_t cap);
 /* Whether url has exactly the form cluster_e2b_url() writes (a value read back from the
  * database is another host's: anything else is not used). Pure. */
 bool cluster_e2b_url_is_valid(const char *url);
+/* Whether url (an advertise_url or an E2B URL) is plain http://: a hop there is refused
+ * unless insecure_hops. Pure. */
+bool cluster_url_is_plain_http(const char *url);

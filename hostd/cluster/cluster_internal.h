@@ -2,8 +2,10 @@
 #pragma once
 
 #include <libpq-fe.h>
+#include <pthread.h>
 
 #include "cluster.h"
+#include "cluster_keys.h"
 #include "macro.h"
 #include "timeutil.h"
 
@@ -29,7 +31,11 @@ struct Cluster {
     uint64_t retry_after_usec;    /* monotonic: no reconnect before this */
     uint64_t answer_timeout_usec; /* CLUSTER_ANSWER_TIMEOUT_USEC, longer while migrating */
     ClusterConfig cfg;
-    char *host_token; /* the host-to-host credential (host_token_file), NUL-terminated */
+    /* The keys derived from host_token_file (the secrets themselves are not kept). Read by
+     * HTTP threads (a hop's credential) and the loop (envd tokens); replaced by
+     * cluster_reload_credential(). */
+    pthread_mutex_t keys_lock;
+    ClusterKeys keys; /* under keys_lock */
 };
 
 static inline void

@@ -62,13 +62,13 @@ cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Erro
 }
 
 int
-cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error **errp)
+cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, bool tls, Error **errp)
 {
     char api[CLUSTER_URL_MAX_BYTES + 1] = "", envd[CLUSTER_URL_MAX_BYTES + 1] = "";
     const char *adv = c->cfg.advertise_url;
 
-    if ((api_port && cluster_e2b_url(adv, api_port, api, sizeof(api)) < 0) ||
-        (envd_port && cluster_e2b_url(adv, envd_port, envd, sizeof(envd)) < 0))
+    if ((api_port && cluster_e2b_url(adv, api_port, tls, api, sizeof(api)) < 0) ||
+        (envd_port && cluster_e2b_url(adv, envd_port, tls, envd, sizeof(envd)) < 0))
         return error_set(errp, E_INVALID, 0, "[cluster] advertise_url has no host for E2B URLs");
     const char *p[] = {c->cfg.host_id, api, envd};
     return cluster_query(c, "UPDATE hosts SET e2b_api_url = $2, e2b_envd_url = $3 WHERE id = $1", 3,
@@ -117,8 +117,41 @@ cluster_host_id(const Cluster *c)
     return c->cfg.host_id;
 }
 
-const char *
-cluster_host_token(const Cluster *c)
+void
+cluster_hop_credential(Cluster *c, char ret[CLUSTER_HOP_AUTH_HEX_BYTES + 1])
 {
-    return c->host_token;
+    pthread_mutex_lock(&c->keys_lock);
+    cluster_hop_auth_hex(c->keys.hop[0], ret);
+    pthread_mutex_unlock(&c->keys_lock);
+}
+
+bool
+cluster_hop_credential_ok(Cluster *c, const char *presented)
+{
+    pthread_mutex_lock(&c->keys_lock);
+    bool ok = cluster_keys_hop_matches(&c->keys, presented);
+    pthread_mutex_unlock(&c->keys_lock);
+    return ok;
+}
+
+size_t
+cluster_envd_keys(Cluster *c, uint8_t ret[CLUSTER_SECRETS_MAX][CLUSTER_KEY_BYTES])
+{
+    pthread_mutex_lock(&c->keys_lock);
+    size_t n = c->keys.n;
+    memcpy(ret, c->keys.envd, n * CLUSTER_KEY_BYTES);
+    pthread_mutex_unlock(&c->keys_lock);
+    return n;
+}
+
+const char *
+cluster_tls_ca(const Cluster *c)
+{
+    return c->cfg.tls_ca[0] ? c->cfg.tls_ca : NULL;
+}
+
+bool
+cluster_insecure_hops(const Cluster *c)
+{
+    return c->cfg.insecure_hops;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "cluster.h"
+#include "cluster_keys.h"
 
 typedef struct ClusterOwner {
     char tenant_id[64];
@@ -31,11 +32,11 @@ typedef struct ClusterE2bOwner {
  * index has no such session, it ended, or an id read back is over its bound; E_UNAVAILABLE
  * when the server is away. A blocking round trip: the connection's thread. */
 int cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Error **errp);
-/* Publishes this host's E2B listeners: http://<advertise_url's host>:<port> for each port
- * that is not 0, '' for 0 (none: a host restarted without [e2b] takes back what an earlier
- * run published). E_INVALID if advertise_url has no host to build them from. A blocking
- * round trip: the connection's thread. */
-int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error **errp);
+/* Publishes this host's E2B listeners: http://<advertise_url's host>:<port> (https:// when
+ * tls: they serve TLS) for each port that is not 0, '' for 0 (none: a host restarted
+ * without [e2b] takes back what an earlier run published). E_INVALID if advertise_url has no
+ * host to build them from. A blocking round trip: the connection's thread. */
+int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, bool tls, Error **errp);
 
 /* A heartbeat younger than this makes a host a place for a create: three beats (2 s each),
  * so one late beat does not take a host out, and never a host about to be declared lost
@@ -56,7 +57,23 @@ int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, Error
  * A blocking round trip: the connection's thread. */
 int cluster_place(Cluster *c, const char *pool, bool need_idle, ClusterOwner *ret, Error **errp);
 
-/* This host's id and its host-to-host credential (host_token_file). Fixed once
- * cluster_open() returned: any thread may read them while the Cluster lives. */
+/* This host's id. Fixed once cluster_open() returned: any thread may read it while the
+ * Cluster lives. */
 const char *cluster_host_id(const Cluster *c);
-const char *cluster_host_token(const Cluster *c);
+
+/* The host credential's keys (cluster_keys.h), for any thread while the Cluster lives; they
+ * change only by cluster_reload_credential().
+ * The value this host sends as X-Stockade-Host-Auth on a hop: the current secret's hop key
+ * in hex (never the secret). */
+void cluster_hop_credential(Cluster *c, char ret[CLUSTER_HOP_AUTH_HEX_BYTES + 1]);
+/* Whether presented is the hop key of one of this host's secrets (current or the other one
+ * of a rotation), compared in constant time. */
+bool cluster_hop_credential_ok(Cluster *c, const char *presented);
+/* The E2B envd token keys, current first, into ret; returns how many (1 or 2). */
+size_t cluster_envd_keys(Cluster *c, uint8_t ret[CLUSTER_SECRETS_MAX][CLUSTER_KEY_BYTES]);
+
+/* How hops reach other hosts ([cluster] tls_ca, insecure_hops): the CA file an https://
+ * peer's certificate must chain to (NULL: the system's store), and whether an http:// peer
+ * may be used at all (the hop's credential and bodies would cross the network in clear). */
+const char *cluster_tls_ca(const Cluster *c);
+bool cluster_insecure_hops(const Cluster *c);

@@ -273,14 +273,23 @@ e2b_sandbox_add(E2b *e, const char *session_id, const char *tenant, const char *
         return error_set(errp, E_INTERNAL, ENOMEM, "sandbox");
     }
     if (e2b_sandbox_id_from_session(session_id, sb->id) < 0 ||
-        (!e->d.envd_key && getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret))) {
+        (!e->d.envd_keys && getrandom(secret, sizeof(secret), 0) != (ssize_t) sizeof(secret))) {
         sandbox_free(sb);
         return error_set(errp, E_INTERNAL, errno, "sandbox id or token");
     }
-    if (e->d.envd_key) /* cluster mode: any host can check it (e2b_cluster.c) */
-        e2b_envd_token_for(e->d.envd_key, sb->id, sb->token);
-    else
+    if (e->d.envd_keys) { /* cluster mode: any host can check it (e2b_cluster.c) */
+        uint8_t keys[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES];
+        size_t n = e->d.envd_keys(e->d.cluster_userdata, keys);
+        int r = n > 0 ? e2b_envd_token_for(keys[0], sb->id, sb->token, errp)
+                      : error_set(errp, E_INTERNAL, 0, "no envd key");
+        explicit_bzero(keys, sizeof(keys));
+        if (r < 0) {
+            sandbox_free(sb);
+            return -1;
+        }
+    } else {
         hex_encode(secret, sizeof(secret), sb->token);
+    }
     explicit_bzero(secret, sizeof(secret));
     snprintf(sb->session_id, sizeof(sb->session_id), "%s", session_id);
     snprintf(sb->tenant, sizeof(sb->tenant), "%s", tenant);
@@ -372,6 +381,8 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
     hc.body_budget = e->d.body_budget;
     hc.spool_dir = e->d.spool_dir;
     hc.guard = guard;
+    hc.tls_cert_file = e->cfg.tls_cert[0] ? e->cfg.tls_cert : NULL;
+    hc.tls_key_file = e->cfg.tls_key[0] ? e->cfg.tls_key : NULL;
     if (http_server_start(&hc, handler, e, ret, errp) < 0)
         return error_prefix(errp, "e2b listener on %s port %u", e->cfg.address, port);
     return 0;
@@ -380,7 +391,7 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
 int
 e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
 {
-    if (deps->owner && !deps->envd_key) /* another host's envd tokens could not be checked */
+    if (deps->owner && !deps->envd_keys) /* another host's envd tokens could not be checked */
         return error_set(errp, E_INVALID, 0, "e2b: cluster mode without the host credential");
     E2b *e = calloc(1, sizeof(*e));
     if (!e)
@@ -414,6 +425,12 @@ unsigned
 e2b_envd_port(const E2b *e)
 {
     return http_server_tcp_port(e->envd);
+}
+
+bool
+e2b_tls(const E2b *e)
+{
+    return http_server_tls(e->api) && http_server_tls(e->envd);
 }
 
 unsigned

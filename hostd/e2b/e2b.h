@@ -35,6 +35,10 @@ typedef struct HttpRequest HttpRequest;
 
 /* Cluster mode (README.md, "Cluster"): where a sandbox this host does not hold lives. */
 #define E2B_PEER_URL_MAX_BYTES 255
+/* Cluster mode's envd token keys (E2bDeps.envd_keys): the cluster's CLUSTER_SECRETS_MAX and
+ * CLUSTER_KEY_BYTES, checked where the daemon wires the two. */
+#define E2B_ENVD_KEYS_MAX 2
+#define E2B_ENVD_KEY_BYTES 32
 typedef struct E2bOwner {
     char tenant[64];
     char host_id[64];
@@ -68,9 +72,11 @@ typedef struct E2bDeps {
     E2bOwnerFn owner;
     E2bForwardFn forward;
     void *cluster_userdata; /* of both */
-    /* [cluster]: the host credential every host shares; sandboxes' envd tokens are derived
-     * from it (e2b_envd_token_for()), so any host can check them. NULL: random tokens. */
-    const char *envd_key;
+    /* [cluster]: the envd token keys derived from the host credential every host shares
+     * (current first, two during a rotation: hostd/cluster/cluster_keys.h), into ret; returns
+     * how many. A sandbox's envd token is an HMAC under the current one and any host accepts
+     * either's (e2b_envd_token_for()). NULL: a single host, random tokens. Loop thread. */
+    size_t (*envd_keys)(void *cluster_userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES]);
 } E2bDeps;
 
 /* Opens both listeners (cfg->enabled must be true). cfg and deps are copied; deps' objects
@@ -82,6 +88,8 @@ void e2b_stop(E2b *e);
 /* The bound ports (useful with port 0 in tests). */
 unsigned e2b_api_port(const E2b *e);
 unsigned e2b_envd_port(const E2b *e);
+/* Whether both listeners serve HTTPS ([e2b] or [api] tls_cert). */
+bool e2b_tls(const E2b *e);
 /* Connection threads of both listeners inside a handler (http_server_handlers_running()); any
  * thread. NULL: 0. */
 unsigned e2b_handlers_running(const E2b *e);

@@ -467,18 +467,25 @@ api_req_admit(ApiReq *a, Error **errp)
     return r;
 }
 
+/* Every request's caller is checked at its head, with or without a body: a request without a
+ * valid key is answered 401 before a body byte is read, and its connection closed (not kept
+ * alive for idle_timeout_s); an authenticated one counts for its tenant in the layer's
+ * per-caller shares. The handler checks again (a store read): it trusts no context. */
 bool
 e2b_api_guard(HttpRequest *req, void *userdata)
 {
     _cleanup_error_ Error *err = NULL;
     ApiReq a = {.e = userdata, .req = req};
+    char key[HTTP_CALLER_MAX_BYTES];
 
-    if (!http_request_has_body(req))
-        return true; /* the head is all there is: the handler checks it */
     (void) api_req_admit(&a, &err);
     http_strv_free(a.seg);
-    if (!err)
+    if (!err) {
+        if (a.tenant[0] &&
+            snprintf(key, sizeof(key), ADMIT_TENANT_CALLER_FMT, a.tenant) < (int) sizeof(key))
+            (void) http_request_set_caller(req, key);
         return true;
+    }
     reply_error(a.req, err);
     return false;
 }

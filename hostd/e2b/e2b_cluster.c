@@ -8,11 +8,13 @@
  * goes along and a forged request gains nothing. The control plane checks the key's tenant
  * against the index first: another tenant's sandbox is 404 here as an unknown one. Never
  * twice: a row naming this host is an unknown sandbox. */
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "e2b_internal.h"
-#include "sha256.h"
+#include "sha256.h" /* hex_encode() only: the HMAC is GnuTLS's */
 
 #define ENVD_TOKEN_CONTEXT "stockade-e2b-envd-v1:"
 
@@ -52,19 +54,43 @@ e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *
         return 0;
     snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
     snprintf(ret->url, sizeof(ret->url), "%s", url);
+    snprintf(ret->tenant, sizeof(ret->tenant), "%s", o.tenant);
     return 1;
 }
 
-void
-e2b_envd_token_for(const char *key, const char *sandbox_id, char token[E2B_TOKEN_BYTES])
+int
+e2b_envd_token_for(const uint8_t key[E2B_ENVD_KEY_BYTES], const char *sandbox_id,
+                   char token[E2B_TOKEN_BYTES], Error **errp)
 {
     char msg[sizeof(ENVD_TOKEN_CONTEXT) + E2B_SANDBOX_ID_BYTES];
     uint8_t mac[SHA256_BYTES];
     _Static_assert(2 * SHA256_BYTES + 1 == E2B_TOKEN_BYTES, "a token is one MAC in hex");
     int n = snprintf(msg, sizeof(msg), "%s%s", ENVD_TOKEN_CONTEXT, sandbox_id);
-    hmac_sha256(key, strlen(key), msg, (size_t) n, mac);
+    int r = gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, E2B_ENVD_KEY_BYTES, msg, (size_t) n, mac);
+    if (r < 0)
+        return error_set(errp, E_INTERNAL, 0, "envd token: %s", gnutls_strerror(r));
     hex_encode(mac, sizeof(mac), token);
-    explicit_bzero(mac, sizeof(mac));
+    gnutls_memset(mac, 0, sizeof(mac));
+    return 0;
+}
+
+int
+e2b_envd_token_derived_check(E2b *e, const E2bEnvdAuth *auth, Error **errp)
+{
+    uint8_t keys[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES];
+    char token[E2B_TOKEN_BYTES];
+    size_t n = e->d.envd_keys ? e->d.envd_keys(e->d.cluster_userdata, keys) : 0;
+    int r = -1;
+
+    for (size_t i = 0; i < n && r < 0; i++) /* the current key first, then a rotation's other */
+        if (e2b_envd_token_for(keys[i], auth->id, token, NULL) == 0)
+            r = e2b_envd_token_check(auth, token, NULL);
+    gnutls_memset(keys, 0, sizeof(keys));
+    gnutls_memset(token, 0, sizeof(token));
+    if (r < 0)
+        return error_set(errp, E_UNAUTHORIZED, 0,
+                         "X-Access-Token is not this sandbox's envdAccessToken");
+    return 0;
 }
 
 void

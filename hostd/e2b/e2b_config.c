@@ -8,7 +8,9 @@
  *   template_map  name=pool[,name=pool...]: replaces the default "base=python" (and
  *                 "code-interpreter-v1=data" when the data pool is configured)
  *   lifetime_s    lifetime admitted per sandbox (default 3600, at most 86400)
- *   create_wait_s how long a create waits for its guest (default 50, at most 600) */
+ *   create_wait_s how long a create waits for its guest (default 50, at most 600)
+ *   tls_cert      HTTPS on both listeners: PEM certificate (chain) file, absolute path
+ *   tls_key       its private key (PEM); both or neither (default: [api]'s pair) */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,12 @@ is_domain(const char *v)
         label++;
     }
     return true;
+}
+
+static bool
+is_absolute_path(const char *v)
+{
+    return v[0] == '/';
 }
 
 /* One "name=pool" entry of [start, end) into t. */
@@ -178,6 +186,15 @@ e2b_config_set(E2bConfig *c, const char *key, const char *value, Error **errp)
         c->template_map_set = true;
         return 0;
     }
+    char *path = strcmp(key, "tls_cert") == 0  ? c->tls_cert
+                 : strcmp(key, "tls_key") == 0 ? c->tls_key
+                                               : NULL;
+    if (path)
+        return set_text(path, E2B_PATH_MAX_BYTES + 1, value, is_absolute_path) < 0
+                   ? error_set(errp, E_INVALID, 0,
+                               "%s must be an absolute path of at most %d bytes", key,
+                               E2B_PATH_MAX_BYTES)
+                   : 0;
     unsigned *port = strcmp(key, "api_port") == 0    ? &c->api_port
                      : strcmp(key, "envd_port") == 0 ? &c->envd_port
                                                      : NULL;
@@ -222,8 +239,9 @@ e2b_config_template_pool(const E2bConfig *c, const char *template_name)
 bool
 e2b_config_format(const E2bConfig *c, size_t i, const char **ret_key, char *buf, size_t cap)
 {
-    static const char *const names[] = {"enabled", "address",      "api_port",   "envd_port",
-                                        "domain",  "template_map", "lifetime_s", "create_wait_s"};
+    static const char *const names[] = {"enabled",  "address",      "api_port",   "envd_port",
+                                        "domain",   "template_map", "lifetime_s", "create_wait_s",
+                                        "tls_cert", "tls_key"};
     if (i >= ELEMENTSOF(names))
         return false;
     *ret_key = names[i];
@@ -252,8 +270,14 @@ e2b_config_format(const E2bConfig *c, size_t i, const char **ret_key, char *buf,
     case 6:
         snprintf(buf, cap, "%llu", (unsigned long long) (c->lifetime_usec / USEC_PER_SEC));
         break;
-    default:
+    case 7:
         snprintf(buf, cap, "%llu", (unsigned long long) (c->create_wait_usec / USEC_PER_SEC));
+        break;
+    case 8:
+        snprintf(buf, cap, "%s", c->tls_cert);
+        break;
+    default:
+        snprintf(buf, cap, "%s", c->tls_key);
         break;
     }
     return true;

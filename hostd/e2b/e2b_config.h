@@ -25,6 +25,7 @@
 #define E2B_POOL_NAME_MAX_BYTES 32 /* POOL_SHAPE_NAME_MAX_BYTES */
 #define E2B_LIFETIME_MAX_S 86400
 #define E2B_CREATE_WAIT_MAX_S 600
+#define E2B_PATH_MAX_BYTES 1023 /* tls_cert, tls_key */
 
 typedef struct E2bTemplate {
     char name[E2B_TEMPLATE_NAME_MAX_BYTES + 1]; /* as the SDK sends templateID */
@@ -42,6 +43,10 @@ typedef struct E2bConfig {
     bool template_map_set;     /* template_map was given: the defaults stay out of it */
     uint64_t lifetime_usec;    /* admitted per sandbox (quota, wallet): its TTL may grow to it */
     uint64_t create_wait_usec; /* create answers once the guest runs, or gives up after this */
+    /* HTTPS on both listeners: PEM certificate (chain) and key; "" and "": [api]'s (the
+     * daemon resolves that), plain HTTP when neither is set. */
+    char tls_cert[E2B_PATH_MAX_BYTES + 1];
+    char tls_key[E2B_PATH_MAX_BYTES + 1];
 } E2bConfig;
 
 void e2b_config_defaults(E2bConfig *c);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "base64.h"
 #include "e2b_internal.h"
 #include "sha256.h"
@@ -368,6 +369,8 @@ typedef struct CheckCall {
     bool where_only; /* a request without a body: only whether it is another host's */
     bool forward;    /* out: it is, and goes to remote */
     E2bRemote remote;
+    char tenant[sizeof(((E2bRemote *) 0)->tenant)]; /* out: the sandbox's tenant, once its
+                                                     * token passed */
 } CheckCall;
 
 static void
@@ -384,12 +387,12 @@ check_on_loop(E2bCall *c)
     int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
     cc->forward = where > 0;
     if (where > 0) { /* checked here before a body byte is read, and by the owner again */
-        char token[E2B_TOKEN_BYTES];
-        e2b_envd_token_for(c->e->d.envd_key, cc->auth.id, token);
-        (void) e2b_envd_token_check(&cc->auth, token, &err);
-        explicit_bzero(token, sizeof(token));
+        if (e2b_envd_token_derived_check(c->e, &cc->auth, &err) == 0)
+            snprintf(cc->tenant, sizeof(cc->tenant), "%s", cc->remote.tenant);
     } else if (where == 0 && !cc->where_only) {
-        (void) e2b_envd_sandbox(c->e, &cc->auth, &err);
+        E2bSandbox *sb = e2b_envd_sandbox(c->e, &cc->auth, &err);
+        if (sb)
+            snprintf(cc->tenant, sizeof(cc->tenant), "%s", sb->tenant);
     }
     e2b_call_done(c, err);
 }
@@ -435,6 +438,18 @@ envd_forward_later(HttpRequest *req, const E2bRemote *remote)
     return true;
 }
 
+/* The sandbox's tenant, once the request's token was checked: the layer's per-caller shares
+ * count it for that tenant (E2B's control plane and the native API name it the same). */
+static void
+envd_name_caller(HttpRequest *req, const char *tenant)
+{
+    char key[HTTP_CALLER_MAX_BYTES];
+
+    if (tenant[0] &&
+        snprintf(key, sizeof(key), ADMIT_TENANT_CALLER_FMT, tenant) < (int) sizeof(key))
+        (void) http_request_set_caller(req, key);
+}
+
 /* A request with a body has its credentials checked on the loop before a body byte is read:
  * without the sandbox's token it is answered at once and its body never read. A request
  * without one is checked by its handler (its head is all there is). In cluster mode every
@@ -468,6 +483,8 @@ e2b_envd_guard(HttpRequest *req, void *userdata)
     int r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
     E2bRemote remote = cc->remote;
     bool forward = r == 0 && cc->forward;
+    if (r == 0)
+        envd_name_caller(req, cc->tenant);
     e2b_call_unref(&cc->c);
     if (r == 0 && code && !code_body_fits(req)) {
         error_set(&err, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);

@@ -359,5 +359,8 @@ e2b_forward_target(const char *owner_tenant, bool here, const char *api_url, con
     const char *url = envd ? envd_url : api_url;
     if (here || (tenant && strcmp(tenant, owner_tenant) != 0))
         return NULL;
-    return strncmp(url, "http://", 7) == 0 && url[7] != '\0' ? url : NULL;
+    size_t scheme = strncmp(url, "http://", 7) == 0    ? 7
+                    : strncmp(url, "https://", 8) == 0 ? 8
+                                                       : 0;
+    return scheme && url[scheme] != '\0' ? url : NULL;
 }

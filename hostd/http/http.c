@@ -71,12 +71,16 @@ config_check(const HttpConfig *c, Error **errp)
     if (c->head_timeout_s == 0 || c->head_timeout_s > HTTP_TIMEOUT_S_CEILING)
         return error_set(errp, E_INVALID, 0, "http: head timeout must be in [1, %u] s",
                          HTTP_TIMEOUT_S_CEILING);
-    size_t budget = c->body_budget ? http_budget_limit(c->body_budget) : c->body_budget_bytes;
-    if (budget < c->max_body_bytes || budget > HTTP_BODY_BUDGET_BYTES_CEILING)
+    if (c->max_per_caller > c->max_connections)
+        return error_set(errp, E_INVALID, 0, "http: max_per_caller (%u) is over max_connections",
+                         c->max_per_caller);
+    if (!c->body_budget && http_budget_check(c, errp) < 0)
+        return -1;
+    if (c->body_budget && http_budget_share(c->body_budget) < c->max_body_bytes)
         return error_set(errp, E_INVALID, 0,
-                         "http: the body budget (%zu bytes) must hold one largest body (%zu) "
-                         "and be at most %zu",
-                         budget, c->max_body_bytes, HTTP_BODY_BUDGET_BYTES_CEILING);
+                         "http: one caller's share of the shared body budget (%zu bytes) does "
+                         "not hold one largest body (%zu)",
+                         http_budget_share(c->body_budget), c->max_body_bytes);
     if (c->unix_mode & ~(mode_t) 0777)
         return error_set(errp, E_INVALID, 0, "http: unix mode %o is not a permission mode",
                          (unsigned) c->unix_mode);
@@ -109,6 +113,7 @@ on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     *con_cls = NULL;
     /* A kept-alive connection's next request gets a fresh absolute deadline. */
     http_conn_set_deadline(r->conn, true);
+    http_conn_watch_body(r->conn, false);
     if (r->active) {
         HttpServer *s = r->srv;
         pthread_mutex_lock(&s->lock);
@@ -205,6 +210,7 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     enum MHD_Result ret;
 
     http_conn_set_deadline(r->conn, false);
+    http_conn_watch_body(r->conn, false);
     r->phase = PHASE_HANDLING;
     /* MHD would count the handler's time as idleness and close on return; 0 turns that off
      * and setting it back restarts the idle clock (MHD_set_connection_option()). */
@@ -222,6 +228,10 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
     waiting_link(s, r, false);
     (void) MHD_set_connection_option(mc, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
     r->phase = PHASE_DONE;
+    /* A caller the guard did not name (a public route: health) is not kept alive: idle, its
+     * connection would hold a thread for idle_timeout_s, counted only per address. */
+    if (answered && s->cfg.guard && !r->caller_named)
+        r->reply.close = true;
     if (answered)
         return http_reply_queue(s, &r->reply, mc);
 
@@ -275,6 +285,7 @@ request_answer_early(HttpRequest *r, struct MHD_Connection *mc)
 {
     r->reply.close = true;
     http_conn_set_deadline(r->conn, false);
+    http_conn_watch_body(r->conn, false);
     r->phase = PHASE_DONE;
     return http_reply_queue(r->srv, &r->reply, mc);
 }
@@ -285,14 +296,16 @@ request_head(HttpRequest *r, struct MHD_Connection *mc, const char *method)
     _cleanup_error_ Error *e = NULL;
     unsigned status = MHD_HTTP_BAD_REQUEST;
 
+    http_conn_head_in(r->conn);
     if (atomic_load(&r->srv->stopping)) {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         (void) error_set(&e, E_UNAVAILABLE, 0, "the server is shutting down");
     } else if (http_request_check_head(r, mc, method, &status, &e) == 0) {
         if (!request_guard(r))
             return request_answer_early(r, mc);
-        if (http_request_reserve_body(r, &e) == 0) {
+        if (http_request_admit(r, &e) == 0) {
             r->phase = PHASE_BODY;
+            http_conn_watch_body(r->conn, http_request_has_body(r));
             return MHD_YES;
         }
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
@@ -348,21 +361,31 @@ static int
 listener_start(HttpServer *s, HttpListener *l, bool is_unix, Error **errp)
 {
     const HttpConfig *c = &s->cfg;
+    bool tls = !is_unix && s->tls.cert_pem;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (is_unix ? 0u : MHD_USE_NO_LISTEN_SOCKET);
+                     MHD_USE_ERROR_LOG | (is_unix ? 0u : MHD_USE_NO_LISTEN_SOCKET) |
+                     (tls ? MHD_USE_TLS : 0u);
 
+    /* The unix socket is this machine's (file permissions guard it): never TLS. */
     struct MHD_OptionItem listen_opt[] = {
         {is_unix ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END, l->fd, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_OptionItem tls_opt[] = {
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls.cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls.key_pem},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *) HTTP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
 
     l->srv = s;
     l->is_unix = is_unix;
+    l->tls = tls;
     start_log[0] = '\0';
     l->mhd = MHD_start_daemon(
         flags, 0, http_conn_accept_policy, l, on_access, l, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log,
-        l, MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
+        l, MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_ARRAY, tls_opt, MHD_OPTION_CONNECTION_LIMIT,
+        c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, is_unix ? 0u : c->max_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         2 * c->max_header_bytes + HTTP_POOL_SLACK_BYTES, MHD_OPTION_THREAD_STACK_SIZE,
         HTTP_THREAD_STACK_BYTES, MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_URI_LOG_CALLBACK,
@@ -401,14 +424,19 @@ server_new(const HttpConfig *cfg, HttpHandler handler, void *userdata)
     pthread_cond_init(&s->watchdog_cond, &attr);
     pthread_cond_init(&s->drain_cond, &attr);
     pthread_condattr_destroy(&attr);
-    s->budget = cfg->body_budget ? cfg->body_budget
-                                 : (s->own_budget = http_budget_new(cfg->body_budget_bytes));
+    s->max_per_caller =
+        cfg->max_per_caller ? cfg->max_per_caller : MAX(1u, cfg->max_connections / 2);
+    s->conn_callers = http_tally_new();
+    if (cfg->body_budget)
+        s->budget = cfg->body_budget;
+    else if (http_budget_new(cfg, &s->own_budget, NULL) == 0) /* config_check() checked it */
+        s->budget = s->own_budget;
     s->tcp_address = cfg->tcp_address ? strdup(cfg->tcp_address) : NULL;
     s->unix_path = cfg->unix_path ? strdup(cfg->unix_path) : NULL;
     s->cfg.tcp_address = s->tcp_address;
     s->cfg.unix_path = s->unix_path;
-    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) ||
-        !s->budget) {
+    if ((cfg->tcp_address && !s->tcp_address) || (cfg->unix_path && !s->unix_path) || !s->budget ||
+        !s->conn_callers) {
         http_server_stop(s);
         return NULL;
     }
@@ -433,6 +461,9 @@ http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata, Ht
         return error_set(errp, E_INTERNAL, errno, "eventfd");
     if (http_watchdog_start(s, errp) < 0)
         return -1;
+    if ((cfg->tls_cert_file || cfg->tls_key_file) && s->tcp_address &&
+        http_tls_load(cfg->tls_cert_file, cfg->tls_key_file, &s->tls, errp) < 0)
+        return -1;
     if (s->tcp_address &&
         (http_listen_tcp(s->tcp_address, cfg->tcp_port, &s->tcp.fd, &s->tcp_port, errp) < 0 ||
          listener_start(s, &s->tcp, false, errp) < 0))
@@ -454,6 +485,12 @@ http_server_tcp_port(const HttpServer *s)
     return s->tcp.mhd ? s->tcp_port : 0;
 }
 
+bool
+http_server_tls(const HttpServer *s)
+{
+    return s->tcp.tls;
+}
+
 unsigned
 http_server_pending_heads(const HttpServer *s)
 {
@@ -464,6 +501,28 @@ unsigned
 http_server_handlers_running(const HttpServer *s)
 {
     return atomic_load(&s->in_handler);
+}
+
+unsigned
+http_server_connections(const HttpServer *s)
+{
+    HttpServer *m = (HttpServer *) s; /* the lock, not the server */
+    pthread_mutex_lock(&m->lock);
+    unsigned n = m->n_conns;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+HttpBudget *
+http_server_budget(const HttpServer *s)
+{
+    return s->budget;
+}
+
+unsigned
+http_server_max_per_caller(const HttpServer *s)
+{
+    return s->max_per_caller;
 }
 
 /* Stop begins: producers see the eventfd, handler waits see the flag. */
@@ -535,6 +594,8 @@ http_server_stop(HttpServer *s)
     pthread_cond_destroy(&s->drain_cond);
     pthread_mutex_destroy(&s->lock);
     http_budget_free(s->own_budget);
+    http_tally_free(s->conn_callers);
+    http_tls_clear(&s->tls);
     free(s->tcp_address);
     free(s->unix_path);
     free(s);

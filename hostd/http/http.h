@@ -15,8 +15,10 @@
  * an absolute deadline from accept (or from the previous response) until the request head
  * and body are in, enforced by a watchdog thread (slow-loris). A TCP connection costs no
  * thread until its head is complete (http_accept.c; head_timeout_s, max_pending). A guard
- * (authentication) sees every head before its body is read; bodies in memory are bounded
- * by a budget shared across servers (503 when spent).
+ * (authentication) sees every head before its body is read and names the caller; bodies in
+ * memory are bounded by a budget shared across servers, in all and per caller (503 when
+ * spent), and must arrive at its minimum rate; one caller holds at most max_per_caller of a
+ * server's connections (503). A caller nobody named is not kept alive.
  *
  * Every response carries Cache-Control: no-store and X-Content-Type-Options: nosniff.
  * Errors raised by the layer itself use the same JSON shape as http_respond_error().
@@ -38,12 +40,22 @@
 
 typedef struct HttpServer HttpServer;
 
-/* NULL on OOM. */
-HttpBudget *http_budget_new(size_t limit_bytes);
+/* From c's body_budget_bytes, body_share_bytes, body_min_bytes_per_s and body_rate_window_s
+ * (checked against max_body_bytes: E_INVALID). E_INTERNAL on OOM. */
+int http_budget_new(const HttpConfig *c, HttpBudget **ret, Error **errp);
 /* After every server using it stopped. NULL is fine. */
 void http_budget_free(HttpBudget *b);
 size_t http_budget_limit(const HttpBudget *b);
+size_t http_budget_share(const HttpBudget *b); /* one caller's, in bytes */
 size_t http_budget_used(const HttpBudget *b);
+size_t http_budget_used_by(const HttpBudget *b, const char *caller);
+typedef struct HttpBudgetStats {
+    size_t used_bytes;      /* held now */
+    uint64_t refused_full;  /* bodies refused (503, or cut mid-body if chunked): budget spent */
+    uint64_t refused_share; /* ... because their caller held its share */
+    uint64_t slow_cut;      /* connections cut: their body came in below the minimum rate */
+} HttpBudgetStats;
+void http_budget_stats(const HttpBudget *b, HttpBudgetStats *ret);
 
 /* Called on the connection's thread once the whole request (head + body, within the caps)
  * is in. It must answer with exactly one http_respond_*() call, now or later, from any
@@ -64,11 +76,28 @@ int http_server_start(const HttpConfig *cfg, HttpHandler handler, void *userdata
 void http_server_stop(HttpServer *s);
 /* The bound TCP port (useful with tcp_port 0); 0 without a TCP listener. */
 uint16_t http_server_tcp_port(const HttpServer *s);
+/* Whether the TCP listener serves HTTPS (HttpConfig.tls_cert_file). */
+bool http_server_tls(const HttpServer *s);
 /* TCP connections accepted whose request head is not complete yet. */
 unsigned http_server_pending_heads(const HttpServer *s);
 /* Connection threads inside the handler right now: a handler that hands its work on and
  * returns is not counted while the work goes on; one that waits for it is. */
 unsigned http_server_handlers_running(const HttpServer *s);
+/* Connections MHD serves now (both listeners; not those waiting for their head). */
+unsigned http_server_connections(const HttpServer *s);
+/* The body budget this server counts against (its own or HttpConfig.body_budget). */
+HttpBudget *http_server_budget(const HttpServer *s);
+/* Connections one caller may hold on this server (HttpConfig.max_per_caller, resolved). */
+unsigned http_server_max_per_caller(const HttpServer *s);
+
+/* Who is asking, for the layer's per-caller bounds (a share of the body budget, a share of
+ * the server's connections): an opaque key, 1 to HTTP_CALLER_MAX_BYTES - 1 bytes, that the
+ * guard names once it has authenticated the caller (the faces name the tenant), so one
+ * caller cannot use up what every caller shares. Only from the guard; -1 (nothing changes)
+ * for a bad key or after it. Without it a request is its peer's: "addr:<IP>" over TCP,
+ * "uid:<uid>" over the unix socket. */
+int http_request_set_caller(HttpRequest *r, const char *key);
+const char *http_request_caller(const HttpRequest *r);
 
 /* State a guard leaves for the handler: the request owns ctx until the handler takes it
  * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */

@@ -16,13 +16,23 @@
  * socket itself. One thread, one edge-triggered epoll set: a waiting connection costs CPU
  * only when bytes arrive. Each peek copies what is queued again, so a head trickled one
  * byte per segment costs copying quadratic in its length, bounded by max_header_bytes and
- * head_timeout_s. Nothing here logs. */
+ * head_timeout_s.
+ *
+ * On a TLS listener the head is ciphertext the door cannot read (only MHD's thread holds the
+ * session's keys, and a GnuTLS session cannot be handed from here to MHD): there the door
+ * waits for the first TLS record, the ClientHello (http_hello.c; up to 16 KiB + 5, so the
+ * peek buffer holds one whole), and closes a connection whose first bytes are not a TLS
+ * handshake record (plain HTTP sent to the HTTPS port) without handing it over. A connection
+ * that sends nothing or part of a hello still costs no thread; one that sends a hello gets a
+ * thread, which the watchdog cuts when the handshake and the request head are not done
+ * within the head window (http_conn.c). Nothing here logs. */
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "http_hello.h"
 #include "http_internal.h"
 
 #define ACCEPT_BURST 256        /* accept()s per wake-up, so waiting heads are served too */
@@ -69,6 +79,7 @@ struct HttpAcceptor {
     uint8_t *peek_buf;
     size_t peek_cap;
     uint64_t head_timeout_usec;
+    bool tls; /* wait for the ClientHello, not the request head */
 };
 
 static char tag_listen, tag_stop; /* epoll data of the listening socket and the stop fd */
@@ -180,6 +191,14 @@ pending_ready(HttpAcceptor *a, HttpPending *p, uint32_t events)
         return;
     if (n <= 0) {
         pending_drop(a, p); /* reset, or EOF before any head */
+        return;
+    }
+    if (a->tls) {
+        HttpHelloState st = http_tls_hello_state(a->peek_buf, (size_t) n);
+        if (st == HTTP_HELLO_COMPLETE)
+            pending_hand_off(a, p);
+        else if (st == HTTP_HELLO_NOT_TLS || (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+            pending_drop(a, p);
         return;
     }
     if ((size_t) n >= a->peek_cap || head_complete(p, a->peek_buf, (size_t) n))
@@ -314,10 +333,12 @@ http_acceptor_start(HttpServer *s, int listen_fd, struct MHD_Daemon *mhd, HttpAc
                     Error **errp)
 {
     HttpAcceptor *a = calloc(1, sizeof(*a));
+    bool tls = s->tcp.tls;
+    size_t cap = tls ? HTTP_TLS_RECORD_MAX_BYTES : s->cfg.max_header_bytes;
     pthread_attr_t attr;
     int r;
 
-    if (!a || !(a->peek_buf = malloc(s->cfg.max_header_bytes))) {
+    if (!a || !(a->peek_buf = malloc(cap))) {
         free(a);
         safe_close(listen_fd);
         return error_set(errp, E_INTERNAL, ENOMEM, "http acceptor");
@@ -326,11 +347,10 @@ http_acceptor_start(HttpServer *s, int listen_fd, struct MHD_Daemon *mhd, HttpAc
     a->srv = s;
     a->mhd = mhd;
     a->listen_fd = listen_fd;
-    a->peek_cap = s->cfg.max_header_bytes;
+    a->peek_cap = cap;
+    a->tls = tls;
     /* The other two deadlines hold here as well: a waiting head is never given longer. */
-    a->head_timeout_usec =
-        MIN(s->cfg.head_timeout_s, MIN(s->cfg.request_timeout_s, s->cfg.idle_timeout_s)) *
-        USEC_PER_SEC;
+    a->head_timeout_usec = http_head_window_usec(&s->cfg);
     *ret = a; /* http_acceptor_stop() frees it whatever happens below */
     if ((a->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) < 0)
         return error_set(errp, E_INTERNAL, errno, "epoll_create1");

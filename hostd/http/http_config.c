@@ -18,6 +18,8 @@ http_config_defaults(HttpConfig *c)
         .head_timeout_s = HTTP_DEFAULT_HEAD_TIMEOUT_S,
         .max_pending = HTTP_DEFAULT_MAX_PENDING,
         .body_budget_bytes = HTTP_DEFAULT_BODY_BUDGET_BYTES,
+        .body_min_bytes_per_s = HTTP_DEFAULT_BODY_MIN_BYTES_PER_S,
+        .body_rate_window_s = HTTP_DEFAULT_BODY_RATE_WINDOW_S,
         .spool_min_bytes = HTTP_DEFAULT_SPOOL_MIN_BYTES,
     };
 }

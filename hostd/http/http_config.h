@@ -20,6 +20,14 @@
 #define HTTP_DEFAULT_MAX_PENDING 16384
 #define HTTP_DEFAULT_BODY_BUDGET_BYTES ((size_t) 256 << 20)
 #define HTTP_DEFAULT_SPOOL_MIN_BYTES ((size_t) 1 << 20) /* smaller bodies stay in memory */
+/* A body in flight must grow by at least this rate in every window of this length. 4 KiB/s
+ * is 32 kbit/s: a largest body must arrive within request_timeout_s anyway, at 268 times
+ * that; a body that is in within one window is never judged (README.md). */
+#define HTTP_DEFAULT_BODY_MIN_BYTES_PER_S ((size_t) 4 << 10)
+#define HTTP_DEFAULT_BODY_RATE_WINDOW_S 10
+
+/* Longest caller key (http_request_set_caller()), with its NUL. */
+#define HTTP_CALLER_MAX_BYTES 96
 
 /* Ceilings http_server_start() enforces on a config (a typo must not disable a limit). */
 #define HTTP_MAX_BODY_BYTES_CEILING ((size_t) 1 << 30)
@@ -28,6 +36,7 @@
 #define HTTP_MAX_CONNECTIONS_CEILING 4096u
 #define HTTP_MAX_PENDING_CEILING 262144u
 #define HTTP_BODY_BUDGET_BYTES_CEILING ((size_t) 16 << 30)
+#define HTTP_BODY_MIN_BYTES_PER_S_CEILING ((size_t) 1 << 30)
 #define HTTP_TIMEOUT_S_CEILING 86400u
 
 /* One request. Valid from the handler call until the handler's http_respond_*() call;
@@ -45,9 +54,11 @@ typedef struct HttpRequest HttpRequest;
 typedef bool (*HttpGuard)(HttpRequest *req, void *userdata);
 
 /* Bytes of request bodies held in memory at once, shared by every server given it (the
- * daemon's API and E2B listeners): a body is admitted only if its Content-Length (a chunked
- * body: each growth of its buffer) fits, else 503 (a chunked body: the connection closes).
- * Thread-safe. */
+ * daemon's API and E2B listeners), in all and per caller (the key a guard names with
+ * http_request_set_caller(), else the peer's address): a body is admitted only if its
+ * Content-Length (a chunked body: each growth of its buffer) fits both, else 503 (a chunked
+ * body: the connection closes). It also carries the minimum rate at which an admitted body
+ * must arrive, so every listener that shares the bytes shares the rule. Thread-safe. */
 typedef struct HttpBudget HttpBudget;
 
 typedef struct HttpConfig {
@@ -67,15 +78,28 @@ typedef struct HttpConfig {
                                  * longer than the two timeouts above) */
     unsigned max_pending;       /* TCP connections waiting for their head; when full, the
                                  * oldest is closed for a new one */
-    size_t body_budget_bytes;   /* the server's own budget when body_budget is NULL */
-    HttpBudget *body_budget;    /* shared; not owned; NULL: a budget of body_budget_bytes */
-    const char *spool_dir;      /* a body of spool_min_bytes or more (its Content-Length, or a
-                                 * chunked one) is written, as it arrives, to an unlinked file
-                                 * here (O_TMPFILE) and mapped read-only for the handler: it
-                                 * sits in the page cache, not the heap. NULL: memory only.
-                                 * The budget above counts it the same either way. */
+    unsigned max_per_caller;    /* connections one caller (http_request_set_caller()) holds on
+                                 * this server, counted from its request's guard until the
+                                 * connection closes; 0: half of max_connections */
+    /* The body budget (http_budget_new() takes these four, and the server when body_budget is
+     * NULL): bytes of bodies held at once; one caller's share of them (0: half the budget,
+     * but at least max_body_bytes); and the minimum rate: a body still coming in must have
+     * grown by body_min_bytes_per_s * body_rate_window_s bytes in each window of
+     * body_rate_window_s since its head, else its connection is closed (0: no minimum). */
+    size_t body_budget_bytes;
+    size_t body_share_bytes;
+    size_t body_min_bytes_per_s;
+    unsigned body_rate_window_s;
+    HttpBudget *body_budget; /* shared; not owned; NULL: the server's own, from the above */
+    const char *spool_dir;   /* a body of spool_min_bytes or more (its Content-Length, or a
+                              * chunked one) is written, as it arrives, to an unlinked file
+                              * here (O_TMPFILE) and mapped read-only for the handler: it
+                              * sits in the page cache, not the heap. NULL: memory only.
+                              * The budget above counts it the same either way. */
     size_t spool_min_bytes;
     HttpGuard guard;            /* NULL: every head passes */
+    const char *tls_cert_file;  /* TCP: HTTPS with this PEM certificate (chain) and key, read */
+    const char *tls_key_file;   /* and checked at start; NULL: plain HTTP. Unix: never TLS */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

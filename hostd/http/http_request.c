@@ -46,6 +46,7 @@ http_request_new(HttpServer *s, HttpConn *c, const char *raw_target)
     r->is_unix = c->is_unix;
     r->has_uid = c->has_uid;
     r->uid = c->uid;
+    memcpy(r->caller, c->peer, sizeof(r->caller));
     r->reply.fd = -1;
     r->spool_fd = -1;
     return r;
@@ -69,7 +70,7 @@ request_free(HttpRequest *r)
     if (r->spool_fd >= 0)
         (void) close(r->spool_fd);
     if (r->budget_held)
-        http_budget_release(r->srv->budget, r->budget_held);
+        http_budget_release(r->srv->budget, r->caller, r->budget_held);
     if (r->free_ctx)
         r->free_ctx(r->ctx);
     http_reply_clear(&r->reply);
@@ -223,20 +224,57 @@ http_request_check_head(HttpRequest *r, struct MHD_Connection *mc, const char *m
 
 /* A Content-Length body reserves all of it before it is read: refused, the client gets a 503
  * and the body is never read. A chunked one reserves as its buffer grows. */
-int
-http_request_reserve_body(HttpRequest *r, Error **errp)
+static int
+request_reserve_body(HttpRequest *r, Error **errp)
 {
     const char *cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     size_t n = cl ? r->body_cap : 0; /* framing_check() parsed it into body_cap */
+    HttpBudget *b = r->srv->budget;
 
-    if (n == 0 || http_budget_reserve(r->srv->budget, n)) {
+    switch (http_budget_reserve(b, r->caller, n)) {
+    case BUDGET_OK:
         r->budget_held = n;
         return 0;
+    case BUDGET_SHARE:
+        return error_set(errp, E_UNAVAILABLE, 0,
+                         "your requests hold as many request bodies as one caller may "
+                         "(%zu bytes): retry later",
+                         http_budget_share(b));
+    default:
+        return error_set(errp, E_UNAVAILABLE, 0,
+                         "the server holds as many request bodies as it may (%zu bytes): "
+                         "retry later",
+                         http_budget_limit(b));
     }
-    return error_set(errp, E_UNAVAILABLE, 0,
-                     "the server holds as many request bodies as it may (%zu bytes): "
-                     "retry later",
-                     http_budget_limit(r->srv->budget));
+}
+
+int
+http_request_admit(HttpRequest *r, Error **errp)
+{
+    if (!http_conn_claim(r->conn, r->caller))
+        return error_set(errp, E_UNAVAILABLE, 0,
+                         "your connections hold as many of this server's as one caller may "
+                         "(%u): retry later",
+                         r->srv->max_per_caller);
+    return request_reserve_body(r, errp);
+}
+
+int
+http_request_set_caller(HttpRequest *r, const char *key)
+{
+    size_t len = key ? strnlen(key, HTTP_CALLER_MAX_BYTES) : 0;
+
+    if (r->phase != PHASE_HEAD || len == 0 || len >= HTTP_CALLER_MAX_BYTES)
+        return -1;
+    memcpy(r->caller, key, len + 1);
+    r->caller_named = true;
+    return 0;
+}
+
+const char *
+http_request_caller(const HttpRequest *r)
+{
+    return r->caller;
 }
 
 /* Whether this body goes to an unlinked file in cfg.spool_dir: one of cfg.spool_min_bytes or
@@ -255,13 +293,13 @@ request_spools(HttpRequest *r)
 }
 
 /* The request holds n bytes of the server's budget (reserving the difference): false when
- * the budget is spent. */
+ * the budget or its caller's share is spent. */
 static bool
 request_hold_budget(HttpRequest *r, size_t n)
 {
     if (n <= r->budget_held)
         return true;
-    if (!http_budget_reserve(r->srv->budget, n - r->budget_held))
+    if (http_budget_reserve(r->srv->budget, r->caller, n - r->budget_held) != BUDGET_OK)
         return false;
     r->budget_held = n;
     return true;
@@ -272,6 +310,7 @@ http_request_append_body(HttpRequest *r, const char *data, size_t len)
 {
     if (len > r->body_cap - r->body_len)
         return -1;
+    atomic_fetch_add(&r->conn->body_bytes, len); /* the minimum rate counts what arrived */
     if (request_spools(r)) {
         /* the budget counts it as if held (reserve_body() took a Content-Length's whole) */
         if (!request_hold_budget(r, r->body_len + len) || write_all(r->spool_fd, data, len) < 0)

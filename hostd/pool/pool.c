@@ -197,8 +197,9 @@ pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp)
         return error_set(errp, E_INTERNAL, ENOMEM, "pool");
     p->loop = l;
     p->q = q;
-    if (pool_copy_config(p, cfg, errp) < 0 || pool_init_memory(p, errp) < 0 ||
-        pool_init_shapes(p, cfg, errp) < 0 ||
+    p->template_dir_fd = -1;
+    if (pool_copy_config(p, cfg, errp) < 0 || pool_make_state_dirs(p, errp) < 0 ||
+        pool_init_memory(p, errp) < 0 || pool_init_shapes(p, cfg, errp) < 0 ||
         virt_open(p->cfg.libvirt_uri, &p->virt, errp) < 0) {
         pool_free(p);
         return -1;
@@ -234,6 +235,7 @@ pool_free(Pool *p)
     free(p->disk_paths);
     free(p->template_path);
     free(p->template_dir);
+    safe_close(p->template_dir_fd);
     free((char *) p->cfg.template_dir);
     free((char *) p->cfg.state_dir), free((char *) p->cfg.libvirt_uri);
     free((char *) p->cfg.domain_prefix), free((char *) p->cfg.kvm_probe_append);

@@ -54,7 +54,10 @@ typedef struct GuestOps {
     void (*lost)(Guest *g, const Error *why, void *userdata);
 } GuestOps;
 
-/* Checks and copies the config; opens libvirt. Starts nothing yet. */
+/* Checks and copies the config; makes (or checks, owndir.h) the state directory's folders and
+ * the memory templates' folder, and holds the latter open; opens libvirt. Starts nothing yet.
+ * A state folder that is not the daemon's own fails it (E_CONFLICT); a templates' folder that
+ * cannot be, drops the pool to copy (pool_template_failed). */
 int pool_new(Loop *l, WorkQueue *q, const PoolConfig *cfg, Pool **ret, Error **errp);
 /* Asynchronous: reconcile leftovers, decide the accel, make snapshots, fill to warm. */
 void pool_start(Pool *p);

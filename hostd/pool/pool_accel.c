@@ -93,7 +93,8 @@ accel_cache_write(Pool *p)
     if (!path || accel_cache_key(p, key, sizeof(key)) < 0)
         return;
     snprintf(line, sizeof(line), "%s %s\n", key, accel_to_string(p->accel));
-    _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    _cleanup_close_ int fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 || write_all(fd, line, strlen(line)) < 0)
         log_warn("cannot cache the accel verdict in %s: %s", path, strerror(errno));
 }

@@ -74,7 +74,8 @@ typedef struct PoolConfig {
     uint64_t ping_timeout_usec;       /* unanswered ping = wedged */
     PoolGuestMemory guest_memory;
     /* Where memory templates live; NULL or "": /dev/shm when every template fits there twice
-     * with room to spare, else <state_dir>/templates/memory (the choice is logged). */
+     * with room to spare, else <state_dir>/templates/memory (the choice is logged). It must be
+     * the daemon's own folder (owndir.h): pool_template.c. */
     const char *template_dir;
     const PoolShapeConfig *shapes;
     size_t n_shapes;

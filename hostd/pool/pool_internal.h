@@ -2,6 +2,8 @@
  * machine), pool_jobs.c (blocking work on worker threads) and pool_accel.c (accel choice). */
 #pragma once
 
+#include <string.h>
+
 #include "channel.h"
 #include "image.h"
 #include "pool.h"
@@ -107,6 +109,7 @@ struct Pool {
     PoolGuestMemory memory;      /* in effect: the configured mode until a fallback */
     char memory_reason[1024];
     char *template_dir;
+    int template_dir_fd;         /* template_dir, held open: its files are made beneath it */
     unsigned long qemu_version;  /* major * 1000000 + minor * 1000 + micro; 0 = unknown */
     bool template_ever_saved;    /* a template worked this run: later failures are no fallback */
     bool clone_ever_started;
@@ -133,6 +136,13 @@ struct Pool {
 #define POOL_QEMU_READONLY_MEMORY_VERSION 8002000ul
 /* A device-state save or load (320 KB; 6-10 ms measured) that takes longer failed. */
 #define POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC (30 * 1000 * 1000)
+
+/* The last component of a path the pool built (it has a '/'). */
+static inline const char *
+path_base(const char *path)
+{
+    return strrchr(path, '/') + 1;
+}
 
 /* pool.c */
 /* g->dir, workspace_path, socket_path, console_path from g->name; -1 on ENOMEM. */
@@ -161,7 +171,7 @@ void pool_release_templates(Pool *p);
 /* Drops the pool to copy, loudly, with why (callers decide it is warranted). */
 void pool_template_failed(Pool *p, const char *why);
 /* Worker side: a fresh shared-memory file for the template guest, for QEMU's user only. */
-int template_create_memory_file(const Shape *s, Error **errp);
+int template_create_memory_file(const Pool *p, const Shape *s, Error **errp);
 /* Worker side: save the template's device state and install its files. */
 int template_save(Pool *p, const Shape *s, const char *key, Error **errp);
 
@@ -187,8 +197,14 @@ void job_reconcile(Pool *p, void (*done)(Pool *p, Error *err));
  * on an early failure; the job frees them) and takes err. */
 typedef void (*SweepDoneFn)(Pool *p, char **destroyed, Error *err);
 void job_sweep(Pool *p, SweepDoneFn done);
-/* Worker side: text into path through a temporary file and a rename. */
-int pool_write_file_atomic(const char *path, const char *text, Error **errp);
+/* The state directory (0711: QEMU's user passes through to its guests' disks) and the pool's
+ * folders in it (guests, snapshots, templates), each made by the daemon or already its own:
+ * one another user made or can write, or a symlink in its place, is refused (owndir.h), so
+ * nobody else can swap or redirect what the pool later puts there by path. pool_new(). */
+int pool_make_state_dirs(Pool *p, Error **errp);
+/* Worker side: text into name beneath dirfd (or a path, with AT_FDCWD) through a temporary
+ * file made anew (O_EXCL|O_NOFOLLOW) and a rename. */
+int pool_write_file_atomic(int dirfd, const char *name, const char *text, Error **errp);
 
 /* pool_accel.c */
 void pool_decide_accel(Pool *p, void (*decided)(Pool *p));

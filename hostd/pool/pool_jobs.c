@@ -10,6 +10,7 @@
 
 #include "diskfile.h"
 #include "fdutil.h"
+#include "owndir.h"
 #include "pool_internal.h"
 
 typedef enum { JOB_BOOT, JOB_SAVE, JOB_RESTORE, JOB_DESTROY, JOB_RECONCILE, JOB_SWEEP } JobKind;
@@ -28,26 +29,28 @@ typedef struct {
     char **swept; /* JOB_SWEEP: the domains it destroyed (NULL-terminated) */
 } Job;
 
+/* A folder of the pool's (a slot's): made, or the daemon's own already (owndir.h). */
 static int
-mkdir_p(const char *path, mode_t mode)
+mkdir_own(const char *path, mode_t mode, Error **errp)
 {
-    if (mkdir(path, mode) < 0 && errno != EEXIST)
-        return -1;
-    return chmod(path, mode);
+    _cleanup_close_ int fd = -1;
+    return owndir_open(path, mode, OWNDIR_CREATE | OWNDIR_SET_MODE, &fd, errp);
 }
 
 int
-pool_write_file_atomic(const char *path, const char *text, Error **errp)
+pool_write_file_atomic(int dirfd, const char *name, const char *text, Error **errp)
 {
     _cleanup_free_ char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp", path) < 0)
+    if (asprintf(&tmp, "%s.tmp", name) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "path");
-    _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    (void) unlinkat(dirfd, tmp, 0); /* a crashed run's */
+    _cleanup_close_ int fd =
+        openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 ||
-        rename(tmp, path) < 0) {
+        renameat(dirfd, tmp, dirfd, name) < 0) {
         int e = errno;
-        (void) unlink(tmp);
-        return error_set(errp, E_IO, e, "write %s", path);
+        (void) unlinkat(dirfd, tmp, 0);
+        return error_set(errp, E_IO, e, "write %s", name);
     }
     return 0;
 }
@@ -57,8 +60,8 @@ static int
 slot_clean_start(Job *j, Error **errp)
 {
     Guest *g = j->g;
-    if (mkdir_p(g->dir, 0711) < 0)
-        return error_set(errp, E_IO, errno, "create %s", g->dir);
+    if (mkdir_own(g->dir, 0711, errp) < 0)
+        return -1;
     if (virt_destroy(j->pool->virt, g->name, errp) < 0)
         return -1;
     (void) unlink(g->socket_path);
@@ -69,7 +72,7 @@ static void
 job_boot_work(Job *j)
 {
     if (slot_clean_start(j, &j->err) < 0 ||
-        (j->g->tmpl && template_create_memory_file(j->g->shape, &j->err) < 0) ||
+        (j->g->tmpl && template_create_memory_file(j->pool, j->g->shape, &j->err) < 0) ||
         virt_create(j->pool->virt, j->g->xml, &j->err) < 0)
         return;
     j->pid = virt_qemu_pid(j->g->name);
@@ -99,7 +102,7 @@ job_save_work(Job *j)
         (void) unlink(tmp);
         return;
     }
-    pool_write_file_atomic(g->key_path, g->key, &j->err);
+    pool_write_file_atomic(AT_FDCWD, g->key_path, g->key, &j->err);
 }
 
 static void
@@ -111,9 +114,11 @@ job_restore_work(Job *j)
 
     if (slot_clean_start(j, &j->err) < 0)
         return;
-    if (j->clone ? virt_clone_start(p->virt, g->xml, g->shape->state_path,
-                                    POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC, &j->err) < 0
-                 : virt_restore(p->virt, g->save_path, &j->err) < 0)
+    int started = j->clone ? virt_clone_start(p->virt, g->xml, p->template_dir_fd,
+                                              path_base(g->shape->state_path),
+                                              POOL_TEMPLATE_MIGRATE_TIMEOUT_USEC, &j->err)
+                           : virt_restore(p->virt, g->save_path, &j->err);
+    if (started < 0)
         return;
     j->pid = virt_qemu_pid(g->name);
     if (virt_set_memory_hard_limit(p->virt, g->name, limit, &j->err) < 0)
@@ -126,13 +131,11 @@ job_destroy_work(Job *j)
     virt_destroy(j->pool->virt, j->g->name, &j->err);
 }
 
-/* guest_memory = template: its directory (only root lists it; QEMU's user passes through to
- * its own files) and QEMU's version (read-only mapping for clones from 8.2 on). */
+/* guest_memory = template: QEMU's version (read-only mapping for clones from 8.2 on). The
+ * templates' folder was made and opened by pool_new() (pool_template_choose_dir). */
 static int
 pool_reconcile_templates(Pool *p, Error **errp)
 {
-    if (mkdir_p(p->template_dir, 0711) < 0)
-        return error_set(errp, E_IO, errno, "create %s", p->template_dir);
     return virt_hypervisor_version(p->virt, &p->qemu_version, errp);
 }
 
@@ -146,8 +149,8 @@ pool_create_missing_disks(Pool *p, Error **errp)
             const Guest *g = &p->shapes[i].slots[k];
             if (access(g->workspace_path, F_OK) == 0)
                 continue;
-            if (mkdir_p(g->dir, 0711) < 0)
-                return error_set(errp, E_IO, errno, "create %s", g->dir);
+            if (mkdir_own(g->dir, 0711, errp) < 0)
+                return -1;
             if (diskfile_reset_in_place(g->workspace_path, p->template_path, errp) < 0)
                 return -1;
         }
@@ -180,24 +183,36 @@ pool_destroy_prefixed(Pool *p, char ***ret_destroyed, Error **errp)
     return r;
 }
 
+int
+pool_make_state_dirs(Pool *p, Error **errp)
+{
+    static const struct {
+        const char *name;
+        mode_t mode;
+    } dirs[] = {{"guests", 0711}, {"snapshots", 0700}, {"templates", 0711}};
+    _cleanup_close_ int state = -1;
+
+    if (owndir_open(p->cfg.state_dir, 0711, OWNDIR_CREATE | OWNDIR_SET_MODE | OWNDIR_FOLLOW_LAST,
+                    &state, errp) < 0)
+        return -1;
+    for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+        _cleanup_free_ char *shown = NULL;
+        _cleanup_close_ int fd = -1;
+        if (asprintf(&shown, "%s/%s", p->cfg.state_dir, dirs[i].name) < 0)
+            return error_set(errp, E_INTERNAL, ENOMEM, "paths");
+        if (owndir_open_at(state, dirs[i].name, shown, dirs[i].mode,
+                           OWNDIR_CREATE | OWNDIR_SET_MODE, &fd, errp) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static void
 job_reconcile_work(Job *j)
 {
     Pool *p = j->pool;
     char **names = NULL;
-    _cleanup_free_ char *guests = NULL, *snaps = NULL, *templates = NULL;
 
-    if (asprintf(&guests, "%s/guests", p->cfg.state_dir) < 0 ||
-        asprintf(&snaps, "%s/snapshots", p->cfg.state_dir) < 0 ||
-        asprintf(&templates, "%s/templates", p->cfg.state_dir) < 0) {
-        error_set(&j->err, E_INTERNAL, ENOMEM, "paths");
-        return;
-    }
-    if (mkdir_p(p->cfg.state_dir, 0711) < 0 || mkdir_p(guests, 0711) < 0 ||
-        mkdir_p(snaps, 0700) < 0 || mkdir_p(templates, 0755) < 0) {
-        error_set(&j->err, E_IO, errno, "create state directories under %s", p->cfg.state_dir);
-        return;
-    }
     (void) pool_destroy_prefixed(p, &names, &j->err); /* leftovers of an earlier run */
     virt_strv_free(names);
     if (!j->err)

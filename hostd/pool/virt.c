@@ -407,8 +407,12 @@ virt_migration_wait(virDomainPtr d, const char *name, uint64_t timeout_usec, Err
     }
 }
 
+/* The device-state file is named beneath dir_fd (the pool's template folder, held open): never
+ * reached through a path another user could redirect. */
 typedef struct {
-    const char *name_or_xml, *state_path;
+    const char *name_or_xml;
+    int dir_fd;
+    const char *state_name;
     uint64_t timeout_usec;
 } TemplateArg;
 
@@ -424,7 +428,7 @@ template_save_domain(virDomainPtr d, const TemplateArg *a, int fd, Error **errp)
         virt_migration_wait(d, a->name_or_xml, a->timeout_usec, errp) < 0)
         return -1;
     if (fsync(fd) < 0)
-        return error_set(errp, E_IO, errno, "fsync %s", a->state_path);
+        return error_set(errp, E_IO, errno, "fsync %s", a->state_name);
     return 0;
 }
 
@@ -432,10 +436,11 @@ static int
 op_template_save(virConnectPtr c, const void *arg, Error **errp)
 {
     const TemplateArg *a = arg;
-    _cleanup_close_ int fd =
-        open(a->state_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    (void) unlinkat(a->dir_fd, a->state_name, 0); /* a retry's, or a crashed run's */
+    _cleanup_close_ int fd = openat(a->dir_fd, a->state_name,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
-        return error_set(errp, E_IO, errno, "create %s", a->state_path);
+        return error_set(errp, E_IO, errno, "create %s", a->state_name);
     virDomainPtr d = virDomainLookupByName(c, a->name_or_xml);
     if (!d)
         return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name_or_xml);
@@ -448,10 +453,10 @@ op_template_save(virConnectPtr c, const void *arg, Error **errp)
 }
 
 int
-virt_template_save(Virt *v, const char *name, const char *state_path, uint64_t timeout_usec,
-                   Error **errp)
+virt_template_save(Virt *v, const char *name, int dir_fd, const char *state_name,
+                   uint64_t timeout_usec, Error **errp)
 {
-    TemplateArg a = {name, state_path, timeout_usec};
+    TemplateArg a = {name, dir_fd, state_name, timeout_usec};
     return virt_run(v, op_template_save, &a, errp);
 }
 
@@ -473,9 +478,9 @@ static int
 op_clone_start(virConnectPtr c, const void *arg, Error **errp)
 {
     const TemplateArg *a = arg;
-    _cleanup_close_ int fd = open(a->state_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int fd = openat(a->dir_fd, a->state_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return error_set(errp, E_IO, errno, "open %s", a->state_path);
+        return error_set(errp, E_IO, errno, "open %s", a->state_name);
     virDomainPtr d = virDomainCreateXML(c, a->name_or_xml, VIR_DOMAIN_START_PAUSED);
     if (!d)
         return virt_fail(errp, E_INTERNAL, "create clone domain", NULL);
@@ -489,10 +494,10 @@ op_clone_start(virConnectPtr c, const void *arg, Error **errp)
 }
 
 int
-virt_clone_start(Virt *v, const char *xml, const char *state_path, uint64_t timeout_usec,
-                 Error **errp)
+virt_clone_start(Virt *v, const char *xml, int dir_fd, const char *state_name,
+                 uint64_t timeout_usec, Error **errp)
 {
-    TemplateArg a = {xml, state_path, timeout_usec};
+    TemplateArg a = {xml, dir_fd, state_name, timeout_usec};
     return virt_run(v, op_clone_start, &a, errp);
 }
 

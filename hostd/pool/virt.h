@@ -39,17 +39,19 @@ int virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Er
  * then marked tainted (custom-argv, custom-monitor) in their logs, which is expected.
  *
  * Saves the device state of the running template domain `name` (its RAM is a shared file and
- * stays there) into state_path (created 0600, fsynced), then destroys the domain: suspend,
+ * stays there) into state_name beneath dir_fd (made anew 0600, O_EXCL|O_NOFOLLOW, fsynced),
+ * then destroys the domain: suspend,
  * x-ignore-shared on, the file handed to QEMU by getfd, `migrate fd:`, wait for completion
- * (at most timeout_usec). On failure the domain is destroyed as well and state_path may hold
+ * (at most timeout_usec). On failure the domain is destroyed as well and state_name may hold
  * a partial file. */
-int virt_template_save(Virt *v, const char *name, const char *state_path, uint64_t timeout_usec,
-                       Error **errp);
-/* Starts a clone from xml (DOMXML_MEMORY_CLONE: -incoming defer) paused, loads state_path
- * into it (x-ignore-shared on, getfd, `migrate-incoming fd:`, query-migrate until completed,
- * at most timeout_usec) and resumes it. On failure the domain is destroyed. */
-int virt_clone_start(Virt *v, const char *xml, const char *state_path, uint64_t timeout_usec,
-                     Error **errp);
+int virt_template_save(Virt *v, const char *name, int dir_fd, const char *state_name,
+                       uint64_t timeout_usec, Error **errp);
+/* Starts a clone from xml (DOMXML_MEMORY_CLONE: -incoming defer) paused, loads state_name
+ * beneath dir_fd (never through a symlink) into it (x-ignore-shared on, getfd, `migrate-incoming
+ * fd:`, query-migrate until completed, at most timeout_usec) and resumes it. On failure the domain
+ * is destroyed. */
+int virt_clone_start(Virt *v, const char *xml, int dir_fd, const char *state_name,
+                     uint64_t timeout_usec, Error **errp);
 /* The hypervisor's version as major * 1000000 + minor * 1000 + micro (QEMU's). */
 int virt_hypervisor_version(Virt *v, unsigned long *ret, Error **errp);
 

@@ -12,10 +12,15 @@
  * at close, every process is dead by the time the runner lists, so a file whose content
  * changed has a new mtime; a hash would make the runner read every byte of the workspace
  * under TCG, which is the cost this path exists to avoid.
- * A deadline of finalize_base + finalize_per_mib x MiB moved (mirror records that arrive
- * during the finalize, then the files to fetch) bounds it all. Any lie, error, runner-side
- * cap, lost guest or missed deadline falls back to the salvage (session_end.c), which then
- * sees a synced disk. Loop thread; the merge runs on a worker. */
+ * A deadline of finalize_base + finalize_per_mib x MiB moved bounds it all. Only bytes the
+ * host keeps move it: mirror records the mirror stored (not ones it ignored: over budget, out
+ * of sequence, after the cap) and the planned fetch, whose data is checked byte for byte. It
+ * never moves past a ceiling fixed at the start: base + per MiB x the most an honest runner
+ * can move (the mirror budget left, the salvage's byte cap within the disk), and never past
+ * the session's reserved lifetime unless the end came within base of it (the guest then gets
+ * base, no more). A cancel during the finalize stops waiting at once (sessions.c). Any lie,
+ * error, runner-side cap, lost guest, cancel or missed deadline falls back to the salvage
+ * (session_end.c), which then sees a synced disk. Loop thread; the merge runs on a worker. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,7 @@ struct Finalize {
     int dir_fd;   /* <artifacts>/<id>/.finalize */
     int files_fd; /* <artifacts>/<id>/files */
     uint64_t started_usec, deadline_usec;
+    uint64_t ceiling_usec; /* the deadline never moves past this (finalize_ceiling) */
     TimerId timer;
     uint32_t fetched_files, failed_files;
     uint64_t fetched_bytes;
@@ -104,12 +110,35 @@ finalize_on_deadline(Loop *l, void *userdata)
     finalize_fail(s, "deadline");
 }
 
-/* Moves the deadline by the time `bytes` more may take (finalize_per_mib). */
+/* What moving `bytes` may take (finalize_per_mib). */
+static uint64_t
+finalize_usec_for(const Session *s, uint64_t bytes)
+{
+    return (uint64_t) ((double) bytes / MIB * (double) s->mgr->cfg.finalize_usec_per_mib);
+}
+
+/* The latest a finalize may end, fixed at its start. Base, plus what the most an honest runner
+ * can move may take: the mirror records it may still flush (the budget left) and the fetch
+ * (the salvage's byte cap, within the disk: a manifest listing more is refused). Within the
+ * session's reserved lifetime, or base when the end came within base of it. */
+static uint64_t
+finalize_ceiling(const Session *s, const Finalize *f)
+{
+    uint64_t budget = session_mirror_budget(s);
+    uint64_t mirror_left = budget > s->mirror_bytes ? budget - s->mirror_bytes : 0;
+    uint64_t fetch_max = MIN(f->lim.max_total_bytes, f->caps.disk_bytes);
+    uint64_t base_end = f->started_usec + s->mgr->cfg.finalize_base_usec;
+    uint64_t most = base_end + finalize_usec_for(s, mirror_left) + finalize_usec_for(s, fetch_max);
+    uint64_t lifetime_end = s->lifetime_start_usec + s->rec.timeout_usec;
+    return MIN(most, MAX(lifetime_end, base_end));
+}
+
+/* Moves the deadline by the time `bytes` more may take, never past the ceiling. */
 static void
 finalize_extend(Session *s, uint64_t bytes)
 {
     Finalize *f = s->fin;
-    f->deadline_usec += (uint64_t) ((double) bytes / MIB * (double) s->mgr->cfg.finalize_usec_per_mib);
+    f->deadline_usec = MIN(f->ceiling_usec, f->deadline_usec + finalize_usec_for(s, bytes));
     loop_cancel_timer(s->mgr->loop, f->timer);
     f->timer = loop_add_timer(s->mgr->loop, f->deadline_usec, finalize_on_deadline, s);
 }
@@ -167,6 +196,7 @@ session_finalize_start(Session *s)
         return;
     }
     f->deadline_usec = f->started_usec + s->mgr->cfg.finalize_base_usec;
+    f->ceiling_usec = finalize_ceiling(s, f);
     finalize_extend(s, 0);
 }
 
@@ -174,6 +204,15 @@ void
 session_finalize_lost(Session *s)
 {
     finalize_fail(s, "guest lost");
+}
+
+bool
+session_finalize_cancel(Session *s)
+{
+    if (!s->fin || s->state != ST_STOPPING || !s->guest)
+        return false; /* none, or past the runner (the merge runs): nothing waits on the guest */
+    finalize_fail(s, "cancelled");
+    return true;
 }
 
 /* ------------------------------------------------------------------ the merge and the end */
@@ -443,8 +482,11 @@ session_finalize_on_message(Session *s, const GuestMsg *m)
     case STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED:
         if (f->listed)
             return true; /* the runner flushed its mirror before the manifest: a late record lies */
-        mirror_on_changed(s, m->file_changed);
-        finalize_extend(s, m->file_changed->data.len);
+        {
+            uint64_t stored = s->mirror_bytes;
+            mirror_on_changed(s, m->file_changed);
+            finalize_extend(s, s->mirror_bytes - stored); /* only what the mirror kept */
+        }
         return true;
     default:
         return false; /* exits and output of the killed execs: recorded as usual */

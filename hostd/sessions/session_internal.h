@@ -184,6 +184,9 @@ void session_finalize_start(Session *s);
  * false for the rest, which session_guest.c handles as usual. */
 bool session_finalize_on_message(Session *s, const GuestMsg *m);
 void session_finalize_lost(Session *s);
+/* A cancel while the runner finalizes: stop waiting on it, destroy the guest and salvage the
+ * disk (fallback "cancelled"). False when no finalize waits on the runner. */
+bool session_finalize_cancel(Session *s);
 void session_finalize_free(Session *s);
 
 /* session_code.c: a context's kernel is an exec of the session whose stdout is the kernel's

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "message.h"
+#include "owndir.h"
 #include "session_internal.h"
 #include "timeutil.h"
 
@@ -281,10 +282,12 @@ sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *
         free(m);
         return error_set(errp, E_INTERNAL, ENOMEM, "sessions");
     }
-    if (mkdir(m->artifacts_dir, 0700) < 0 && errno != EEXIST) {
-        int e = errno;
+    /* root's alone (owndir.h): what is put in it by path must not be another user's to swap */
+    _cleanup_close_ int artifacts_fd = -1;
+    if (owndir_open(m->artifacts_dir, 0700, OWNDIR_CREATE | OWNDIR_SET_MODE, &artifacts_fd, errp) <
+        0) {
         sessions_free(m);
-        return error_set(errp, E_IO, e, "create %s", cfg->state_dir);
+        return -1;
     }
     m->cfg.state_dir = strdup(cfg->state_dir);
     if (sessions_egress_init(m, errp) < 0) {
@@ -419,10 +422,11 @@ session_end_live(Sessions *m, const char *tenant, const char *id, const char *re
     Session *s = sessions_find(m, tenant, id);
     if (!s)
         return error_set(errp, E_NOT_FOUND, 0, "no live session %.40s", id);
-    if (s->state >= ST_STOPPING)
-        return 0; /* already ending: idempotent */
-    session_end(s, reason);
-    return 0;
+    if (s->state < ST_STOPPING)
+        session_end(s, reason);
+    else if (strcmp(reason, "cancelled") == 0) /* a hard stop never waits on the runner */
+        (void) session_finalize_cancel(s);
+    return 0; /* already ending: idempotent (its first reason stays) */
 }
 
 int

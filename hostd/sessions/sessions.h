@@ -7,10 +7,10 @@
  * guest breaking, or the daemon stopping. A completed task or a closed session asks its runner
  * to finalize (stop its processes, flush the mirror, list the workspace), fetches over the
  * channel what the live mirror lacks into <state>/artifacts/<id>/files, ends, then destroys
- * the guest. Every other end (and a finalize that fails or misses its deadline) destroys the
- * guest without its help, pulls the workspace disk out with the warm extraction appliance,
- * merges it with the live mirror, and ends with a reason. Nothing from the guest is accepted
- * after a cancel event.
+ * the guest. Every other end (and a finalize that fails, misses its deadline or is cancelled)
+ * destroys the guest without its help, pulls the workspace disk out with the warm extraction
+ * appliance, merges it with the live mirror, and ends with a reason. Nothing from the guest is
+ * accepted after a cancel event.
  *
  * Every change is an event with a strictly increasing seq, stored (SQLite) in batches;
  * readers on other threads follow committed events through the EventHub.
@@ -204,7 +204,8 @@ int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKi
 void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 
 /* Stateful code contexts (issue 18): each is a kernel (POOL_CODE_KERNEL_PATH, in the data
- * image; a pool with code_kernel pre-starts one per guest, which the first context adopts) run
+ * image; a pool with code_kernel = prestart starts one per guest before its snapshot, which
+ * the first context adopts and which reseeds its generators then: kernel.py reseed()) run
  * as an exec of the session with stdin open, so timeouts, signals, cgroups and the
  * output limit apply as to any exec. A run writes one request line to its kernel; the
  * kernel's lines become events with the kernel's exec_id: code.requested, code.stdout,

@@ -18,7 +18,11 @@ Ratios with the issue's targets: first run / echo floor (<= 2.0), pandas exec / 
 Whatever the daemon does to have a kernel ready (started on the first run, or before the
 guest's snapshot) is what is measured: the first run's code.context events are listed.
 
-    tests/bench/run code [--sessions N] [--runs R] [--quick]
+    tests/bench/run code [--sessions N] [--runs R] [--quick] [--code-kernel prestart|fresh]
+
+--code-kernel fresh measures the pool without a pre-started kernel (issue 25): each first
+run then starts its kernel in the session (python, then the preload's imports), the cost of a
+hash secret, canary and address-space layout of its own.
 """
 import argparse
 import json
@@ -154,10 +158,14 @@ def main():
     ap.add_argument("--runs", type=int, default=20, help="warm runs of 1 + 1")
     ap.add_argument("--pandas", type=int, default=5, help="pandas execs")
     ap.add_argument("--quick", action="store_true", help="2 sessions, 8 runs, 2 pandas execs")
+    ap.add_argument("--code-kernel", choices=("prestart", "fresh"), default="prestart",
+                    help="the data pool's code_kernel (default: prestart, the built-in pool's)")
     a = ap.parse_args()
     if a.quick:
         a.sessions, a.runs, a.pandas = 2, 8, 2
-    with Daemon(pools=POOLS) as d:
+    pools = {name: dict(p, code_kernel=a.code_kernel == "prestart") for name, p in POOLS.items()}
+    print(f"data pool: code_kernel = {a.code_kernel}", flush=True)
+    with Daemon(pools=pools) as d:
         d.wait_ready(timeout=600)
         accel = d.get("/v1/pool")["accel"]
         code, echo = [], []

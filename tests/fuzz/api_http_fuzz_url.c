@@ -7,13 +7,17 @@
  *    them back (decode is the inverse of a full encode); query keys are non-empty and at
  *    most HTTP_QUERY_MAX_PARAMS; no output is longer than the input;
  *  - refused: the category is E_INVALID or E_TOO_LARGE;
- *  - http_percent_decode() of the same bytes never grows them and never yields NUL. */
+ *  - http_percent_decode() of the same bytes never grows them and never yields NUL;
+ *  - the TLS front door's http_tls_hello_state() on the same bytes as a connection's first
+ *    ones: a verdict on a prefix (not TLS, or a whole first record) is the verdict on all of
+ *    them, and a whole record is there: 5 + its length bytes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_check.h"
+#include "http_hello.h"
 #include "http_url.h"
 
 static void
@@ -77,6 +81,20 @@ check_accepted(const HttpTarget *t, const uint8_t *data, size_t size)
         CHECK(t->query_keys[i][0] != '\0' && strlen(t->query_values[i]) <= size);
 }
 
+static void
+check_hello(const uint8_t *data, size_t size)
+{
+    HttpHelloState all = http_tls_hello_state(data, size);
+    if (all == HTTP_HELLO_COMPLETE)
+        CHECK(size >= HTTP_TLS_RECORD_HEADER_BYTES &&
+              size >= HTTP_TLS_RECORD_HEADER_BYTES + ((size_t) data[3] << 8 | data[4]));
+    for (size_t k = 0; k < size; k += 1 + k / 2) {
+        HttpHelloState part = http_tls_hello_state(data, k);
+        if (part != HTTP_HELLO_MORE)
+            CHECK(part == all);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -94,6 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         e = NULL;
     }
 
+    check_hello(data, size);
     char *out;
     size_t len;
     if (http_percent_decode((const char *) data, size, size & 1, &out, &len, &e) == 0) {

@@ -38,6 +38,24 @@ cli_connect_tcp(uint16_t port)
 }
 
 int
+cli_connect_tcp_from(uint32_t src_host_order, uint16_t port)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(src_host_order)};
+    struct sockaddr_in dst = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0 ||
+        connect(fd, (struct sockaddr *) &dst, sizeof(dst)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int
 cli_connect_unix(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -245,6 +263,8 @@ sink_write(char *data, size_t size, size_t n, void *ud)
     return add;
 }
 
+const char *curl_ca_file;
+
 int
 curl_request(const char *method, const char *url, const char *unix_path, const void *body,
              size_t len, CurlResult *ret)
@@ -261,6 +281,10 @@ curl_request(const char *method, const char *url, const char *unix_path, const v
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     if (unix_path)
         curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, unix_path);
+    if (curl_ca_file) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, curl_ca_file);
+        curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 int cli_connect_tcp(uint16_t port);
+/* From 127.a.b.c (any 127/8 address is the loopback), to 127.0.0.1:port. */
+int cli_connect_tcp_from(uint32_t src_host_order, uint16_t port);
 int cli_connect_unix(const char *path);
 int cli_send(int fd, const void *buf, size_t len);
 
@@ -35,6 +37,8 @@ typedef struct {
     char *headers;
 } CurlResult;
 
+/* The CA file an https:// URL's certificate must chain to (alone); NULL: the system's. */
+extern const char *curl_ca_file;
 /* One request; unix_path non-NULL sends it over that socket. body may be NULL. */
 int curl_request(const char *method, const char *url, const char *unix_path, const void *body,
                  size_t len, CurlResult *ret);

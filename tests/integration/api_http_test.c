@@ -3,7 +3,9 @@
  *   echo, paths, body, unix, config                            api_http_test_req.c
  *   slowloris, idle, load, limits, stream, disconnect, stop, cpu  api_http_test_conn.c
  *   guard, crowd                                               api_http_test_hostile.c
+ *   share, rate                                                api_http_test_share.c
  *   loop                                                       api_http_test_loop.c
+ *   tls                                                        api_http_test_tls.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /head/sized, /head/unsized, /stream/timer,
  * /stream/pipe) and main(). Figures (cut-off times, CPU, request rates) are printed. */
@@ -380,6 +382,9 @@ static const struct {
     {"guard", scenario_guard},
     {"crowd", scenario_crowd},
     {"loop", scenario_loop},
+    {"share", scenario_share},
+    {"rate", scenario_rate},
+    {"tls", scenario_tls},
 };
 
 static void

@@ -66,3 +66,8 @@ void scenario_loop(void);
 /* Scenarios in api_http_test_hostile.c. */
 void scenario_guard(void);
 void scenario_crowd(void);
+/* Scenarios in api_http_test_share.c. */
+void scenario_share(void);
+void scenario_rate(void);
+/* Scenario in api_http_test_tls.c. */
+void scenario_tls(void);

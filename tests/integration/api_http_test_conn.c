@@ -294,6 +294,7 @@ scenario_limits(void)
     fixture_config(&c);
     c.max_per_ip = 4;
     c.max_connections = 6;
+    c.max_per_caller = 6; /* one caller here: the total is what this scenario counts */
     server_up(&c);
     for (int i = 0; i < 4; i++)
         tcp[i] = kept_alive();

@@ -64,7 +64,8 @@ peak_rss_bytes(void)
     return proc_status_bytes("VmHWM");
 }
 
-/* The test's authentication: "Authorization: Bearer ok", decided at the head. */
+/* The test's authentication: "Authorization: Bearer ok", decided at the head (and named, as
+ * the faces name a tenant). */
 static bool
 test_guard(HttpRequest *r, void *userdata)
 {
@@ -72,7 +73,7 @@ test_guard(HttpRequest *r, void *userdata)
 
     (void) userdata;
     if (auth && strcmp(auth, "Bearer ok") == 0)
-        return true;
+        return http_request_set_caller(r, "tenant:ok") == 0;
     Error e = {.category = E_UNAUTHORIZED};
     snprintf(e.message, sizeof(e.message), "no valid token");
     http_respond_error(r, &e, NULL);
@@ -328,6 +329,7 @@ scenario_guard(void)
     c.guard = test_guard;
     c.max_body_bytes = UPLOAD_BYTES;
     c.body_budget_bytes = UPLOAD_BUDGET_BYTES;
+    c.body_share_bytes = UPLOAD_BUDGET_BYTES; /* one caller: the budget is what is counted */
     server_up(&c);
     guard_budget();
     server_down();
@@ -336,6 +338,7 @@ scenario_guard(void)
     c.guard = test_guard;
     c.max_body_bytes = UPLOAD_BYTES;
     c.body_budget_bytes = UPLOADS * UPLOAD_BYTES;
+    c.body_share_bytes = c.body_budget_bytes; /* one caller, every upload admitted */
     c.spool_dir = scratch_dir();
     server_up(&c);
     guard_spooled();
@@ -352,19 +355,7 @@ scenario_guard(void)
 static int
 connect_from(uint32_t src_host_order)
 {
-    struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(src_host_order)};
-    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(port),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *) &src, sizeof(src)) < 0 ||
-        connect(fd, (struct sockaddr *) &dst, sizeof(dst)) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return cli_connect_tcp_from(src_host_order, port);
 }
 
 /* The child: CROWD connections, 50 per address from 127.1.0.1 on, each sends "G"; reports

@@ -22,7 +22,10 @@
  *   host_lost a host that dies is taken over (cluster_pg_lost.c)
  *   bounds    100 admissions at one lock, a slow statement, a frozen server: each call
  *             within its bound (cluster_pg_bounds.c)
- *   refuse    a bad token file, a bad conninfo, an unreachable server: clear errors */
+ *   refuse    a bad token file, a bad conninfo, an unreachable server, an http:// URL
+ *             without insecure_hops: clear errors; the token file read again (SIGHUP's
+ *             cluster_reload_credential()): a bad one keeps the keys in use, a rotation's
+ *             two secrets send the first and accept both */
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -36,6 +39,7 @@
 
 #include "cluster.h"
 #include "cluster_pg.h"
+#include "cluster_route.h"
 #include "testlib.h"
 #include "timeutil.h"
 
@@ -64,6 +68,7 @@ config_for(const char *host)
     snprintf(c.host_id, sizeof(c.host_id), "%s", host);
     snprintf(c.advertise_url, sizeof(c.advertise_url), "http://127.0.0.1:1/%s", host);
     snprintf(c.host_token_file, sizeof(c.host_token_file), "%s", token_path);
+    c.insecure_hops = true; /* the URL is never used: no hop is made here */
     return c;
 }
 
@@ -382,6 +387,54 @@ expect_open_fails(ClusterConfig cfg, ErrorCategory cat, const char *needle)
 }
 
 static void
+write_token_file(const char *text)
+{
+    int fd = open(token_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    TEST_CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t) strlen(text), "write");
+    close(fd);
+}
+
+/* The token file read again: a refused file keeps the keys; two secrets: the first sent,
+ * both accepted; the secret itself is never a credential. */
+static void
+test_reload(void)
+{
+    static const char s1[] = "0123456789abcdef0123456789abcdef0123456789abcdef";
+    static const char s2[] = "fedcba9876543210fedcba9876543210";
+    char first[CLUSTER_HOP_AUTH_HEX_BYTES + 1], now[CLUSTER_HOP_AUTH_HEX_BYTES + 1];
+    Error *e = NULL;
+    Cluster *c = open_host("host-reload");
+
+    cluster_hop_credential(c, first);
+    TEST_CHECK(cluster_hop_credential_ok(c, first) && !cluster_hop_credential_ok(c, s1),
+               "the hop key, not the secret");
+    write_token_file("short\n");
+    TEST_CHECK(cluster_reload_credential(c, &e) < 0 && e && strstr(e->message, "host.token"),
+               "a refused file is named");
+    error_free(e);
+    e = NULL;
+    cluster_hop_credential(c, now);
+    TEST_CHECK(strcmp(first, now) == 0, "the keys in use stay");
+    char two[256];
+    snprintf(two, sizeof(two), "%s\n%s\n", s2, s1);
+    write_token_file(two);
+    TEST_CHECK(cluster_reload_credential(c, &e) == 0, "reload: %s", e ? e->message : "");
+    cluster_hop_credential(c, now);
+    TEST_CHECK(strcmp(first, now) != 0, "the first secret's key is sent");
+    TEST_CHECK(cluster_hop_credential_ok(c, now) && cluster_hop_credential_ok(c, first),
+               "both accepted during the rotation");
+    uint8_t keys[CLUSTER_SECRETS_MAX][CLUSTER_KEY_BYTES];
+    TEST_CHECK(cluster_envd_keys(c, keys) == 2, "two envd keys");
+    snprintf(two, sizeof(two), "%s\n", s1);
+    write_token_file(two); /* back to the one every other test's host uses */
+    TEST_CHECK(cluster_reload_credential(c, &e) == 0, "reload back");
+    TEST_CHECK(!cluster_hop_credential_ok(c, now), "a dropped secret is refused");
+    cluster_free(c);
+    printf("reload: a refused file keeps the keys; a rotation's two secrets send the first, "
+           "accept both; a dropped one is refused\n");
+}
+
+static void
 test_refuse(void)
 {
     ClusterConfig cfg = config_for("host-x");
@@ -394,13 +447,18 @@ test_refuse(void)
     TEST_CHECK(fd >= 0 && write(fd, "abc\n", 4) == 4, "write");
     close(fd);
     snprintf(cfg.host_token_file, sizeof(cfg.host_token_file), "%s", short_path);
-    expect_open_fails(cfg, E_INVALID, "fewer than");
+    expect_open_fails(cfg, E_INVALID, "a secret must be");
+    cfg = config_for("host-x");
+    cfg.insecure_hops = false;
+    expect_open_fails(cfg, E_INVALID, "insecure_hops");
     cfg = config_for("host-x");
     snprintf(cfg.database, sizeof(cfg.database), "host=/x nonsense_key=1");
     expect_open_fails(cfg, E_INVALID, "nonsense_key");
     snprintf(cfg.database, sizeof(cfg.database), "host=%s/nowhere dbname=postgres", scratch);
     expect_open_fails(cfg, E_UNAVAILABLE, "cluster database");
-    printf("refuse: token file mode and length, bad conninfo, unreachable server\n");
+    printf("refuse: token file mode and length, http:// without insecure_hops, bad conninfo, "
+           "unreachable server\n");
+    test_reload();
 }
 
 /* ------------------------------------------------------------------ tenancy */

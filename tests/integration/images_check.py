@@ -281,13 +281,31 @@ print(png.getvalue()[:4] == b"\x89PNG")
 k = subprocess.run(["python3", "/usr/lib/stockade/kernel.py"], capture_output=True, text=True,
                    input=json.dumps({"run": 1, "code": "x = 41\nx + 1"}) + "\n")
 print([json.loads(l).get("data", {}).get("text/plain") for l in k.stdout.splitlines()][1])
+# adopted as a pre-started kernel is: the runner's header, then a cell. Every generator the
+# preload seeded is one reseed() replaces: none other is left (the import-time SeedSequence of
+# numpy's global state goes with its reseeding)
+GENERATORS = '''import gc, os, random, numpy
+known = {id(random._inst), id(numpy.random.mtrand._rand),
+         id(numpy.random.mtrand._rand._bit_generator)}
+kinds = (numpy.random.RandomState, numpy.random.Generator, numpy.random.BitGenerator,
+         numpy.random.SeedSequence)
+(os.getcwd(), os.environ.get("A"),
+ sorted(type(o).__name__ for o in gc.get_objects() if id(o) not in known and
+        ((isinstance(o, random.Random) and not isinstance(o, random.SystemRandom)) or
+         isinstance(o, kinds))))'''
+body = b"/tmp\0A=b\0"
+k = subprocess.run(["python3", "/usr/lib/stockade/kernel.py"], capture_output=True,
+                   input=b"STOCKADE-ADOPT %d\n" % len(body) + body +
+                   json.dumps({"run": 2, "code": GENERATORS}).encode() + b"\n")
+print([json.loads(l).get("data", {}).get("text/plain") for l in k.stdout.splitlines()][1])
 """
 
 
 def check_data_runs(d):
     """The data image's stack in a chroot of its root: BLAS/LAPACK through the alternatives
     links the recipe makes, pandas with openpyxl, bs4 with lxml, a matplotlib PNG, and the
-    code kernel answering one cell."""
+    code kernel answering one cell, and adopted (issue 25): no generator left that its reseed
+    does not replace."""
     if os.geteuid() != 0:
         skip("chroot needs root")
     with tempfile.TemporaryDirectory() as tmp:
@@ -296,10 +314,11 @@ def check_data_runs(d):
         out = sh(need_tool("chroot"), tmp, "/usr/bin/python3", "-c", DATA_JOB,
                  env={"PATH": "/usr/bin:/bin", "HOME": "/workspace", "MPLBACKEND": "Agg",
                       "MPLCONFIGDIR": "/tmp/mpl"})
-    want = ["0.75", "6", "x", "True", "42"]
+    want = ["0.75", "6", "x", "True", "42", "('/tmp', 'b', [])"]
     if out.strip().splitlines() != want:
         raise Fail(f"data job printed {out!r}, want {want}")
-    print("data ok: numpy/scipy (BLAS, LAPACK), pandas + openpyxl, bs4 + lxml, PNG, kernel")
+    print("data ok: numpy/scipy (BLAS, LAPACK), pandas + openpyxl, bs4 + lxml, PNG, kernel; "
+          "an adopted kernel holds no generator its reseed misses")
 
 
 def check_boot(d, timeout_s="120"):

@@ -34,3 +34,20 @@ add_test(NAME integration_accel COMMAND ${STOCKADE_ACCEL_PYTHON3} ${CMAKE_CURREN
 set_tests_properties(integration_accel PROPERTIES LABELS integration SKIP_RETURN_CODE 77
     TIMEOUT 900 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# issue 25: the memory templates' folder made first by another user (uid 65534), then a
+# symlink in its place; the pool is made, not started (no guest), so this is quick.
+add_executable(test_pool_dirs ${CMAKE_CURRENT_LIST_DIR}/test_pool_dirs.c)
+target_link_libraries(test_pool_dirs PRIVATE stockade_poolharness)
+foreach(scenario squatted configured)
+    add_test(NAME integration_pool_dirs_${scenario} COMMAND test_pool_dirs ${scenario})
+    set_tests_properties(integration_pool_dirs_${scenario} PROPERTIES LABELS integration
+        SKIP_RETURN_CODE 77 TIMEOUT 120)
+endforeach()
+# ... and through a real daemon: the refusal's log line, and nothing of the templates' folder or
+# the state directory within reach of uid 65534 (a process as that user tries).
+add_test(NAME integration_pool_dirs_daemon
+    COMMAND ${STOCKADE_ACCEL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_pool_dirs.py)
+set_tests_properties(integration_pool_dirs_daemon PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

@@ -13,7 +13,8 @@ foreach(group "shared;stream clock cancel timeout hostile queued longnames" "res
 endforeach()
 # A clean end over the channel (issue 13): files come back without a disk read; cancel still
 # salvages. `test_finalize.py baseline` (by hand) measures the salvage-only end (finalize off)
-# next to it and checks finalize_timeout_s = 0 turns finalize off.
+# next to it and checks finalize_timeout_s = 0 turns finalize off; `big` (by hand) measures
+# the fetch rate of 96 MiB beside the finalize's per-MiB allowance and ceiling (issue 25).
 add_test(NAME integration_finalize
          COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_finalize.py
                  clean closed cancel)

@@ -58,7 +58,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
-from stockade_fixture import Daemon, wall  # noqa: E402
+from stockade_fixture import Daemon, make_tls, wall  # noqa: E402
+from test_cluster_tls import Listener, hop_key, proxy_env, race_insecure, route_tls  # noqa: E402
 from test_e2b_auth import unauthenticated_head  # noqa: E402
 from test_e2b_hostile import E2B_CONF, Envd, e2b_ports  # noqa: E402
 
@@ -70,22 +71,34 @@ SYNC_BOUND_S = 2 + 3
 ROUTE_TIMED_GETS = 50
 
 
-def cluster_conf(pg, host_id, port, token_file):
+def cluster_conf(pg, host_id, port, token_file, tls_ca=None):
+    """[cluster] of one host: https:// verified against tls_ca, or http:// with
+    insecure_hops (the hop in clear: these hosts share loopback)."""
+    scheme, hops = (("https", f"tls_ca = {tls_ca}\n") if tls_ca else
+                    ("http", "insecure_hops = true\n"))
     return (f"[cluster]\ndatabase = {pg.conninfo}\nhost_id = {host_id}\n"
-            f"advertise_url = http://127.0.0.1:{port}\nhost_token_file = {token_file}\n")
+            f"advertise_url = {scheme}://127.0.0.1:{port}\nhost_token_file = {token_file}\n"
+            + hops)
 
 
-def make_hosts(pg, scratch, warm=1, extra_conf=""):
-    token_file = os.path.join(scratch, "host.token")
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.write(fd, (secrets.token_hex(32) + "\n").encode())
-    os.close(fd)
+def make_hosts(pg, scratch, warm=1, extra_conf="", tls=False):
+    """Three hosts (not started), each with its own copy of one host secret (so a rotation
+    can change them one by one; d.host_secret), and with tls each serving a certificate of
+    one test CA made now (hosts["a"].tls["ca"])."""
+    secret = secrets.token_hex(32)
     hosts = {}
     for h in HOSTS:
+        token_file = os.path.join(scratch, f"host-{h}.token")
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, (secret + "\n").encode())
+        os.close(fd)
+        cert = make_tls(scratch, f"host-{h}") if tls else None
         d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
-                   prefix=f"stkcl{secrets.token_hex(2)}{h}-")
-        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file) + extra_conf
+                   prefix=f"stkcl{secrets.token_hex(2)}{h}-", tls=cert)
+        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file,
+                                    cert and cert["ca"]) + extra_conf
         d.host_token_file = token_file
+        d.host_secret = secret
         hosts[h] = d
     return hosts
 
@@ -166,6 +179,9 @@ def hosts_until(hosts, via, cond, timeout=60):
 
 
 def scenario_race(pg, hosts):
+    proxy = Listener()  # the daemons' http_proxy, https_proxy, ALL_PROXY: never used
+    for d in hosts.values():
+        d.env = proxy_env(proxy.port)
     start_together(hosts)
     e2b = {h: e2b_ports(d) for h, d in hosts.items()}  # (api, envd), from the log while short
     versions = pg.psql("SELECT count(*), max(version) FROM schema_version")[0]
@@ -219,11 +235,13 @@ def scenario_race(pg, hosts):
     idx = pg.psql(f"SELECT state, ended_usec > 0 FROM sessions WHERE id = '{sid}'")
     assert idx == [["ended", "t"]], idx
     e2b = race_e2b(pg, hosts, e2b)
+    insecure = race_insecure(pg, hosts, proxy, hosts["a"].host_secret)
+    proxy.close()
     print(f"race ok: {CREATES} creates over {len(HOSTS)} hosts {per_host} in {took:.2f} s: "
           f"1 admitted (host {owner}), {len(refused)} x 429 max_sessions (limit 1, used 1); "
           f"ledger: 1 reservation, charged {charged} of {reserved} guest-s, index ended; "
           f"stockade hosts: {[(h['id'], h['heartbeat_age_ms'], h['sessions']) for h in seen]}; "
-          f"{e2b}")
+          f"{e2b}; {insecure}")
 
 
 def e2b_call(port, method, path, key, body=None):
@@ -479,7 +497,7 @@ def follow_through(d, sid, out, stop):
     """Follows sid's events through d (follow=1) into out as (wall time, event) until
     stop is set or the stream ends; out gets ("end", status) last."""
     q = f"/v1/sessions/{sid}/events?follow=1"
-    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=600)
+    conn = d.connection(600)
     conn.request("GET", q, headers=d.auth_headers(q))
     r = conn.getresponse()
     out.append(("status", r.status))
@@ -519,8 +537,7 @@ def time_gets(local, routed, sid, n=ROUTE_TIMED_GETS):
     kept-alive connection each, interleaved (the machine's other load falls on both)."""
     path = f"/v1/sessions/{sid}"
     took = {}
-    conns = {d: http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-             for d in (local, routed)}
+    conns = {d: d.connection(60) for d in (local, routed)}
     for i in range(n + 5):  # the first few warm the connections and the owner cache
         for d, conn in conns.items():
             t0 = time.perf_counter()
@@ -601,7 +618,7 @@ def route_client_leaves(a, b, sid):
     """A client following through b goes away: b's transfer to a stops (within ~1 s of the
     cancel flag being seen, bounded here at 10 s), the owner's stream with it."""
     q = f"/v1/sessions/{sid}/events?follow=1"
-    conn = http.client.HTTPConnection("127.0.0.1", b.port, timeout=60)
+    conn = b.connection(60)
     conn.request("GET", q, headers=b.auth_headers(q))
     r = conn.getresponse()
     assert r.status == 200 and r.readline(), r.status
@@ -627,10 +644,11 @@ def route_files(a, c, sid):
         (status, dict(headers))
 
 
-def route_refusals(pg, a, b, sid, token_file):
+def route_refusals(pg, a, b, sid, secret):
     """Another tenant: 404 as for a missing session. Forwarding headers a client made itself:
-    401 on the owner and on the others. The real credential on b: one hop, 404, never
-    forwarded again."""
+    401 on the owner and on the others, also with the host secret itself as the credential
+    (a hop carries the hop key derived from it, never the secret). The real credential on b:
+    one hop, 404, never forwarded again."""
     other = a.unix_call("POST", "/v1/admin/tenants", {"name": "route-other"})["token"]
     until_status(b, other, 200, "the other tenant's token on host b")
     fake = sid[:-1] + ("a" if sid[-1] != "a" else "b")
@@ -644,12 +662,11 @@ def route_refusals(pg, a, b, sid, token_file):
     forged = {"X-Stockade-Forwarded-Tenant": "default", "X-Stockade-Forwarded-Admin": "1"}
     for d in (a, b):
         for hdrs, token in ((forged, other), (forged, None),
-                            (dict(forged, **{"X-Stockade-Host-Auth": "x" * 64}), None)):
+                            (dict(forged, **{"X-Stockade-Host-Auth": "x" * 64}), None),
+                            (dict(forged, **{"X-Stockade-Host-Auth": secret}), None)):
             status, _, body = d.request("GET", f"/v1/sessions/{sid}", headers=hdrs, token=token)
             assert status == 401, (status, body)
-    with open(token_file) as f:
-        host_token = f.read().strip()
-    real = dict(forged, **{"X-Stockade-Host-Auth": host_token})
+    real = dict(forged, **{"X-Stockade-Host-Auth": hop_key(secret)})
     status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
     assert status == 200, (status, body)  # the owner takes the real credential
     status, _, body = b.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
@@ -660,7 +677,8 @@ def route_refusals(pg, a, b, sid, token_file):
 
 def route_cli(b, sid):
     exe = os.path.join(b.build, "tools", "stockade")
-    env = dict(os.environ, STOCKADE_URL=f"http://127.0.0.1:{b.port}", STOCKADE_TOKEN=b.token)
+    env = dict(os.environ, STOCKADE_URL=f"{b.scheme}://127.0.0.1:{b.port}", STOCKADE_TOKEN=b.token,
+               STOCKADE_CACERT=b.tls["ca"] if b.tls else "")
     r = subprocess.run([exe, "exec", sid, "--", "sh", "-c", "echo cli-through-b; exit 3"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 3 and "cli-through-b" in r.stdout, (r.returncode, r.stdout, r.stderr)
@@ -683,12 +701,13 @@ def route_outages(pg, a, b, sid):
         pg.restart_server(start_only=True)
 
 
-def scenario_route(pg, hosts):
+def scenario_route(pg, hosts, scratch):
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
-    token_file = a.host_token_file
+    secret = a.host_secret
     for h in ("b", "c"):  # only a runs guests: b and c answer through it
         hosts[h].pools = {"minimal": dict(warm=0, slots=1)}
     start_together(hosts)
+    e2b = {h: e2b_ports(d) for h, d in hosts.items()}  # (api, envd), from the log while short
     a.wait(a.pool_full, 600, "a full pool on host a")
     sid = route_placed(hosts)
     a.wait_state(sid, "running", 300)
@@ -698,7 +717,8 @@ def scenario_route(pg, hosts):
     route_files(a, c, sid)
     left = route_client_leaves(a, b, sid)
     route_cli(b, sid)
-    route_refusals(pg, a, b, sid, token_file)
+    route_refusals(pg, a, b, sid, secret)
+    tls = route_tls(pg, hosts, sid, e2b, secret, make_tls(scratch, "rogue", ca="other-ca"))
     local, routed = time_gets(a, b, sid)
     c.post(f"/v1/sessions/{sid}/cancel")
     a.wait_state(sid, "ended", 300)
@@ -714,7 +734,7 @@ def scenario_route(pg, hosts):
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
           f"{ROUTE_TIMED_GETS}: local p50 {p['local'][0]:.2f} ms p99 {p['local'][1]:.2f} ms, "
           f"routed p50 {p['routed'][0]:.2f} ms p99 {p['routed'][1]:.2f} ms, routed overhead "
-          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms)")
+          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms), over HTTPS. {tls}")
 
 
 def stop_all(hosts, exc):
@@ -732,14 +752,19 @@ def stop_all(hosts, exc):
         raise first
 
 
-def run_scenario(scenario, warm, extra_conf=""):
+def run_scenario(scenario, warm, extra_conf="", tls=False):
     """scenario(pg, hosts) on a throw-away PostgreSQL and three hosts (not started), each
-    stopped and checked afterwards. extra_conf: more [cluster] keys for every host."""
+    stopped and checked afterwards. extra_conf: more [cluster] keys for every host. tls: the
+    hosts serve HTTPS and hop over it (scenario(pg, hosts, scratch): the test CA is there)."""
     with tempfile.TemporaryDirectory(prefix="stockade-cluster.") as scratch, \
             TempPostgres() as pg:
-        hosts = make_hosts(pg, scratch, warm=warm, extra_conf=extra_conf)
+        os.chmod(scratch, 0o755)  # the certificates are read by the daemons
+        hosts = make_hosts(pg, scratch, warm=warm, extra_conf=extra_conf, tls=tls)
         try:
-            scenario(pg, hosts)
+            if tls:
+                scenario(pg, hosts, scratch)
+            else:
+                scenario(pg, hosts)
         except BaseException:
             stop_all(hosts, sys.exc_info())
             raise
@@ -753,7 +778,8 @@ def main():
         return 2
     return run_scenario(globals()[f"scenario_{sys.argv[1]}"],
                         warm=0 if sys.argv[1] == "tenants" else 1,
-                        extra_conf=E2B_CONF if sys.argv[1] == "race" else "")
+                        extra_conf=E2B_CONF if sys.argv[1] in ("race", "route") else "",
+                        tls=sys.argv[1] == "route")
 
 
 if __name__ == "__main__":

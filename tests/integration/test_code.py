@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stateful code contexts on the native API (issue 18): real daemon, real data-image guests.
 
-    test_code.py
+    test_code.py [clones]    (no argument: everything; clones: only the clones' check)
 
 One session of the data pool; every case of the issue without the SDK: x = 41 then x + 1
 gives the main result text 42; print lines arrive as separate code.stdout events while the
@@ -16,9 +16,18 @@ cwd and environment), a second context starts its own. A cell writing result lin
 code.line_dropped; the daemon lives, the session's events read twice, the context keeps x.
 Then, on the same daemon, the E2B Code Interpreter SDK's checks (test_e2b_code.py: one data
 template boot for both; the same deep cell through runCode).
+
+Clones (issue 25, finding 3): every guest of the pool is cloned from one template (the
+default guest_memory), and so was every adopted kernel. The first cells of two sessions must
+differ in every generator the kernel reseeds on adoption (random's, numpy's global state,
+tempfile's names); hash()'s secret cannot be reseeded in a running interpreter: the adopted
+kernels share it (printed, the documented limit), while a kernel started in its session (a
+second context, or every context of a pool with code_kernel = fresh) has its own (checked
+against the adopted kernels': one fresh start, the costly part under TCG).
 """
 import base64
 import datetime
+import json
 import os
 import sys
 import time
@@ -80,11 +89,63 @@ def check(cond, what):
     print("ok:", what, flush=True)
 
 
+# What a cell draws first; "hash('x')" is the limit (not reseedable), the rest must differ.
+FIRST_CELL = """import json, random, tempfile, numpy
+print(json.dumps({"random.getrandbits(64)": random.getrandbits(64),
+                  "random.random()": random.random(),
+                  "numpy.random.randint(2**31)": int(numpy.random.randint(2**31)),
+                  "numpy.random.standard_normal()": float(numpy.random.standard_normal()),
+                  "tempfile name": next(tempfile._get_candidate_names()),
+                  "hash('x')": hash("x")}))"""
+NOT_RESEEDABLE = ("hash('x')",)
+
+
+def first_draws(d, sid, context=None):
+    out = run(d, sid, FIRST_CELL, context=context)
+    check(out["error"] is None, f"the first cell ran ({out['error']})")
+    return json.loads("".join(e["data"] for e in out["stdout"])), out["exec_id"]
+
+
+def scenario_clones(d):
+    """Two sessions cloned from the pool's template: their first cells draw different numbers;
+    a kernel started in a session has a hash secret of its own."""
+    draws, fresh = [], None
+    for i in range(2):
+        d.wait(d.pool_full, 600, "a full pool")
+        sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800})["id"]
+        d.wait_state(sid, "running")
+        got, exec_id = first_draws(d, sid)
+        check(adopted(d, sid, exec_id) is True, f"session {i + 1} adopted the pre-started kernel")
+        draws.append(got)
+        print(f"session {i + 1}: {got}", flush=True)
+        if i == 0:  # a kernel started in the session: what code_kernel = fresh gives every context
+            ctx = d.post(f"/v1/sessions/{sid}/contexts", {})["context"]
+            fresh, exec_id = first_draws(d, sid, context=ctx)
+            check(adopted(d, sid, exec_id) is False, "the second context is a fresh kernel")
+        d.request("DELETE", f"/v1/sessions/{sid}")
+    for key in draws[0]:
+        values = [x[key] for x in draws]
+        if key in NOT_RESEEDABLE:
+            print(f"{key}: {'the same' if len(set(values)) == 1 else 'different'} in the two "
+                  f"adopted kernels ({values}): the template's secret (API.md, Code)")
+            continue
+        check(len(set(values)) == 2, f"{key} differs in the two sessions' first cells ({values})")
+    key = NOT_RESEEDABLE[0]
+    check(fresh[key] not in [x[key] for x in draws],
+          f"a kernel started in its session has its own hash secret ({fresh[key]})")
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
+    if sys.argv[1:] == ["clones"]:
+        with Daemon(pools=POOLS) as d:
+            d.wait_ready()
+            scenario_clones(d)
+        print("PASS")
+        return
     # a pool asked for a kernel its image lacks: the kernel fails, the pool still serves
     with Daemon(pools=dict(POOLS, python=dict(warm=1, slots=1, memory_mib=512, code_kernel=True)),
                 extra_conf=E2B_CONF) as d:
@@ -179,6 +240,7 @@ def main():
         check(main_text(run(d, sid, "x")) == "41", "the session and its context live on")
         d.request("DELETE", f"/v1/sessions/{sid}")
         d.wait_state(sid, "ended", timeout=300)
+        scenario_clones(d)
         sdk_checks(d)
     print("PASS")
 

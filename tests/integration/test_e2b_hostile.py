@@ -25,8 +25,8 @@ DEPTH = 1900
 
 
 def e2b_ports(d):
-    m = d.wait(lambda: re.search(r"E2B API on http://[0-9.]+:(\d+), envd on http://[0-9.]+:(\d+)",
-                                 d.tail_log(400)), 30, "the E2B listeners")
+    m = d.wait(lambda: re.search(r"E2B API on https?://[0-9.]+:(\d+), envd on https?://[0-9.]+:"
+                                 r"(\d+)", d.tail_log(400)), 30, "the E2B listeners")
     return int(m.group(1)), int(m.group(2))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A clean end hands its files over the channel (issue 13): real daemon, real guests.
 
-    test_finalize.py clean closed cancel baseline
+    test_finalize.py clean closed cancel baseline big
 
 clean:    a task writes files (one over the mirror budget, one in its last moment, plus a
           symlink and a FIFO) and exits at once: every regular file comes back byte for byte,
@@ -11,6 +11,9 @@ closed:   a session closed by DELETE while its exec still runs ends via=channel 
 cancel:   a cancel still salvages what was written before the kill (via=salvage).
 baseline: the same clean task with finalize_timeout_s = 0 (today's main: every end salvages);
           prints created -> ended next to clean's figure.
+big:      (by hand, a figure) a task leaves 96 MiB the mirror does not hold (its budget is
+          1 MiB here): the fetch rate over the channel beside finalize_ms_per_mib's allowance
+          (100 ms a MiB, i.e. 10 MiB/s) and the finalize's ceiling (issue 25).
 """
 import datetime
 import hashlib
@@ -158,6 +161,26 @@ def run_baseline():
         return took
 
 
+BIG_MIB = 96  # of the fixture's 128 MiB workspace
+
+
+def scenario_big(d):
+    prog = ("import os\nfor i in range(2):\n"
+            f"    open(f'big{{i}}.bin', 'wb').write(os.urandom({BIG_MIB // 2} << 20))\n")
+    sid = d.call("POST", "/v1/tasks", expect=(201,), body={
+        "pool": "python", "argv": ["python3", "-c", prog], "timeout_s": 600})["id"]
+    events = list(d.events(sid, follow=True, timeout=900))
+    art = next(e for e in events if e["type"] == "artifacts")
+    assert art["via"] == "channel", art
+    mib = art["fetched_bytes"] / (1 << 20)
+    rate = mib / (art["finalize_ms"] / 1000.0)
+    allowed_ms = 10000 + 100 * mib  # finalize_timeout_s + finalize_ms_per_mib, the defaults
+    ceiling_ms = 10000 + 100 * (1 + 128)  # + the mirror budget left and the disk, at most
+    print(f"big ok: {mib:.0f} MiB fetched over the channel in {art['finalize_ms']} ms "
+          f"({rate:.1f} MiB/s; the allowance is 10 MiB/s): deadline {allowed_ms:.0f} ms, "
+          f"ceiling {ceiling_ms} ms")
+
+
 def run(names):
     figures = {}
     shared = [n for n in names if n != "baseline"]
@@ -178,8 +201,8 @@ def run(names):
 
 
 if __name__ == "__main__":
-    known = ("clean", "closed", "cancel", "baseline")
-    names = known if sys.argv[1:] in ([], ["all"]) else tuple(sys.argv[1:])
+    known = ("clean", "closed", "cancel", "baseline", "big")
+    names = known[:4] if sys.argv[1:] in ([], ["all"]) else tuple(sys.argv[1:])
     if any(n not in known for n in names):
         print(f"usage: {sys.argv[0]} [all | {' '.join(known)} ...]", file=sys.stderr)
         sys.exit(2)

@@ -10,13 +10,17 @@ libvirtd and real guests. One scenario per run:
               exactly once and the wallet equals the sum of vcpus x (ended - started)
   wallet      an empty wallet is 429 before any guest is touched; the per-session caps,
               the rate limit and the output cap
-  isolation   tenant A's token on tenant B's session: 404 on every session route
+  isolation   tenant A's token on tenant B's session: 404 on every session route; and tenant
+              A's four trickled 64 MiB uploads (the whole default body budget, declared) hold
+              only A's share of it, so B's create is answered while A trickles; the held
+              ones are cut for the minimum body rate
   revoked     a revoked token is 401, so is a missing or malformed one; operator tokens
 """
 import http.client
 import json
 import math
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -69,6 +73,58 @@ def metric(d, name):
         if line.startswith(name + " "):
             return float(line.split()[-1])
     raise AssertionError(f"metric {name} missing")
+
+
+BODY_MAX = 64 << 20  # [api] max_body_mib; four fill the default body budget (256 MiB)
+
+
+class Trickle(threading.Thread):
+    """A POST /v1/sessions that declares a largest body and sends a byte every 2 s: until the
+    daemon closes it or answers (a refusal comes before any body byte is read)."""
+
+    def __init__(self, d, t):
+        super().__init__(daemon=True)
+        self.sock = socket.create_connection(("127.0.0.1", d.port), timeout=120)
+        self.sock.sendall((f"POST /v1/sessions HTTP/1.1\r\nHost: x\r\n"
+                           f"Authorization: Bearer {t['token']}\r\n"
+                           f"Content-Type: application/json\r\n"
+                           f"Content-Length: {BODY_MAX}\r\n\r\n{{").encode())
+        self.answer = b""  # what the daemon sent before it closed
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.sock.settimeout(2)
+            try:
+                got = self.sock.recv(4096)
+                if not got:
+                    return  # closed
+                self.answer += got
+            except socket.timeout:
+                pass
+            except OSError:
+                return  # reset
+            try:
+                self.sock.sendall(b" ")
+            except OSError:
+                return
+
+    def status(self):
+        return int(self.answer.split()[1]) if self.answer.startswith(b"HTTP/1.1 ") else None
+
+
+def hold_body_budget(d, a):
+    """Tenant A trickles four largest bodies. Returns them once the daemon decided each (held,
+    or refused 503 for A's share), read from its metrics: no guessing by time."""
+    refused0 = metric(d, 'stockade_http_body_refused_total{bound="share"}')
+    held0 = metric(d, "stockade_http_body_bytes")
+    uploads = [Trickle(d, a) for _ in range(4)]
+    for u in uploads:
+        u.start()
+    d.wait(lambda: metric(d, "stockade_http_body_bytes") - held0 +
+           BODY_MAX * (metric(d, 'stockade_http_body_refused_total{bound="share"}') - refused0)
+           == 4 * BODY_MAX, 30, "A's four bodies to be held or refused")
+    return uploads, metric(d, "stockade_http_body_bytes") - held0
 
 
 def pool_busy(d):
@@ -305,9 +361,26 @@ def scenario_isolation():
         _, _, tk = create(d, b, kind="tasks", timeout_s=60,
                           argv=["sh", "-c", "echo secret > s.txt"])
         wait_state(d, b, tk["id"], "ended")
-        _, _, ses = create(d, b, timeout_s=300)
+        # A trickles four largest bodies: declared, they are the whole default body budget
+        cut0 = metric(d, "stockade_http_slow_bodies_cut_total")
+        uploads, held = hold_body_budget(d, a)
+        _, _, ses = create(d, b, timeout_s=300)  # B's create, answered while A holds its share
+        assert metric(d, "stockade_http_body_bytes") >= 2 * BODY_MAX  # A held them throughout
+        refused = [u.status() for u in uploads if u.status() is not None]
+        assert held == 2 * BODY_MAX and refused == [503, 503], (held, refused)
         sid, tid = ses["id"], tk["id"]
         wait_state(d, b, sid, "running")
+        # A's two held uploads (a byte per 2 s) are cut for the minimum body rate, which frees
+        # A's share for the routes below
+        t0 = time.time()
+        d.wait(lambda: metric(d, "stockade_http_slow_bodies_cut_total") - cut0 == 2, 60,
+               "A's trickled bodies to be cut for the minimum rate")
+        cut_s = time.time() - t0
+        for u in uploads:
+            u.join(10)
+            u.stop.set()
+            u.sock.close()
+        assert all(u.status() in (None, 503) for u in uploads)
         ex = d.call("POST", f"/v1/sessions/{sid}/exec", body={"argv": ["sleep", "100"],
                                                                "stdin": True}, token=b["token"])
         routes = []
@@ -348,7 +421,9 @@ def scenario_isolation():
         mine = d.call("GET", "/v1/sessions", unix=True, headers={"X-Stockade-Tenant": b["id"]})
         assert {s["id"] for s in mine["sessions"]} == {sid, tid}, mine
         print(f"isolation ok: tenant A got 404 on {len(routes)} session/task routes of tenant "
-              f"B; B's session untouched")
+              f"B; B's session untouched; A's four trickled {BODY_MAX >> 20} MiB uploads held "
+              f"{int(held) >> 20} MiB (2 refused 503) and B's create was answered; the held two were "
+              f"cut for the minimum body rate ({cut_s:.1f} s after B's session ran)")
 
 
 def scenario_revoked():

@@ -167,7 +167,8 @@ harness_start_opts(Harness *h, const HarnessOptions *o)
         harness_exit_template_dir(h->prefix, h->template_dir);
     }
     printf("harness: guest memory %s\n", st.guest_memory_reason);
-    pool_start(h->pool);
+    if (!o->no_start)
+        pool_start(h->pool);
 }
 
 void

@@ -37,14 +37,15 @@ typedef struct HarnessOptions {
     bool kvm_probe_under_tcg;                         /* the probe's fault, not the host's */
     const char *guest_memory; /* "copy", "template"; NULL: harness_default_guest_memory */
     const char *template_dir; /* NULL: the pool's choice */
+    bool no_start;            /* the pool is made (pool_new) but not started: no guest runs */
 } HarnessOptions;
 
 /* guest_memory for harnesses whose options name none (a test binary's mode argument); NULL:
  * the pool's default. */
 extern const char *harness_default_guest_memory;
 
-/* Skips (test_skip) when libvirtd or the image is missing. The pool is started; it is not
- * yet full. */
+/* Skips (test_skip) when libvirtd or the image is missing. The pool is started (unless
+ * o->no_start); it is not yet full. */
 void harness_start_opts(Harness *h, const HarnessOptions *o);
 void harness_start(Harness *h, const char *image, unsigned warm, unsigned slots,
                    const char *state_dir);

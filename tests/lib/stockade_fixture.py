@@ -16,6 +16,11 @@ over its unix socket (where the peer is an operator), for a token of the built-i
 operator token for /metrics and /v1/admin/..., the tenant token for everything else
 (pass token=... to speak as someone else, token=None to send none). Restarting on the same
 state directory asks again: tokens are per start, the tenant and its sessions stay.
+
+HTTPS (issue 30): Daemon(tls=dict(cert=..., key=..., ca=...)) serves its TCP API (and E2B
+listeners) with that certificate; the fixture's TCP requests then verify it against ca
+(d.connection() opens one; d.scheme is "https"). make_tls() makes a throw-away CA and
+certificates with openssl (tests/lib/testca.sh).
 """
 import contextlib
 import hashlib
@@ -28,6 +33,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -51,6 +57,21 @@ def free_port():
 
 
 AUTO = object()  # request(token=AUTO): the fixture's own token for that path
+TESTCA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testca.sh")
+
+
+def make_tls(folder, name, ca="ca"):
+    """A certificate for 127.0.0.1 signed by the CA `ca` in folder (made on first use):
+    dict(cert, key, ca) as Daemon(tls=...) takes it."""
+    if shutil.which("openssl") is None:
+        skip("openssl is not installed (.ci/packages)")
+    subprocess.run(["sh", TESTCA, folder, name, ca], check=True)
+    return dict(cert=os.path.join(folder, f"{name}.pem"), key=os.path.join(folder, f"{name}.key"),
+                ca=os.path.join(folder, f"{ca}.pem"))
+
+
+def https_context(ca):
+    return ssl.create_default_context(cafile=ca)
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -159,7 +180,7 @@ def qemu_guests(prefix):
 
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
-                 keep_state=False, hosts=None):
+                 keep_state=False, hosts=None, tls=None, env=None):
         self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
         if not self.build:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
@@ -178,6 +199,9 @@ class Daemon:
         self.port = free_port()
         self.keep_state = keep_state
         self.hosts = hosts or {}  # name -> [address]: the daemon's own /etc/hosts lines
+        self.tls = tls  # dict(cert, key, ca): HTTPS on the TCP listeners
+        self.scheme = "https" if tls else "http"
+        self.env = env  # the daemon's environment (None: this process's)
         self.proc = None
         self.log_path = os.path.join(self.state, "stockaded.log")
         self.socket_path = os.path.join(self.state, "state", "api.sock")
@@ -192,6 +216,8 @@ class Daemon:
         if guest_memory():
             lines.append(f"guest_memory = {guest_memory()}")
         lines += ["[api]", f"tcp_port = {self.port}", "request_timeout_s = 30"]
+        if self.tls:
+            lines += [f"tls_cert = {self.tls['cert']}", f"tls_key = {self.tls['key']}"]
         for name, p in self.pools.items():
             lines += [f"[pool {name}]", f"image = {p.get('image', name)}",
                       f"memory_mib = {p.get('memory_mib', 256)}",
@@ -216,7 +242,7 @@ class Daemon:
             f.write(self.config_text())
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.private_hosts([exe, "-c", conf]), stdout=self.log,
-                                     stderr=self.log)
+                                     stderr=self.log, env=self.env)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -312,6 +338,14 @@ class Daemon:
         return False
 
     # ------------------------------------------------------------------ HTTP
+    def connection(self, timeout=60, port=None, **kw):
+        """An HTTP(S) connection to the TCP API (or another of the daemon's TCP ports): HTTPS
+        verified against the fixture's CA when the daemon serves TLS."""
+        if self.tls:
+            return http.client.HTTPSConnection("127.0.0.1", port or self.port, timeout=timeout,
+                                               context=https_context(self.tls["ca"]), **kw)
+        return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout, **kw)
+
     def auth_headers(self, path, token=AUTO):
         if token is AUTO:
             admin = path.startswith("/metrics") or path.startswith("/v1/admin")
@@ -321,7 +355,7 @@ class Daemon:
     def request(self, method, path, body=None, raw=None, headers=None, timeout=60, token=AUTO,
                 unix=False):
         conn = (UnixHTTPConnection(self.socket_path, timeout=timeout) if unix else
-                http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout))
+                self.connection(timeout))
         hdrs = {} if unix else self.auth_headers(path, token)
         hdrs.update(headers or {})
         data = raw
@@ -393,7 +427,7 @@ class Daemon:
     def events(self, sid, after=0, follow=False, timeout=300, token=AUTO):
         """Yields events (dicts) as they arrive; heartbeats are skipped."""
         q = f"/v1/sessions/{sid}/events?after={after}" + ("&follow=1" if follow else "")
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = self.connection(timeout)
         conn.request("GET", q, headers=self.auth_headers(q, token))
         r = conn.getresponse()
         if r.status != 200:

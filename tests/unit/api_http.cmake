@@ -1,7 +1,8 @@
-# hostd/http: the HTTP layer's pure request-target parsing (the server itself is tested in
+# hostd/http: the HTTP layer's pure parts: request-target parsing, the count per caller and the
+# TLS front door's ClientHello check (the server itself is tested in
 # tests/integration/api_http.cmake).
 stockade_test(NAME unit_api_http_url LABEL unit SOURCES api_http_url.c
-              LIBS stockade_http_url PkgConfig::CMOCKA)
+              LIBS stockade_http_url stockade_testlib PkgConfig::CMOCKA)
 # The workspace tar writer read back by our reader, GNU tar and Python's tarfile, over a tree
 # whose long-named files hold forged tar headers (issue 14).
 add_executable(api_tarwriter_tool api_tarwriter_tool.c)

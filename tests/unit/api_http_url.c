@@ -1,16 +1,21 @@
-/* Unit tests of the HTTP layer's pure request parsing (hostd/http/http_url.c, http_json.c):
- * table-driven accepts and refusals, and every cap at and one past its limit. */
+/* Unit tests of the HTTP layer's pure parts (hostd/http/http_url.c, http_json.c,
+ * http_tally.c): table-driven accepts and refusals, every cap at and one past its limit, and
+ * the count per caller the shares add up. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "http_hello.h"
 #include "http_json.h"
+#include "http_tally.h"
 #include "http_url.h"
+#include "tlshello.h"
 
 typedef struct {
     const char *target;
@@ -256,6 +261,91 @@ test_json_depth(void **state)
                          cases[i].ok);
 }
 
+/* The count per caller: entries come and go with their counts, colliding keys stay apart,
+ * a count never goes below zero, and a key the layer could not copy is refused. */
+static void
+test_tally(void **state)
+{
+    HttpTally *t = http_tally_new();
+    char key[HTTP_CALLER_MAX_BYTES + 1];
+
+    (void) state;
+    assert_non_null(t);
+    assert_int_equal(http_tally_get(t, "tenant:a"), 0);
+    assert_int_equal(http_tally_add(t, "tenant:a", 3), 0);
+    assert_int_equal(http_tally_add(t, "tenant:a", 4), 0);
+    assert_int_equal(http_tally_add(t, "tenant:b", 1), 0);
+    assert_int_equal(http_tally_add(t, "tenant:c", 0), 0); /* nothing: no entry */
+    assert_int_equal(http_tally_get(t, "tenant:a"), 7);
+    assert_int_equal(http_tally_callers(t), 2);
+    http_tally_sub(t, "tenant:a", 10); /* more than held: zero, and the entry goes */
+    assert_int_equal(http_tally_get(t, "tenant:a"), 0);
+    assert_int_equal(http_tally_callers(t), 1);
+    http_tally_sub(t, "tenant:nobody", 1);
+    assert_int_equal(http_tally_get(t, "tenant:b"), 1);
+
+    assert_int_equal(http_tally_add(t, "", 1), -1);
+    memset(key, 'k', sizeof(key) - 1);
+    key[HTTP_CALLER_MAX_BYTES] = '\0'; /* one byte too long with its NUL */
+    assert_int_equal(http_tally_add(t, key, 1), -1);
+    key[HTTP_CALLER_MAX_BYTES - 1] = '\0'; /* the longest */
+    assert_int_equal(http_tally_add(t, key, 1), 0);
+    assert_int_equal(http_tally_get(t, key), 1);
+
+    /* Many callers share the buckets: each keeps its own count. */
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "addr:10.0.%u.%u", i / 250, i % 250);
+        assert_int_equal(http_tally_add(t, key, i + 1), 0);
+    }
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "addr:10.0.%u.%u", i / 250, i % 250);
+        assert_int_equal(http_tally_get(t, key), i + 1);
+        http_tally_sub(t, key, i + 1);
+    }
+    assert_int_equal(http_tally_callers(t), 2);
+    http_tally_free(t);
+/* The TLS front door's judgment of a connection's first bytes (http_hello.c). */
+static void
+test_tls_hello(void **state)
+{
+    (void) state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+        HttpHelloState want;
+    } cases[] = {
+        {"", 0, HTTP_HELLO_MORE},
+        {"\x16", 1, HTTP_HELLO_MORE},
+        {"\x16\x03\x01\x00", 4, HTTP_HELLO_MORE},
+        {"\x16\x03\x01\x00\x02\x01", 6, HTTP_HELLO_MORE}, /* 1 of 2 body bytes */
+        {"\x16\x03\x01\x00\x02\x01\x00", 7, HTTP_HELLO_COMPLETE},
+        {"\x16\x03\x03\x00\x01\x01zzzz", 10, HTTP_HELLO_COMPLETE}, /* more after it */
+        {"\x16\x03\x00\x00\x01\x01", 6, HTTP_HELLO_COMPLETE},      /* SSL 3.0's record version */
+        {"GET / HTTP/1.1\r\n", 16, HTTP_HELLO_NOT_TLS},            /* plain HTTP */
+        {"G", 1, HTTP_HELLO_NOT_TLS},
+        {"\x17\x03\x03\x00\x01\x01", 6, HTTP_HELLO_NOT_TLS}, /* application data first */
+        {"\x16\x02\x00", 3, HTTP_HELLO_NOT_TLS},             /* SSL 2 */
+        {"\x16\x03\x05", 3, HTTP_HELLO_NOT_TLS},
+        {"\x16\x03\x01\x00\x00", 5, HTTP_HELLO_NOT_TLS}, /* an empty record */
+        {"\x16\x03\x01\x40\x01", 5, HTTP_HELLO_NOT_TLS}, /* over 2^14 */
+        {"\x16\x03\x01\x40\x00", 5, HTTP_HELLO_MORE},    /* exactly 2^14: wait */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (http_tls_hello_state((const uint8_t *) cases[i].bytes, cases[i].len) != cases[i].want)
+            fail_msg("case %zu", i);
+    /* A real ClientHello: whole in one record, or cut into records (only the first counts). */
+    uint8_t hello[TLSHELLO_MAX_BYTES];
+    TlsHelloSpec spec = {.names = {"example.com"}};
+    size_t n = tlshello_build(&spec, hello, sizeof(hello));
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(http_tls_hello_state(hello, k), HTTP_HELLO_MORE);
+    assert_int_equal(http_tls_hello_state(hello, n), HTTP_HELLO_COMPLETE);
+    spec.record_bytes = 40;
+    n = tlshello_build(&spec, hello, sizeof(hello));
+    assert_int_equal(http_tls_hello_state(hello, 44), HTTP_HELLO_MORE);
+    assert_int_equal(http_tls_hello_state(hello, 45), HTTP_HELLO_COMPLETE);
+}
+
 int
 main(void)
 {
@@ -263,6 +353,8 @@ main(void)
         cmocka_unit_test(test_good_targets),   cmocka_unit_test(test_bad_targets),
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_split_and_copy), cmocka_unit_test(test_json_depth),
+        cmocka_unit_test(test_tally),
+        cmocka_unit_test(test_tls_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,10 @@
 # guests in tests/integration/sessions.cmake).
 # Also: nothing from the guest is recorded after a session's end; the pool's release is
 # wrapped (the test's guest is a token, not a domain). A finalize the runner never answers
-# gives way to the salvage at its deadline (guest_send and guest_workspace_path wrapped too).
+# gives way to the salvage at its deadline (guest_send and guest_workspace_path wrapped too);
+# one whose runner streams mirror records instead of its manifest ends at its base (records
+# the mirror ignores) or its session's reserved lifetime (records it stores), and a cancel
+# during a finalize salvages at once (issue 25).
 # A session whose egress cannot be set up never gets a Hello and ends host_error.
 stockade_test(NAME unit_sessions_events LABEL unit SOURCES test_sessions_events.c
               LIBS stockade_sessions stockade_pool stockade_egress stockade_render PkgConfig::CMOCKA)

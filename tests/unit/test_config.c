@@ -48,6 +48,12 @@ test_defaults_and_file(void **state)
     assert_string_equal(cfg.pool.template_dir, "");
     assert_int_equal(parse("[pool py]\n", &e), 0);
     assert_false(cfg.shapes[0].code_kernel); /* off unless asked for */
+    assert_int_equal(parse("[pool py]\ncode_kernel = prestart\n", &e), 0);
+    assert_true(cfg.shapes[0].code_kernel);
+    assert_int_equal(parse("[pool py]\ncode_kernel = fresh\n", &e), 0);
+    assert_false(cfg.shapes[0].code_kernel); /* each context starts its own kernel */
+    assert_int_equal(parse("[pool py]\ncode_kernel = false\n", &e), 0);
+    assert_false(cfg.shapes[0].code_kernel);
 }
 
 static void
@@ -65,6 +71,47 @@ test_guest_memory(void **state)
     assert_int_equal(parse("[daemon]\ntemplate_dir = /srv/t,share=on\n", &e), 0);
     assert_int_equal(config_finish(&cfg, &e), -1);
     assert_non_null(strstr(e->message, "template_dir"));
+    error_free(e);
+}
+
+/* [api]'s per-caller shares and minimum body rate reach HttpConfig; a share that cannot hold
+ * one largest body, or is over the budget, and a caller cap over max_connections are refused
+ * at finish (where the keys meet). */
+static void
+test_api_shares(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    assert_int_equal(parse("[api]\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.http.body_share_bytes, 0); /* the layer's default: half the budget */
+    assert_int_equal(cfg.http.body_min_bytes_per_s, HTTP_DEFAULT_BODY_MIN_BYTES_PER_S);
+    assert_int_equal(cfg.http.body_rate_window_s, HTTP_DEFAULT_BODY_RATE_WINDOW_S);
+    assert_int_equal(cfg.http.max_per_caller, 0);
+    assert_int_equal(parse("[api]\nbody_budget_mib = 512\nbody_share_mib = 64\n"
+                           "body_min_bytes_per_s = 0\nbody_rate_window_s = 30\n"
+                           "max_per_caller = 100\n",
+                           &e),
+                     0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_int_equal(cfg.http.body_share_bytes, (size_t) 64 << 20);
+    assert_int_equal(cfg.http.body_min_bytes_per_s, 0);
+    assert_int_equal(cfg.http.body_rate_window_s, 30);
+    assert_int_equal(cfg.http.max_per_caller, 100);
+    static const char *const bad[] = {
+        "[api]\nbody_share_mib = 32\n",                         /* under max_body_mib (64) */
+        "[api]\nbody_budget_mib = 128\nbody_share_mib = 256\n", /* over the budget */
+        "[api]\nmax_connections = 10\nmax_per_caller = 11\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(parse(bad[i], &e), 0);
+        if (config_finish(&cfg, &e) == 0)
+            fail_msg("accepted: %s", bad[i]);
+        assert_non_null(strstr(e->message, "[api]"));
+        error_free(e);
+        e = NULL;
+    }
+    assert_int_equal(parse("[api]\nbody_rate_window_s = 0\n", &e), -1);
     error_free(e);
 }
 
@@ -90,7 +137,7 @@ test_rejects(void **state)
         {"[pool a]\n[pool a]\n", "defined twice"},
         {"[pool a]\nimage = ../etc\n", "image must be a simple name"},
         {"[pool a]\ncolour = red\n", "unknown key 'colour'"},
-        {"[pool a]\ncode_kernel = yes\n", "code_kernel must be true or false"},
+        {"[pool a]\ncode_kernel = yes\n", "code_kernel must be prestart or fresh"},
         {"[daemon]\njunk\n", "expected key = value"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -132,7 +179,7 @@ test_cluster(void **state)
     assert_false(cluster_config_enabled(&cfg.cluster));
     const char *ok = "[cluster]\ndatabase = host=/run/pg dbname=stockade user=stk\n"
                      "host_id = host-a\nadvertise_url = http://10.0.0.1:8080\n"
-                     "host_token_file = /etc/stockade/host.token\n";
+                     "host_token_file = /etc/stockade/host.token\ninsecure_hops = true\n";
     assert_int_equal(parse(ok, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_true(cluster_config_enabled(&cfg.cluster));
@@ -171,6 +218,19 @@ test_cluster(void **state)
          "host_token_file = t\n",
          "absolute"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n", "absolute"},
+        /* Issue 25 finding 9: the credential never crosses a network in clear unless the
+         * operator says so. */
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
+         "host_token_file = /t\n",
+         "insecure_hops = true"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = HTTP://h\n"
+         "host_token_file = /t\n",
+         "advertise_url"},
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://h\n"
+         "host_token_file = /t\ntls_ca = ca.pem\n",
+         "tls_ca must be an absolute path"},
+        {"[cluster]\ntls_ca = /ca.pem\n", "needs database"},
+        {"[cluster]\ninsecure_hops = true\n", "needs database"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e = NULL;
@@ -185,6 +245,62 @@ test_cluster(void **state)
     error_free(e);
 }
 
+/* Issue 30, TLS: [api] and [e2b] tls_cert/tls_key go in pairs of absolute paths (read at
+ * start, not here); [cluster] tls_ca and insecure_hops; an https:// advertise_url needs no
+ * insecure_hops. */
+static void
+test_tls(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    const char *ok = "[api]\ntls_cert = /etc/stockade/api.pem\ntls_key = /etc/stockade/api.key\n"
+                     "[e2b]\ntls_cert = /etc/stockade/e2b.pem\ntls_key = /etc/stockade/e2b.key\n"
+                     "[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://10.0.0.1:8080\n"
+                     "host_token_file = /t\ntls_ca = /etc/stockade/ca.pem\n";
+    assert_int_equal(parse(ok, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.http.tls_cert_file, "/etc/stockade/api.pem");
+    assert_string_equal(cfg.http.tls_key_file, "/etc/stockade/api.key");
+    assert_string_equal(cfg.e2b.tls_cert, "/etc/stockade/e2b.pem");
+    assert_string_equal(cfg.e2b.tls_key, "/etc/stockade/e2b.key");
+    assert_string_equal(cfg.cluster.tls_ca, "/etc/stockade/ca.pem");
+    assert_false(cfg.cluster.insecure_hops);
+    /* The dump parses back to the same pairs. */
+    char *dump = config_dump(&cfg);
+    assert_non_null(dump);
+    DaemonConfig first = cfg;
+    assert_int_equal(parse(dump, &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_string_equal(cfg.tls_cert, first.tls_cert);
+    assert_string_equal(cfg.e2b.tls_key, first.e2b.tls_key);
+    assert_string_equal(cfg.cluster.tls_ca, first.cluster.tls_ca);
+    assert_false(cfg.cluster.insecure_hops);
+    free(dump);
+    /* Without: plain HTTP, nothing set. */
+    assert_int_equal(parse("[daemon]\nstate_dir = /srv/stk\n", &e), 0);
+    assert_int_equal(config_finish(&cfg, &e), 0);
+    assert_null(cfg.http.tls_cert_file);
+    assert_null(cfg.http.tls_key_file);
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[api]\ntls_cert = /c.pem\n", "[api] tls_cert and tls_key go together"},
+        {"[api]\ntls_key = /c.key\n", "[api] tls_cert and tls_key go together"},
+        {"[api]\ntls_cert = c.pem\ntls_key = /c.key\n", "absolute"},
+        {"[e2b]\ntls_key = /c.key\n", "[e2b] tls_cert and tls_key go together"},
+        {"[e2b]\ntls_cert = c.pem\n", "tls_cert must be an absolute path"},
+        {"[cluster]\ninsecure_hops = yes\n", "insecure_hops must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e = NULL;
+        if (parse(bad[i].text, &e) == 0 && config_finish(&cfg, &e) == 0)
+            fail_msg("accepted: %s", bad[i].text);
+        if (!strstr(e->message, bad[i].needle))
+            fail_msg("'%s' does not mention '%s'", e->message, bad[i].needle);
+        error_free(e);
+    }
+}
+
 /* Issue 30: a comment after a value is never part of it; a '#' inside a value is. */
 static void
 test_inline_comments(void **state)
@@ -197,6 +313,7 @@ test_inline_comments(void **state)
                        "advertise_url = http://10.0.0.11:8080 ; how others reach it\n"
                        "host_token_file = /etc/stockade/host#1.token\n"
                        "lease_s = 10   # silent this long: taken over\n"
+                       "insecure_hops = true   # a lab network\n"
                        "[daemon]\nstate_dir = /srv/stk#x\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
@@ -324,10 +441,16 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_and_file), cmocka_unit_test(test_rejects),
-        cmocka_unit_test(test_guest_memory),      cmocka_unit_test(test_long_line_and_nul),
-        cmocka_unit_test(test_cluster),           cmocka_unit_test(test_inline_comments),
-        cmocka_unit_test(test_units_in_config),   cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_defaults_and_file),
+        cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_api_shares),
+        cmocka_unit_test(test_guest_memory),
+        cmocka_unit_test(test_long_line_and_nul),
+        cmocka_unit_test(test_cluster),
+        cmocka_unit_test(test_inline_comments),
+        cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_units_in_config),
+        cmocka_unit_test(test_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

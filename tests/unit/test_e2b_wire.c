@@ -324,6 +324,9 @@ test_forward_target(void **state)
         {"t1", false, "", envd, "t1", false, NULL}, /* no E2B API there */
         {"t1", false, api, "", NULL, true, NULL},   /* no envd there */
         {"t1", false, "http://", envd, "t1", false, NULL},
+        {"t1", false, "https://", envd, "t1", false, NULL},
+        {"t1", false, "https://10.0.0.2:3000", envd, "t1", false, "https://10.0.0.2:3000"},
+        {"t1", false, api, "https://10.0.0.2:49983", NULL, true, "https://10.0.0.2:49983"},
         {"t1", false, "ftp://x:1", envd, "t1", false, NULL},
         {"", false, api, envd, "t1", false, NULL},
     };

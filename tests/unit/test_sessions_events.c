@@ -15,6 +15,10 @@
  * runner to finalize (guest_send is wrapped: the request goes nowhere) and the loop runs for
  * real; the deadline gives way to the salvage (the guest is released, the fallback counted
  * with its reason) no earlier than finalize_base and well before twice it.
+ * A lying runner that never sends its manifest (issue 25, finding 4): junk FileChanged records
+ * the mirror ignores, streamed without end, no longer move the deadline; records it stores do,
+ * but never past the session's reserved lifetime; a cancel during the finalize gives way to
+ * the salvage at once.
  *
  * Never a guest without what the session was admitted with (issue 17): when its egress
  * cannot be set up (egress_session_new wrapped to fail), the guest gets no Hello and the
@@ -34,6 +38,7 @@
 
 #include "eventhub.h"
 #include "render.h"
+#include "runner_limits.h"
 #include "session_internal.h"
 #include "testlib.h"
 #include "timeutil.h"
@@ -379,6 +384,165 @@ test_finalize_never_answered(void **state)
     quit_on_release = NULL;
 }
 
+/* A lying runner: FileChanged records on a timer, for ever, and never a manifest. */
+typedef struct {
+    Session *s;
+    Loop *loop;
+    bool store;    /* records the mirror keeps (new small files) rather than ones it ignores */
+    unsigned sent; /* records sent */
+    uint64_t period_usec;
+} Liar;
+
+#define LIAR_RECORDS_PER_TICK 8
+static uint8_t liar_chunk[FILE_CHUNK_MAX_BYTES];
+
+static void
+liar_tick(Loop *l, void *userdata)
+{
+    Liar *z = userdata;
+    Stockade__Runner__FileChanged c = STOCKADE__RUNNER__FILE_CHANGED__INIT;
+    GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    char path[32];
+
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED;
+    m.file_changed = &c;
+    for (unsigned i = 0; i < LIAR_RECORDS_PER_TICK && z->s->fin; i++, z->sent++) {
+        snprintf(path, sizeof(path), "junk%u", z->sent);
+        c.path = path;
+        c.data.data = liar_chunk;
+        if (z->store) { /* a whole small file: stored, its 4 KiB count */
+            c.size = c.data.len = 4096;
+            c.last = true;
+        } else { /* a full chunk the mirror ignores: over budget, or out of sequence */
+            c.size = 1u << 30;
+            c.data.len = FILE_CHUNK_MAX_BYTES;
+            c.over_budget = z->sent % 2 == 0;
+            c.offset = c.over_budget ? 0 : FILE_CHUNK_MAX_BYTES;
+        }
+        guest_sends(z->s, &m);
+    }
+    if (z->s->fin) /* until the finalize gives way */
+        (void) loop_add_timer(l, now_usec() + z->period_usec, liar_tick, z);
+}
+
+static void
+finalize_fixture(Fixture *fx, uint64_t base_usec, unsigned usec_per_mib)
+{
+    static char token_guest;
+    char path[512];
+
+    snprintf(workspace_path, sizeof(workspace_path), "%s/workspace.raw", fx->dir);
+    FILE *f = fopen(workspace_path, "w");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 64 << 20), 0);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/%s/.mirror", fx->dir, fx->s.rec.id);
+    assert_int_equal(mkdir(path, 0700), 0);
+    fx->m.cfg.finalize_base_usec = base_usec;
+    fx->m.cfg.finalize_usec_per_mib = usec_per_mib;
+    fx->s.guest = (Guest *) &token_guest;
+    fx->s.workspace_limit_bytes = UINT64_MAX;
+    fx->s.lifetime_start_usec = now_usec();
+    fx->s.rec.timeout_usec = 3600ull * 1000000; /* an hour reserved */
+    releases = 0;
+    finalize_requests = 0;
+}
+
+/* Runs the loop until the guest is released; 0 when it was, 1 when the guard quit first. */
+static int
+run_until_release(Fixture *fx, uint64_t guard_usec)
+{
+    quit_on_release = fx->loop;
+    TimerId guard = loop_add_timer(fx->loop, now_usec() + guard_usec, quit_loop, NULL);
+    int r = loop_run(fx->loop);
+    loop_cancel_timer(fx->loop, guard);
+    quit_on_release = NULL;
+    return r;
+}
+
+/* Junk records moved the deadline by 100 ms per MiB each, stored or not: 8 full chunks every
+ * 50 ms moved it 200 ms every 50 ms, and the finalize (slot, vCPUs) never ended. Only what the
+ * mirror keeps moves it now: it ends at its base, as if the runner had said nothing. */
+static void
+test_finalize_junk_records_do_not_extend(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Liar z = {.s = s, .loop = fx->loop, .period_usec = 50000};
+
+    finalize_fixture(fx, FINALIZE_BASE_USEC, SESSIONS_FINALIZE_USEC_PER_MIB);
+    uint64_t t0 = now_usec();
+    session_end(s, "completed");
+    assert_int_equal(finalize_requests, 1);
+    liar_tick(fx->loop, &z);
+    int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
+    printf("# %u junk records (%u MiB claimed) during the finalize: %s after %.0f ms "
+           "(base %d ms)\n",
+           z.sent, (unsigned) ((uint64_t) z.sent * FILE_CHUNK_MAX_BYTES >> 20),
+           r == 0 ? "salvage" : "STILL FINALIZING", (double) (now_usec() - t0) / 1000.0,
+           FINALIZE_BASE_USEC / 1000);
+    assert_int_equal(r, 0); /* released, not the guard */
+    assert_int_equal(releases, 1);
+    assert_string_equal(s->fin_fallback, "deadline");
+    assert_int_equal(s->mirror_bytes, 0); /* nothing was stored, nothing moved the deadline */
+    assert_null(s->fin);
+}
+
+/* Records the mirror keeps still move the deadline (an honest runner's last flush), but
+ * never past the session's reserved lifetime: the guest never outlives what was reserved. */
+static void
+test_finalize_ends_by_the_reserved_lifetime(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Liar z = {.s = s, .loop = fx->loop, .store = true, .period_usec = 50000};
+
+    /* each 4 KiB stored moves the deadline 1 s: 8 a tick outrun any clock */
+    finalize_fixture(fx, FINALIZE_BASE_USEC, 256u * 1000000u);
+    s->rec.timeout_usec = 3 * FINALIZE_BASE_USEC; /* reserved: ends 3 x base from now */
+    uint64_t t0 = now_usec();
+    session_end(s, "completed");
+    liar_tick(fx->loop, &z);
+    int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
+    printf("# %u records stored (%llu KiB) during the finalize: %s after %.0f ms (lifetime "
+           "ends %.0f ms after the start)\n",
+           z.sent, (unsigned long long) (s->mirror_bytes >> 10),
+           r == 0 ? "salvage" : "STILL FINALIZING", (double) (now_usec() - t0) / 1000.0,
+           (double) (s->lifetime_start_usec + s->rec.timeout_usec - t0) / 1000.0);
+    assert_int_equal(r, 0);
+    assert_int_equal(releases, 1);
+    assert_string_equal(s->fin_fallback, "deadline");
+    assert_true(s->mirror_bytes > 0); /* they were stored: they did move the deadline */
+    assert_true(now_usec() >= s->lifetime_start_usec + s->rec.timeout_usec);
+}
+
+/* A cancel during a finalize stops waiting on the runner: the guest goes at once. */
+static void
+test_cancel_during_finalize_salvages(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+
+    finalize_fixture(fx, 3600ull * 1000000, 0); /* the deadline alone would be an hour away */
+    fx->m.all = s;
+    session_end(s, "completed");
+    assert_non_null(s->fin);
+    assert_int_equal(releases, 0);
+    assert_int_equal(sessions_close(&fx->m, "default", s->rec.id, &e), 0);
+    assert_int_equal(releases, 0); /* a close waits for the clean end as before */
+    assert_int_equal(sessions_cancel(&fx->m, "default", s->rec.id, &e), 0);
+    assert_int_equal(releases, 1); /* the guest is destroyed now, its disk salvaged */
+    assert_null(s->fin);
+    assert_string_equal(s->fin_fallback, "cancelled");
+    assert_int_equal(fx->m.stats.finalize_fallbacks, 1);
+    assert_int_equal(sessions_cancel(&fx->m, "default", s->rec.id, &e), 0);
+    assert_int_equal(releases, 1); /* once: the guest is already going */
+    /* the first reason stays */
+    assert_string_equal(s->rec.end_reason, "completed");
+    fx->m.all = NULL;
+}
+
 /* ------------------------------------------------------------------ bind failures */
 
 static unsigned hellos;
@@ -486,6 +650,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_junk_records_do_not_extend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_ends_by_the_reserved_lifetime, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
         cmocka_unit_test(test_state_transitions),
     };

@@ -6,7 +6,9 @@ code_kernel starts one in each guest before the guest is saved (runner.proto Pre
 imports numpy, pandas and matplotlib there, says "ready", and waits; the session's first
 context adopts it (Exec.adopt), and the runner then writes one header before any request:
 "STOCKADE-ADOPT <n>\n" and n bytes, the cwd and the exec's environment as NUL-ended
-strings, which the kernel takes as its own. A restored guest's Prepare may first send
+strings, which the kernel takes as its own; it then reseeds what the preload seeded at import
+(see reseed(): every clone of a snapshot holds the same generator states, and hash()'s secret,
+which no running interpreter can change: API.md "Code"). A restored guest's Prepare may first send
 "STOCKADE-WARMUP\n" (runner.proto Prepare.warm_parked): the kernel then runs a cell of its own
 through the whole request path, silently, so that under TCG the emulator has translated that
 path again before a session waits on it. Otherwise it reads one JSON request per line on
@@ -40,6 +42,7 @@ import importlib
 import io
 import json
 import os
+import random
 import signal
 import sys
 import traceback
@@ -172,8 +175,34 @@ def preload():
             pass
 
 
+def reseed():
+    """An adopted kernel was started before its guest was saved: every guest restored from that
+    snapshot holds the same generator states, so two sessions' first cells would draw the same
+    numbers. Reseeds, from the guest's CRNG (re-keyed with the host's entropy at Hello), what
+    the preload seeded at import: random's module instance and numpy's global RandomState
+    (pandas draws from it too); tempfile's name sequence is made anew on first use (none is
+    made by the preload, but matplotlib falls back to mkdtemp when its config dir is not
+    writable), and multiprocessing's authkey, should a preload ever import it, is replaced.
+    images_data_runs checks that the preload leaves no other generator. Not reseedable: hash()'s
+    secret (str and bytes), the stack-protector canary and the address-space layout, fixed when
+    the process started; a pool with code_kernel = fresh gives each session its own."""
+    random.seed(os.urandom(32))
+    npr = sys.modules.get("numpy.random")
+    if npr is not None:
+        # an array seeds all of MT19937's state through init_by_array (an int: 32 bits only)
+        npr.seed(sys.modules["numpy"].frombuffer(os.urandom(32), dtype="uint32"))
+    tmp = sys.modules.get("tempfile")
+    if tmp is not None:
+        tmp._name_sequence = None
+    mp = sys.modules.get("multiprocessing.process")
+    if mp is not None:
+        mp.current_process().authkey = os.urandom(32)
+
+
 def adopt(stdin, line):
-    """Takes the runner's adopt header: the exec's cwd and environment become the kernel's."""
+    """Takes the runner's adopt header: the exec's cwd and environment become the kernel's,
+    and the generators seeded before the snapshot are reseeded."""
+    reseed()
     try:
         n = int(line[len(ADOPT):])
     except ValueError:
@@ -190,8 +219,11 @@ def adopt(stdin, line):
 
 
 def warm():
-    """One cell through parse, exec, render and encode, in a namespace of its own; sends nothing."""
+    """One cell through parse, exec, render and encode, in a namespace of its own, and the
+    reseed the adoption will run (harmless twice: both draw from the guest's CRNG, which
+    Prepare re-keyed); sends nothing."""
     try:
+        reseed()
         ns = {"__name__": "__warmup__", "__builtins__": __builtins__}
         results = run_cell({"code": WARMUP_CELL}, ns)
         json.dumps([dict(r, run=0, type="result") for r in results], ensure_ascii=False)
