@@ -390,7 +390,7 @@ def case_tokens(cli, d, tmp):
     rc, _, err = tcp(d, "sessions", "ls", token_file=good)
     expect(rc == 1 and "HTTP 401" in err, "a revoked token is refused", rc, err)
     rc, out, err = cli.run("tokens", "ls", "cli-test")
-    expect(rc == 0 and re.search(rf"(?m)^{tok_id} .* \d\d:\d\d$", out), "revoked time shown", out)
+    expect(rc == 0 and re.search(rf"(?m)^{tok_id} .* \d\d:\d\d:\d\d$", out), "revoked time shown", out)
     rc, admin, err = cli.run("tokens", "create", "--admin")
     expect(rc == 0 and "operator token" in err, "tokens create --admin", rc, err)
     rc, out, err = tcp(d, "tenants", "ls", token=admin.strip())
