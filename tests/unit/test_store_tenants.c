@@ -180,8 +180,18 @@ test_tenant_remove(void **state)
     assert_int_equal(got_tok.revoked_usec, 100);
     assert_int_equal(store_token_get(s, "tok_2", &got_tok, NULL), 0);
     assert_int_equal(got_tok.revoked_usec, 5);
+    /* a live token of a removed tenant (a cluster's copy may hold one a moment): refused */
+    TokenRecord t3 = t1;
+    snprintf(t3.id, sizeof(t3.id), "tok_3");
+    admit_token_hash("stk_three", t3.hash);
+    t3.revoked_usec = 0;
+    assert_int_equal(store_token_insert(s, &t3, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, t3.hash, &got_tok, &e), -1);
+    assert_int_equal(category(e), E_NOT_FOUND);
+    e = NULL;
     assert_int_equal(store_tenant_remove(s, "ten_a", 200, &revoked, NULL), 0); /* idempotent */
-    assert_int_equal(revoked, 0);
+    assert_int_equal(revoked, 1); /* tok_3: the first time stays, what is live is revoked */
     assert_int_equal(store_tenant_get(s, "ten_a", &got, NULL), 0);
     assert_int_equal(got.removed_usec, 100); /* the first time stays */
     assert_int_equal(raw_sql("UPDATE tenants SET removed_usec = 0 WHERE id = 'ten_a'"),
