@@ -241,17 +241,20 @@ daemon_heartbeat(Daemon *d)
 
 /* A tenant removed through another host: its sessions here end as they did there
  * (tenant_removed, their files salvaged). That host answered the removal already; nothing
- * of the tenant is admitted anywhere since (the cluster's admission refuses it). */
+ * of the tenant is admitted anywhere since (the cluster's admission refuses it). What the
+ * pull said is not trusted: only a tenant this host's copy now holds removed counts. */
 static void
 daemon_end_removed(Daemon *d, const ClusterTenancy *t)
 {
     for (size_t i = 0; i < t->n_tenants; i++) {
-        if (t->tenants[i].removed_usec == 0 || !store_sync_tenant_id_is_valid(t->tenants[i].id))
+        TenantRecord here;
+        if (t->tenants[i].removed_usec == 0 || !store_sync_tenant_id_is_valid(t->tenants[i].id) ||
+            store_tenant_get(d->store, t->tenants[i].id, &here, NULL) < 0 || !here.removed_usec)
             continue; /* live, or a row the store refused (never logged as it came) */
-        size_t n = sessions_end_tenant(d->sessions, t->tenants[i].id, "tenant_removed");
+        size_t n = sessions_end_tenant(d->sessions, here.id, "tenant_removed");
         if (n)
-            log_info("cluster: tenant %s was removed: %zu session(s) here cancelled",
-                     t->tenants[i].id, n);
+            log_info("cluster: tenant %s was removed: %zu session(s) here cancelled", here.id,
+                     n);
     }
 }
 
