@@ -103,7 +103,7 @@ def accel_out(text):
 
 def static_cases(g, nodaemon):
     for verb in ["", "run", "exec", "code", "sessions", "logs", "cancel", "cp", "pool", "image",
-                 "doctor", "tenants", "quota", "usage", "hosts", "version"]:
+                 "doctor", "tenants", "tokens", "quota", "usage", "hosts", "version"]:
         g.check(f"help_{verb or 'main'}", nodaemon, [verb, "--help"] if verb else ["--help"])
     usage = {
         "usage_no_verb": [],
