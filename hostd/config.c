@@ -123,6 +123,8 @@ static const Key keys[] = {
     {SEC_CLUSTER, "advertise_url", K_STR, CC(advertise_url), CLUSTER_URL_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "host_token_file", K_STR, CC(host_token_file), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "lease_s", K_UINT, CC(lease_s), 0, CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S},
+    {SEC_CLUSTER, "hop_address", K_STR, CC(hop_address), CLUSTER_HOP_ADDRESS_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "hop_port", K_UINT, CC(hop_port), 0, 1, 65535},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */

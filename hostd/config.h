@@ -29,7 +29,8 @@
  *   [e2b]               enabled, address, api_port, envd_port, domain, template_map,
  *                       lifetime_s, create_wait_s (E2B SDK compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
- *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file:
+ *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file,
+ *                       lease_s, hop_address, hop_port (the host-to-host listener):
  *                       many hosts sharing one PostgreSQL (hostd/cluster/cluster.h); absent,
  *                       the host is alone and keeps everything in its SQLite
  *

@@ -52,6 +52,11 @@ typedef struct Cluster Cluster;
  * several hosts start at once) and registers this host (upsert of its hosts row, heartbeat
  * now). E_UNAVAILABLE when the server cannot be reached; E_INVALID for a bad conninfo. */
 int cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp);
+/* Another connection to the same database, for calls that must not wait on the loop thread
+ * (the forwarding's owner lookups: hostd/api/api_forward_owner.c): it only connects (the
+ * schema and this host's row are cluster_open()'s), under the same bounds. Owned by one
+ * thread at a time: its user serialises the calls. */
+int cluster_connect(const ClusterConfig *cfg, Cluster **ret, Error **errp);
 void cluster_free(Cluster *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Cluster, cluster_free)
 #define _cleanup_cluster_ _cleanup_(cluster_freep)

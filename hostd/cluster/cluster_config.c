@@ -44,7 +44,8 @@ int
 cluster_config_check(const ClusterConfig *c, Error **errp)
 {
     if (!cluster_config_enabled(c)) {
-        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s)
+        if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s ||
+            c->hop_address[0] || c->hop_port)
             return error_set(errp, E_INVALID, 0, "[cluster] needs database (a libpq conninfo)");
         return 0;
     }
@@ -60,7 +61,17 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
     if (c->lease_s && (c->lease_s < CLUSTER_LEASE_MIN_S || c->lease_s > CLUSTER_LEASE_MAX_S))
         return error_set(errp, E_INVALID, 0, "[cluster] lease_s must be %d..%d",
                          CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S);
+    if (c->hop_port == 0 || c->hop_port > 65535)
+        return error_set(errp, E_INVALID, 0,
+                         "[cluster] hop_port must be 1..65535: the host-to-host listener, which "
+                         "advertise_url reaches");
     return 0;
+}
+
+const char *
+cluster_hop_address(const ClusterConfig *c)
+{
+    return c->hop_address[0] ? c->hop_address : CLUSTER_HOP_ADDRESS_DEFAULT;
 }
 
 /* A host name or IPv4 address, or a bracketed IPv6 literal: what may stand before ":port". */

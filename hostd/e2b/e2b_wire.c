@@ -352,12 +352,9 @@ e2b_time_parse(const char *s, int64_t *ret_wall_usec)
     return 0;
 }
 
-const char *
-e2b_forward_target(const char *owner_tenant, bool here, const char *api_url, const char *envd_url,
-                   const char *tenant, bool envd)
+bool
+e2b_forward_target(const char *owner_tenant, bool here, bool ended, bool has_face,
+                   const char *tenant)
 {
-    const char *url = envd ? envd_url : api_url;
-    if (here || (tenant && strcmp(tenant, owner_tenant) != 0))
-        return NULL;
-    return strncmp(url, "http://", 7) == 0 && url[7] != '\0' ? url : NULL;
+    return !here && !ended && has_face && (!tenant || strcmp(tenant, owner_tenant) == 0);
 }

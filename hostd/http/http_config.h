@@ -76,6 +76,9 @@ typedef struct HttpConfig {
                                  * The budget above counts it the same either way. */
     size_t spool_min_bytes;
     HttpGuard guard;            /* NULL: every head passes */
+    bool peer_listener;         /* the cluster's host-to-host listener: its guard admits only
+                                 * other hosts; handlers read it (http_request_from_peer())
+                                 * and never pass such a request on again */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

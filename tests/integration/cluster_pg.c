@@ -62,6 +62,7 @@ config_for(const char *host)
     snprintf(c.host_id, sizeof(c.host_id), "%s", host);
     snprintf(c.advertise_url, sizeof(c.advertise_url), "http://127.0.0.1:1/%s", host);
     snprintf(c.host_token_file, sizeof(c.host_token_file), "%s", token_path);
+    c.hop_port = 1;
     return c;
 }
 

@@ -129,13 +129,23 @@ test_cluster(void **state)
     assert_false(cluster_config_enabled(&cfg.cluster));
     const char *ok = "[cluster]\ndatabase = host=/run/pg dbname=stockade user=stk\n"
                      "host_id = host-a\nadvertise_url = http://10.0.0.1:8080\n"
-                     "host_token_file = /etc/stockade/host.token\n";
+                     "host_token_file = /etc/stockade/host.token\nhop_port = 8788\n";
     assert_int_equal(parse(ok, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_true(cluster_config_enabled(&cfg.cluster));
     assert_string_equal(cfg.cluster.database, "host=/run/pg dbname=stockade user=stk");
     assert_string_equal(cfg.cluster.host_id, "host-a");
     assert_int_equal(cfg.cluster.lease_s, 0); /* the default (CLUSTER_LEASE_DEFAULT_S) */
+    assert_int_equal(cfg.cluster.hop_port, 8788);
+    assert_string_equal(cluster_hop_address(&cfg.cluster), "127.0.0.1"); /* the default */
+    char hop[512];
+    snprintf(hop, sizeof(hop), "%shop_address = 10.0.0.1\n", ok);
+    assert_int_equal(parse(hop, &e), 0);
+    assert_string_equal(cluster_hop_address(&cfg.cluster), "10.0.0.1");
+    snprintf(hop, sizeof(hop), "%shop_port = 0\n", ok); /* out of the key's range */
+    assert_int_equal(parse(hop, &e), -1);
+    error_free(e);
+    e = NULL;
     char leased[512];
     snprintf(leased, sizeof(leased), "%slease_s = 8\n", ok);
     assert_int_equal(parse(leased, &e), 0);
@@ -162,6 +172,12 @@ test_cluster(void **state)
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
          "host_token_file = t\n", "absolute"},
         {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n", "absolute"},
+        /* the host-to-host listener: required in a cluster, meaningless without one */
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = http://h\n"
+         "host_token_file = /t\n",
+         "hop_port"},
+        {"[cluster]\nhop_port = 8788\n", "needs database"},
+        {"[cluster]\nhop_address = 10.0.0.1\n", "needs database"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e = NULL;
