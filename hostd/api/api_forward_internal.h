@@ -22,8 +22,8 @@
  * transfer thread here and a connection thread on the owner): README.md, "Forwarding",
  * for why this number. Operators count as one more tenant. */
 #define FWD_TENANT_HOPS_MAX 64
-/* Owner lookups one scope waits for at once (each a round trip on the one lookup
- * connection every tenant shares). */
+/* Owner lookups one scope has under way at once (each a round trip on the one lookup
+ * connection every tenant shares); more wait their turn. */
 #define FWD_SCOPE_LOOKUPS_MAX 4
 #define FWD_SCOPE_OPERATOR "*" /* an operator's lookups and hops: sees every tenant's */
 
@@ -46,7 +46,8 @@ struct ApiForward {
     CURL *handles[FWD_IDLE_HANDLES];  /* idle, under lock */
     size_t n_idle;
     ApiTally hops;    /* live transfers per tenant, under lock */
-    ApiTally lookups; /* owner lookups waiting or running per scope, under lock */
+    ApiTally lookups; /* owner lookups under way per scope, under lock */
+    pthread_cond_t lookup_done; /* one ended: a waiting one may take its turn (with lock) */
     /* The lookup connection (ApiDeps.cluster_lookup): one caller at a time. */
     pthread_mutex_t dir_lock;
     Cluster *dir;
@@ -72,9 +73,9 @@ void api_forward_handles_free(ApiForward *af);
 
 /* The owner of session id as scope may see it (a tenant id, or FWD_SCOPE_OPERATOR): from
  * the cache, else one statement on the lookup connection (never the loop's), and cached,
- * found or not. E_NOT_FOUND: the index has no such session; E_QUOTA: scope has
- * FWD_SCOPE_LOOKUPS_MAX lookups waiting already; E_UNAVAILABLE: the database is away or the
- * lookup connection stayed busy for the lookup's bound. Any thread; blocks that long at most. */
+ * found or not. E_NOT_FOUND: the index has no such session; E_QUOTA: scope's lookups kept
+ * FWD_SCOPE_LOOKUPS_MAX under way for the lookup's bound; E_UNAVAILABLE: the database is away
+ * or the lookup connection stayed busy that long. Any thread; blocks about twice that at most. */
 int api_forward_owner(ApiForward *af, const char *scope, const char *id, ClusterOwner *ret,
                       Error **errp);
 /* The cache and the tallies set up, the lookup connection taken (NULL: none). */

@@ -15,9 +15,11 @@
  * operator's "*"): a tenant's first question about an id costs one lookup whether it exists
  * or not, whoever else asked before, and its next one is a cache hit either way.
  *
- * Fair use of the one connection: each scope waits for at most FWD_SCOPE_LOOKUPS_MAX lookups
- * at once (more: 429), so one tenant naming many ids queues at most that many round trips
- * ahead of everyone else. Ids never move, but a host may come back at another URL and a
+ * Fair use of the one connection: each scope has at most FWD_SCOPE_LOOKUPS_MAX lookups under
+ * way at once, so one tenant naming many ids queues at most that many round trips ahead of
+ * everyone else; its further questions wait their turn (and are often answered by the cache
+ * meanwhile: a burst of requests for one new session costs one lookup), 429 after the
+ * lookup's bound. Ids never move, but a host may come back at another URL and a
  * session may end: entries expire after FWD_CACHE_TTL_USEC. An absent id is never made later
  * under the same id (ids are 130 random bits, learnt only from the create's answer, after
  * its index row was written), so caching absence is safe. */
@@ -104,15 +106,40 @@ owner_from_index(ApiForward *af, const char *scope, const char *id, ClusterOwner
     return error_set(errp, err->category, 0, "%s", err->message);
 }
 
+/* Under af->lock: the cached answer (1, 0), or -1 with a lookup of scope's share taken
+ * (*ret_admitted), or -1 without one once the lookup's bound passed. */
+static int
+cache_or_turn(ApiForward *af, const char *scope, const char *id, ClusterOwner *ret,
+              bool *ret_admitted)
+{
+    uint64_t deadline = now_usec() + FWD_LOOKUP_TIMEOUT_USEC;
+    for (;;) {
+        int cached = cache_get(af, scope, id, ret);
+        if (cached >= 0 || (*ret_admitted = api_tally_enter(&af->lookups, scope,
+                                                             FWD_SCOPE_LOOKUPS_MAX)))
+            return cached;
+        uint64_t now = now_usec();
+        if (now >= deadline)
+            return -1;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t wake = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000 +
+                        (deadline - now);
+        ts = (struct timespec){.tv_sec = (time_t) (wake / USEC_PER_SEC),
+                               .tv_nsec = (long) (wake % USEC_PER_SEC) * 1000};
+        (void) pthread_cond_timedwait(&af->lookup_done, &af->lock, &ts);
+    }
+}
+
 int
 api_forward_owner(ApiForward *af, const char *scope, const char *id, ClusterOwner *ret,
                   Error **errp)
 {
     ClusterOwner o;
+    bool admitted = false;
 
     pthread_mutex_lock(&af->lock);
-    int cached = cache_get(af, scope, id, &o);
-    bool admitted = cached < 0 && api_tally_enter(&af->lookups, scope, FWD_SCOPE_LOOKUPS_MAX);
+    int cached = cache_or_turn(af, scope, id, &o, &admitted);
     pthread_mutex_unlock(&af->lock);
     if (cached >= 0) {
         atomic_fetch_add(&af->lookup_hits, 1);
@@ -124,14 +151,14 @@ api_forward_owner(ApiForward *af, const char *scope, const char *id, ClusterOwne
     if (!admitted) {
         atomic_fetch_add(&af->refused_lookups, 1);
         return error_set(errp, E_QUOTA, 0,
-                         "%d session lookups of this tenant are on their way already: retry "
-                         "when they are answered",
-                         FWD_SCOPE_LOOKUPS_MAX);
+                         "this tenant's session lookups waited their turn for %d s: retry later",
+                         (int) (FWD_LOOKUP_TIMEOUT_USEC / USEC_PER_SEC));
     }
     int r = af->dir ? owner_from_index(af, scope, id, ret, errp)
                     : error_set(errp, E_UNAVAILABLE, 0, "no cluster session index");
     pthread_mutex_lock(&af->lock);
     api_tally_leave(&af->lookups, scope);
+    pthread_cond_broadcast(&af->lookup_done);
     pthread_mutex_unlock(&af->lock);
     return r;
 }
@@ -139,6 +166,11 @@ api_forward_owner(ApiForward *af, const char *scope, const char *id, ClusterOwne
 void
 api_forward_owner_init(ApiForward *af, Cluster *dir)
 {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&af->lookup_done, &attr);
+    pthread_condattr_destroy(&attr);
     pthread_mutex_init(&af->dir_lock, NULL);
     af->dir = dir;
 }
@@ -146,5 +178,6 @@ api_forward_owner_init(ApiForward *af, Cluster *dir)
 void
 api_forward_owner_free(ApiForward *af)
 {
+    pthread_cond_destroy(&af->lookup_done);
     pthread_mutex_destroy(&af->dir_lock);
 }

@@ -58,9 +58,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
-from stockade_fixture import Daemon, wall  # noqa: E402
+from stockade_fixture import Daemon, free_port, wall  # noqa: E402
 from test_e2b_auth import unauthenticated_head  # noqa: E402
 from test_e2b_hostile import E2B_CONF, Envd, e2b_ports  # noqa: E402
+
+import cluster_hops  # noqa: E402  (issue 25's checks, run on these scenarios' hosts)
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
@@ -70,9 +72,12 @@ SYNC_BOUND_S = 2 + 3
 ROUTE_TIMED_GETS = 50
 
 
-def cluster_conf(pg, host_id, port, token_file):
+def cluster_conf(pg, host_id, hop_port, token_file):
+    """[cluster] of one host: its host-to-host listener on hop_port, which advertise_url names
+    (hops never reach a client's listener: issue 25)."""
     return (f"[cluster]\ndatabase = {pg.conninfo}\nhost_id = {host_id}\n"
-            f"advertise_url = http://127.0.0.1:{port}\nhost_token_file = {token_file}\n")
+            f"hop_port = {hop_port}\nadvertise_url = http://127.0.0.1:{hop_port}\n"
+            f"host_token_file = {token_file}\n")
 
 
 def make_hosts(pg, scratch, warm=1, extra_conf=""):
@@ -84,7 +89,8 @@ def make_hosts(pg, scratch, warm=1, extra_conf=""):
     for h in HOSTS:
         d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
                    prefix=f"stkcl{secrets.token_hex(2)}{h}-")
-        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file) + extra_conf
+        d.hop_port = free_port()
+        d.extra_conf = cluster_conf(pg, f"host-{h}", d.hop_port, token_file) + extra_conf
         d.host_token_file = token_file
         hosts[h] = d
     return hosts
@@ -313,6 +319,8 @@ def race_e2b(pg, hosts, e2b):
     # streamed through, not buffered to the end: the first line arrives before the sleep ends
     slow = envd_run(e2b["c"][1], sbx, "echo first; sleep 1; echo second")
     assert slow[:2] == ("first\nsecond\n", 0) and slow[2] - slow[4] >= 0.8, slow
+    flood = cluster_hops.envd_flood(b, e2b["b"][1], sbx, envd_run)
+    marks = cluster_hops.e2b_marks(pg, hosts["a"], b, c, e2b, sbx)
     wrong = dict(sbx, envdAccessToken="0" * len(sbx["envdAccessToken"]))
     for port in (e2b["b"][1], e2b["c"][1]):
         status, err = Envd(port, wrong).unary("List", {})
@@ -344,7 +352,7 @@ def race_e2b(pg, hosts, e2b):
             f"sleep 1; echo' through c: first line at {slow[4]:.2f} s, end at {slow[2]:.2f} s; "
             f"a wrong "
             f"access token 401 as on b, another tenant's key 404, killed through c "
-            f"(these checks {took:.1f} s), charged once")
+            f"(these checks {took:.1f} s), charged once; {flood}; {marks}")
 
 
 def auth_status(d, token):
@@ -627,7 +635,7 @@ def route_files(a, c, sid):
         (status, dict(headers))
 
 
-def route_refusals(pg, a, b, sid, token_file):
+def route_refusals(pg, a, b, sid):
     """Another tenant: 404 as for a missing session. Forwarding headers a client made itself:
     401 on the owner and on the others. The real credential on b: one hop, 404, never
     forwarded again."""
@@ -647,15 +655,7 @@ def route_refusals(pg, a, b, sid, token_file):
                             (dict(forged, **{"X-Stockade-Host-Auth": "x" * 64}), None)):
             status, _, body = d.request("GET", f"/v1/sessions/{sid}", headers=hdrs, token=token)
             assert status == 401, (status, body)
-    with open(token_file) as f:
-        host_token = f.read().strip()
-    real = dict(forged, **{"X-Stockade-Host-Auth": host_token})
-    status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
-    assert status == 200, (status, body)  # the owner takes the real credential
-    status, _, body = b.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
-    assert status == 404, (status, body)  # a forwarded request is not forwarded again
-    status, _, body = a.request("GET", "/v1/admin/tenants", headers=real, token=None)
-    assert status == 401, (status, body)  # the credential opens session routes only
+    cluster_hops.hop_marks(a, b, sid)  # the real credential: the host-to-host listener only
 
 
 def route_cli(b, sid):
@@ -685,7 +685,6 @@ def route_outages(pg, a, b, sid):
 
 def scenario_route(pg, hosts):
     a, b, c = hosts["a"], hosts["b"], hosts["c"]
-    token_file = a.host_token_file
     for h in ("b", "c"):  # only a runs guests: b and c answer through it
         hosts[h].pools = {"minimal": dict(warm=0, slots=1)}
     start_together(hosts)
@@ -698,7 +697,9 @@ def scenario_route(pg, hosts):
     route_files(a, c, sid)
     left = route_client_leaves(a, b, sid)
     route_cli(b, sid)
-    route_refusals(pg, a, b, sid, token_file)
+    share = cluster_hops.hop_share(a, b, c, sid, until_status)
+    cost = cluster_hops.lookup_cost(a, b, sid, until_status)
+    route_refusals(pg, a, b, sid)
     local, routed = time_gets(a, b, sid)
     c.post(f"/v1/sessions/{sid}/cancel")
     a.wait_state(sid, "ended", 300)
@@ -714,7 +715,7 @@ def scenario_route(pg, hosts):
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
           f"{ROUTE_TIMED_GETS}: local p50 {p['local'][0]:.2f} ms p99 {p['local'][1]:.2f} ms, "
           f"routed p50 {p['routed'][0]:.2f} ms p99 {p['routed'][1]:.2f} ms, routed overhead "
-          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms)")
+          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms); {share}; {cost}")
 
 
 def stop_all(hosts, exc):
