@@ -46,8 +46,8 @@ void api_stop(Api *a);
  * The owner of a session as scope may see it (a tenant id, or "*" for a caller that sees
  * every tenant's, such as a holder of the sandbox's own access token): hostd/api/README.md,
  * "Forwarding" (cached per scope, found or not; one statement on the lookup connection,
- * never the loop's). E_NOT_FOUND, E_QUOTA (the scope has its share of lookups waiting),
- * E_UNAVAILABLE. Any thread; blocks for the lookup, bounded. */
+ * never the loop's). E_NOT_FOUND, E_QUOTA (the scope's lookups kept its share under way
+ * past the lookup's bound), E_UNAVAILABLE. Any thread; blocks for the lookup, bounded. */
 int api_session_owner(Api *a, const char *scope, const char *session_id, ClusterOwner *ret,
                       Error **errp);
 

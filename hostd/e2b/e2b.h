@@ -45,8 +45,8 @@ typedef struct E2bOwner {
 /* The session's owner from the cluster's index, as scope may see it (the API key's tenant;
  * for envd, whose caller proved it holds the sandbox's token, a scope of the sandbox's own).
  * Any thread (a connection thread: it blocks for a lookup, bounded, never on the loop).
- * E_NOT_FOUND when the index has no such session; E_QUOTA when scope has its share of
- * lookups waiting; E_UNAVAILABLE when the database is away. */
+ * E_NOT_FOUND when the index has no such session; E_QUOTA when scope's lookups kept their
+ * share under way past the lookup's bound; E_UNAVAILABLE when the database is away. */
 typedef int (*E2bOwnerFn)(void *userdata, const char *scope, const char *session_id, E2bOwner *ret,
                           Error **errp);
 /* Carries req unchanged (with the headers named in pass) to the owner's host-to-host

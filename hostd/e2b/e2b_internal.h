@@ -132,8 +132,8 @@ typedef struct E2bRemote {
  * for envd, whose caller's token was checked first): 1 and *ret; 0 when not (a single host,
  * a request that came as a hop, an id held here, not in the cluster's index, ended, this
  * host's, another tenant's, or its host runs no such face): the caller answers as for an
- * unknown sandbox, here; -1 when the database is away (E_UNAVAILABLE) or the scope has its
- * share of lookups waiting (E_QUOTA). The connection thread: the lookup blocks it (bounded),
+ * unknown sandbox, here; -1 when the database is away (E_UNAVAILABLE) or the scope's
+ * lookups kept their share under way past the lookup's bound (E_QUOTA). The connection thread: the lookup blocks it (bounded),
  * never the loop. */
 int e2b_elsewhere(E2b *e, HttpRequest *req, const char *id, const char *tenant, bool envd,
                   E2bRemote *ret, Error **errp);

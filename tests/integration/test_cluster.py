@@ -14,6 +14,8 @@ owner's busy guest and open session; `stockade doctor` says the database answers
 reserved) and the index says ended. Every host also runs the E2B API: a sandbox made
 through b's is admitted in PostgreSQL and owned by b, c's refuses a second one 429 (the
 cluster's max_sessions), the sandbox is read through c's native API, killed through b.
+Issue 25's (cluster_hops.py): tokenless envd requests make no index lookup and leave an
+exec's latency within 2x; a hop that reaches the wrong host is refused, not passed on.
 
 tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
 only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
@@ -37,8 +39,12 @@ client following through b goes away and b's transfer to a stops (/metrics
 stockade_forward_live back to 0 within 10 s); the
 CLI (`stockade exec` with STOCKADE_URL at b) runs a command and exits with its code. Another
 tenant's token answers 404 on a and b, as for a missing id; forwarding headers a client
-sends itself (without, or with a wrong, host credential) are 401 on every host; the real
-credential sent to b is not forwarded again (404, one hop) and opens no admin route.
+sends itself (without, or with a wrong, host credential) are 401 on every host. Hosts speak
+on their host-to-host listeners (hop_port, which advertise_url names); issue 25's checks
+(cluster_hops.py): one tenant's followed streams through b cut nobody else, a tenant's
+first question about an id costs one index lookup whether it exists or not, and the
+listener's refusals (the real credential on a client listener 401; on the hop listener:
+none 401, another host's 421, a hop never passed on, no admin route).
 Timed: 50 GETs of the session through a (local) and through b (routed), p50/p99 printed
 (no pass/fail on time; the target is a routed overhead p50 <= 5 ms). Cancelled through c,
 then closed through b (idempotent: ended).
