@@ -123,6 +123,10 @@ api_hop_start(Api *a, const ApiHopConfig *cfg, Error **errp)
     hc.tcp_port = cfg->port;
     hc.unix_path = NULL;
     hc.max_connections = HOP_MAX_CONNECTIONS;
+    /* A tenant's share of these threads is the API's ([api] max_per_caller; 0: half of this
+     * listener's), never over the listener's own cap: a share the API may take above it
+     * (its max_connections reaches 4096) would refuse the start. */
+    hc.max_per_caller = MIN(hc.max_per_caller, HOP_MAX_CONNECTIONS);
     hc.max_per_ip = HOP_MAX_CONNECTIONS;
     hc.max_pending = HOP_MAX_PENDING;
     hc.guard = hop_guard;
