@@ -159,6 +159,8 @@ static const Key keys[] = {
     {SEC_CLUSTER, "lease_s", K_UINT, CC(lease_s), 0, CLUSTER_LEASE_MIN_S, CLUSTER_LEASE_MAX_S},
     {SEC_CLUSTER, "tls_ca", K_STR, CC(tls_ca), CLUSTER_PATH_MAX_BYTES + 1, 0, 0},
     {SEC_CLUSTER, "insecure_hops", K_BOOL, CC(insecure_hops), 0, 0, 0},
+    {SEC_CLUSTER, "hop_address", K_STR, CC(hop_address), CLUSTER_HOP_ADDRESS_MAX_BYTES + 1, 0, 0},
+    {SEC_CLUSTER, "hop_port", K_UINT, CC(hop_port), 0, 1, 65535},
 };
 
 /* [pool NAME] keys write into shapes[i] / shape_images[i]. */

@@ -36,7 +36,8 @@
  *                       compatibility: hostd/e2b/e2b.h)
  *   [pool NAME]         image, vcpus, memory_mib, warm, slots   (one section per pool)
  *   [cluster]           database (libpq conninfo), host_id, advertise_url, host_token_file,
- *                       lease_s, tls_ca, insecure_hops:
+ *                       lease_s, tls_ca, insecure_hops, hop_address, hop_port (the
+ *                       host-to-host listener):
  *                       many hosts sharing one PostgreSQL (hostd/cluster/cluster.h); absent,
  *                       the host is alone and keeps everything in its SQLite
  *

@@ -48,6 +48,7 @@ struct Daemon {
     ExtractService *extract; /* the warm appliance that salvages the pool's disks */
     Store *store;
     Cluster *cluster;        /* [cluster]: the shared ledger; NULL on a single host */
+    Cluster *cluster_lookup; /* [cluster]: the API's second connection (owner lookups) */
     StoreReaders *readers;
     EventHub *hub;
     Sessions *sessions;
@@ -480,7 +481,7 @@ daemon_open_cluster(Daemon *d, Error **errp)
     const ClusterConfig *c = &d->cfg->cluster;
     if (!cluster_config_enabled(c))
         return 0;
-    if (cluster_open(c, &d->cluster, errp) < 0)
+    if (cluster_open(c, &d->cluster, errp) < 0 || cluster_connect(c, &d->cluster_lookup, errp) < 0)
         return error_prefix(errp, "[cluster]");
     sessions_set_cluster(d->sessions, d->cluster);
     log_info("cluster: host %s (%s), schema version %d", c->host_id, c->advertise_url,
@@ -488,10 +489,16 @@ daemon_open_cluster(Daemon *d, Error **errp)
     if (c->insecure_hops)
         log_warn("cluster: insecure_hops: hops to http:// hosts carry the hop credential, "
                  "tenants' identities and bodies in clear");
-    if (strncmp(c->advertise_url, "https://", 8) == 0 &&
-        (!d->cfg->http.tls_cert_file || !d->cfg->http.tcp_address))
-        log_warn("cluster: advertise_url is https:// but this API serves no TLS ([api] "
-                 "tls_cert): other hosts reach it only through a proxy that terminates TLS");
+    /* advertise_url leads to the host-to-host listener, which serves TLS with [api]'s pair. */
+    bool https = strncmp(c->advertise_url, "https://", 8) == 0;
+    if (https && !d->cfg->http.tls_cert_file)
+        log_warn("cluster: advertise_url is https:// but the host-to-host listener serves no "
+                 "TLS ([api] tls_cert): other hosts reach it only through a proxy that "
+                 "terminates TLS");
+    else if (!https && d->cfg->http.tls_cert_file)
+        log_warn("cluster: advertise_url is http:// but the host-to-host listener serves "
+                 "HTTPS ([api] tls_cert): other hosts' hops to it fail unless a proxy between "
+                 "adds TLS; advertise https://");
     daemon_tenancy_sync(d); /* before the API answers: every tenant and revocation so far */
     return 0;
 }
@@ -508,7 +515,7 @@ daemon_start_api(Daemon *d, Error **errp)
 {
     ApiDeps deps = {.loop = d->loop, .sessions = d->sessions, .pool_status = daemon_pool_status,
                     .pool_userdata = d->pool, .readers = d->readers, .store = d->store,
-                    .cluster = d->cluster,
+                    .cluster = d->cluster, .cluster_lookup = d->cluster_lookup,
                     .default_quota = &d->cfg->sessions.default_quota, .hub = d->hub,
                     .state_dir = d->cfg->state_dir};
     HttpConfig hc = d->cfg->http;
@@ -527,23 +534,28 @@ daemon_start_api(Daemon *d, Error **errp)
     return 0;
 }
 
-/* Cluster mode: where an E2B sandbox of another host lives (the loop's connection). */
+/* Cluster mode: where an E2B sandbox of another host lives (the API's lookup, off the
+ * loop: any thread). */
 static int
-daemon_e2b_owner(void *userdata, const char *session_id, E2bOwner *ret, Error **errp)
+daemon_e2b_owner(void *userdata, const char *scope, const char *session_id, E2bOwner *ret,
+                 Error **errp)
 {
     Daemon *d = userdata;
-    ClusterE2bOwner o;
-    if (cluster_e2b_owner(d->cluster, session_id, &o, errp) < 0)
+    ClusterOwner o;
+    if (api_session_owner(d->api, scope, session_id, &o, errp) < 0)
         return -1;
-    *ret = (E2bOwner){.here = strcmp(o.host_id, cluster_host_id(d->cluster)) == 0};
+    *ret = (E2bOwner){.here = strcmp(o.host_id, cluster_host_id(d->cluster)) == 0,
+                      .ended = o.ended,
+                      .api_face = o.e2b_api,
+                      .envd_face = o.e2b_envd};
     snprintf(ret->tenant, sizeof(ret->tenant), "%s", o.tenant_id);
     snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
-    snprintf(ret->api_url, sizeof(ret->api_url), "%s", o.api_url);
-    snprintf(ret->envd_url, sizeof(ret->envd_url), "%s", o.envd_url);
+    snprintf(ret->url, sizeof(ret->url), "%s", o.url);
     return 0;
 }
 
-/* Cluster mode: the envd token keys (the loop's call). */
+/* Cluster mode: the envd token keys (any thread: the envd guard's check runs on the
+ * connection thread; the keys are under the Cluster's own lock). */
 static size_t
 daemon_e2b_envd_keys(void *userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES])
 {
@@ -555,11 +567,15 @@ daemon_e2b_envd_keys(void *userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY
 
 /* ... and the hop to it: the native API's (hostd/api/api_forward_hop.c). */
 static void
-daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *base_url,
-                   const char *const *pass)
+daemon_e2b_forward(void *userdata, HttpRequest *req, const char *host_id, const char *url,
+                   bool envd, const char *tenant, const char *const *pass)
 {
     Daemon *d = userdata;
-    api_forward_pass(d->api, req, host_id, base_url, pass);
+    ApiPassTarget t = {.host_id = host_id,
+                       .url = url,
+                       .tenant = tenant,
+                       .face = envd ? API_HOP_FACE_E2B_ENVD : API_HOP_FACE_E2B_API};
+    api_forward_pass(d->api, req, &t, pass);
 }
 
 /* Cluster mode: the other hosts learn where this one's E2B faces listen (none: ''). A
@@ -608,6 +624,36 @@ daemon_start_e2b(Daemon *d, Error **errp)
     return 0;
 }
 
+/* Cluster mode: the host-to-host listener, once the faces it hands hops to run. It takes the
+ * API's HttpConfig, so with [api] tls_cert/tls_key it serves HTTPS with the API's pair (and
+ * its front door waits for a whole ClientHello), whatever [e2b] serves its clients with. */
+static int
+daemon_start_hop(Daemon *d, Error **errp)
+{
+    const ClusterConfig *c = &d->cfg->cluster;
+    HttpConfig hc = d->cfg->http;
+    ApiHopConfig hop = {.address = cluster_hop_address(c), .port = (uint16_t) c->hop_port,
+                        .http = &hc};
+    E2bFace f;
+
+    if (!d->cluster)
+        return 0;
+    hc.body_budget = d->body_budget;
+    hc.spool_dir = d->cfg->state_dir;
+    if (d->e2b) {
+        e2b_face(d->e2b, false, &f);
+        hop.e2b_api = (ApiHopFaceSpec){f.guard, f.handler, d->e2b, f.max_body_bytes};
+        e2b_face(d->e2b, true, &f);
+        hop.e2b_envd = (ApiHopFaceSpec){f.guard, f.handler, d->e2b, f.max_body_bytes};
+    }
+    if (api_hop_start(d->api, &hop, errp) < 0)
+        return -1;
+    log_info("host-to-host listener on %s://%s:%u (advertised as %s)",
+             hc.tls_cert_file ? "https" : "http", hop.address, api_hop_port(d->api),
+             c->advertise_url);
+    return 0;
+}
+
 int
 daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
 {
@@ -645,7 +691,8 @@ daemon_run(Daemon *d)
     sessions_start(d->sessions); /* first: it holds disks an earlier run left unsalvaged */
     pool_start(d->pool);
     extract_service_start(d->extract); /* launches once the pool's disks exist */
-    if (daemon_start_api(d, &err) < 0 || daemon_start_e2b(d, &err) < 0) {
+    if (daemon_start_api(d, &err) < 0 || daemon_start_e2b(d, &err) < 0 ||
+        daemon_start_hop(d, &err) < 0) {
         log_error("%s", err->message);
         return 1;
     }
@@ -660,7 +707,8 @@ daemon_free(Daemon *d)
         return;
     if (d->hub)
         eventhub_shutdown(d->hub); /* followers end */
-    /* Forwarded transfers (the E2B faces' too) end while both servers still take answers. */
+    /* Forwarded transfers (the E2B faces' too) end while both servers still take answers;
+     * then the host-to-host listener stops, before the faces it hands hops to. */
     api_stop_forwarding(d->api);
     e2b_stop(d->e2b); /* waits for connection threads; its pending loop calls never run */
     api_stop(d->api); /* the same: the loop no longer runs */
@@ -670,6 +718,7 @@ daemon_free(Daemon *d)
     sessions_free(d->sessions);
     extract_service_free(d->extract); /* what a stop left running: after the work queues */
     cluster_free(d->cluster); /* after the sessions: they settle in it while they stop */
+    cluster_free(d->cluster_lookup); /* after the API: its lookups ran on it */
     store_readers_free(d->readers);
     store_close(d->store);
     eventhub_free(d->hub);

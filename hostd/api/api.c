@@ -236,7 +236,7 @@ api_name_caller(ApiCtx *c)
 /* The head is in, the body not read: route and authenticate now, so a caller without a valid
  * token is answered 401 at once and never makes the server read its body. Whatever is
  * decided without the body is answered here; the route itself runs in api_handle(). */
-static bool
+bool
 api_guard(HttpRequest *req, void *userdata)
 {
     _cleanup_error_ Error *err = NULL;
@@ -286,7 +286,7 @@ api_guard(HttpRequest *req, void *userdata)
     return false;
 }
 
-static void
+void
 api_handle(HttpRequest *req, void *userdata)
 {
     ApiCtx *c = http_request_take_context(req); /* api_guard() passed it */
@@ -304,7 +304,7 @@ api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp)
     if (!a)
         return error_set(errp, E_INTERNAL, ENOMEM, "api");
     a->d = *deps;
-    if (deps->cluster && api_forward_new(&a->fwd, errp) < 0) {
+    if (deps->cluster && api_forward_new(deps->cluster_lookup, &a->fwd, errp) < 0) {
         free(a);
         return -1;
     }
@@ -324,7 +324,7 @@ api_stop(Api *a)
 {
     if (!a)
         return;
-    api_forward_stop(a->fwd); /* transfers answer while the server still takes answers */
+    api_stop_forwarding(a); /* transfers answer while the server still takes answers */
     http_server_stop(a->http);
     api_forward_free(a->fwd);
     free(a);

@@ -7,6 +7,8 @@
  * with a running guest, which are bounded by their own chunk deadlines. */
 #pragma once
 
+#include "api_forward.h"
+#include "cluster_route.h"
 #include "error.h"
 #include "eventhub.h"
 #include "http.h"
@@ -29,6 +31,8 @@ typedef struct ApiDeps {
     StoreReaders *readers;
     Store *store;                    /* the loop thread's writer: admin changes only */
     Cluster *cluster;                /* [cluster]: the loop thread's connection; else NULL */
+    Cluster *cluster_lookup;         /* [cluster]: a second one, for owner lookups off the loop
+                                      * (any thread, one at a time: the API serialises them) */
     const AdmitQuota *default_quota; /* of tenants without their own */
     EventHub *hub;
     const char *state_dir;
@@ -37,22 +41,57 @@ typedef struct ApiDeps {
 int api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp);
 void api_stop(Api *a);
 
-/* Cluster mode, for the E2B faces (hostd/e2b, "Cluster"; handed to them by the daemon): the
- * hop of a forwarded request (hostd/api/README.md, "Forwarding") without an identity. req
- * goes to base_url (an http:// URL read from the cluster, checked again here) + its path and
- * query, with its body, its Content-Type and of its other headers only those named in pass
- * (a NULL-terminated list that outlives the transfer; a value that is not plain one-line
- * ASCII of at most 4 KiB is left out), and nothing naming this host or the caller: the other
- * end authenticates the caller itself. The answer comes back as a forwarded request's does
- * (whole, or streamed as it arrives); 502 naming host_id when the other end cannot be
- * reached. Answers req exactly once, also when it cannot start (503 without [cluster] or
- * once api_stop_forwarding() ran). Any thread. */
-void api_forward_pass(Api *a, HttpRequest *req, const char *host_id, const char *base_url,
-                      const char *const *pass);
+/* Cluster mode, for the E2B faces (hostd/e2b, "Cluster"; handed to them by the daemon).
+ *
+ * The owner of a session as scope may see it (a tenant id, or "*" for a caller that sees
+ * every tenant's, such as a holder of the sandbox's own access token): hostd/api/README.md,
+ * "Forwarding" (cached per scope, found or not; one statement on the lookup connection,
+ * never the loop's). E_NOT_FOUND, E_QUOTA (the scope's lookups kept its share under way
+ * past the lookup's bound), E_UNAVAILABLE. Any thread; blocks for the lookup, bounded. */
+int api_session_owner(Api *a, const char *scope, const char *session_id, ClusterOwner *ret,
+                      Error **errp);
+
+/* The hop of a forwarded request (hostd/api/README.md, "Forwarding") without an identity:
+ * req goes to url (the owner's advertise_url: its host-to-host listener) + its path and query
+ * for the owner's face `face`, with its body, its Content-Type and of its other headers only
+ * those named in pass (a NULL-terminated list that outlives the transfer; a value that is not
+ * plain one-line ASCII of at most 4 KiB is left out), the host credential and the hop's
+ * marks, and nothing naming the caller: the owner's face authenticates the caller itself.
+ * It counts against tenant's share of hops (429 beyond). The answer comes back as a
+ * forwarded request's does (whole, or streamed as it arrives); 502 naming host_id when the
+ * other end cannot be reached. Answers req exactly once, also when it cannot start (503
+ * without [cluster] or once api_stop_forwarding() ran). Any thread. */
+typedef struct ApiPassTarget {
+    const char *host_id, *url, *tenant;
+    ApiHopFace face;
+} ApiPassTarget;
+void api_forward_pass(Api *a, HttpRequest *req, const ApiPassTarget *t, const char *const *pass);
 /* No new forwarded transfer from now on (they answer 503); waits a little for running ones
- * to end. Before stopping the servers whose requests they answer (the E2B faces' too).
+ * to end; then the host-to-host listener stops (no other host's hop reaches a face any
+ * more). Before stopping the servers whose requests they answer (the E2B faces' too).
  * NULL is fine; api_stop() does it again. */
 void api_stop_forwarding(Api *a);
+
+/* The host-to-host listener (issue 25; hostd/api/README.md, "The host-to-host listener"):
+ * where every other host's hops arrive, apart from the clients' listeners and their limits.
+ * It serves only requests with the host credential and this host's id in the hop's marks,
+ * and hands each to the face it names: the native one (always), and the E2B faces given
+ * here (a NULL guard: this host runs none, such hops are 404). Cluster mode only; after
+ * api_start() and e2b_start(). */
+typedef struct ApiHopFaceSpec {
+    HttpGuard guard;
+    HttpHandler handler;
+    void *userdata;
+    size_t max_body_bytes;
+} ApiHopFaceSpec;
+typedef struct ApiHopConfig {
+    const char *address;    /* numeric IPv4/IPv6 */
+    uint16_t port;          /* 0: any (see api_hop_port()) */
+    const HttpConfig *http; /* the API's: deadlines, body budget and spool */
+    ApiHopFaceSpec e2b_api, e2b_envd;
+} ApiHopConfig;
+int api_hop_start(Api *a, const ApiHopConfig *cfg, Error **errp);
+uint16_t api_hop_port(const Api *a);
 
 /* Makes a new API token for tenant_id (admin: an operator token) from 256 bits of getrandom,
  * stores only its SHA-256 and commits. ret_token gets the text, the one time it exists;

@@ -1,18 +1,13 @@
 /* Forwarding a request for a session another host owns (issue 16): when, to whom, and the
  * owner's acceptance of a forwarded identity. See api_forward.h for the trust rules,
- * api_forward_hop.c for the transfer, hostd/api/README.md ("Forwarding") for the picture.
+ * api_forward_owner.c for the owner lookup, api_forward_hop.c for the transfer, api_hop.c for
+ * the listener hops arrive on, hostd/api/README.md ("Forwarding") for the picture.
  *
  * Where: api_handle() asks api_forward_take() once the request (head and body, within the
- * local limits) is in and its caller authenticated. Only a request naming one session whose
- * id this host's store does not hold, in cluster mode, not itself forwarded, is taken.
- *
- * The owner lookup uses the daemon's one PostgreSQL connection, which belongs to the loop
- * thread: the lookup is posted there (http_loop_post) rather than given a connection of
- * its own, so PostgreSQL sees one connection per host, an outage is met by the connection's
- * own reconnect backoff (503 at once, not a connect per request), and nothing else touches
- * the connection from another thread. Owners are cached (session ids never move; a short
- * expiry follows a host that comes back at another advertise_url), so the loop is asked
- * once per session and a minute, not per request. */
+ * local limits) is in and its caller authenticated. Only a request naming one session that
+ * is not this caller's in this host's store, in cluster mode, not itself a hop, is taken.
+ * The owner lookup runs right there, on the connection thread, on the lookup connection
+ * (never the loop's: api_forward_owner.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,44 +17,10 @@
 #include "log.h"
 #include "timeutil.h"
 
-#define FWD_LOOKUP_TIMEOUT_USEC (10 * USEC_PER_SEC) /* the loop's owner lookup */
-#define FWD_CACHE_TTL_USEC (60 * USEC_PER_SEC)
 #define FWD_STOP_WAIT_USEC (3 * USEC_PER_SEC) /* api_stop() waits for transfers this long */
 
-static uint64_t
-slot_of(const char *id)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *id; id++)
-        h = (h ^ (unsigned char) *id) * 1099511628211ull;
-    return h % FWD_CACHE_SLOTS;
-}
-
-static bool
-cache_get(ApiForward *af, const char *id, ClusterOwner *ret)
-{
-    pthread_mutex_lock(&af->lock);
-    CacheSlot *s = &af->cache[slot_of(id)];
-    bool hit = s->expires_usec > now_usec() && strcmp(s->id, id) == 0;
-    if (hit)
-        *ret = s->owner;
-    pthread_mutex_unlock(&af->lock);
-    return hit;
-}
-
-static void
-cache_put(ApiForward *af, const char *id, const ClusterOwner *o)
-{
-    pthread_mutex_lock(&af->lock);
-    CacheSlot *s = &af->cache[slot_of(id)];
-    snprintf(s->id, sizeof(s->id), "%s", id);
-    s->owner = *o;
-    s->expires_usec = now_usec() + FWD_CACHE_TTL_USEC;
-    pthread_mutex_unlock(&af->lock);
-}
-
 int
-api_forward_new(ApiForward **ret, Error **errp)
+api_forward_new(Cluster *dir, ApiForward **ret, Error **errp)
 {
     ApiForward *af = calloc(1, sizeof(*af));
     if (!af)
@@ -70,6 +31,7 @@ api_forward_new(ApiForward **ret, Error **errp)
         return error_set(errp, E_INTERNAL, 0, "curl_global_init");
     }
     pthread_mutex_init(&af->lock, NULL);
+    api_forward_owner_init(af, dir);
     *ret = af;
     return 0;
 }
@@ -101,18 +63,12 @@ api_forward_free(ApiForward *af)
     if (left > 0) /* a transfer still ends and touches af: leave it (only at a stuck stop) */
         return;
     api_forward_handles_free(af);
+    api_forward_owner_free(af);
     pthread_mutex_destroy(&af->lock);
     free(af);
 }
 
 /* ------------------------------------------------------------------ deciding */
-
-typedef struct {
-    Api *api;
-    char id[64];
-    char tenant[64];
-    bool admin;
-} Lookup;
 
 static void
 respond_no_session(HttpRequest *req, const char *id)
@@ -122,84 +78,71 @@ respond_no_session(HttpRequest *req, const char *id)
     http_respond_error(req, &e, NULL);
 }
 
-/* With the owner known: 404 for another tenant's session (never 403: a tenant must not
- * learn it exists), for one the index gives this host (lost here: no second hop), else on
- * to the owner. */
-static void
-fwd_route(Api *a, HttpRequest *req, const Lookup *l, const ClusterOwner *o)
-{
-    if ((strcmp(o->tenant_id, l->tenant) != 0 && !l->admin) ||
-        strcmp(o->host_id, cluster_host_id(a->d.cluster)) == 0)
-        respond_no_session(req, l->id);
-    else
-        api_forward_hop_start(a, req, o, l->tenant, l->admin);
-}
-
-static void
-lookup_on_loop(HttpLoopCall *call, void *userdata)
-{
-    Lookup *l = userdata;
-    _cleanup_error_ Error *err = NULL;
-    ClusterOwner o;
-    HttpRequest *req = http_loop_claim(call);
-
-    if (!req) {
-        http_loop_release(call);
-        return;
-    }
-    if (cluster_session_owner(l->api->d.cluster, l->id, &o, &err) == 0) {
-        cache_put(l->api->fwd, l->id, &o);
-        fwd_route(l->api, req, l, &o);
-    } else if (err->category == E_NOT_FOUND) {
-        respond_no_session(req, l->id);
-    } else {
-        log_warn("forward: owner of %s: %s", l->id, err->message);
-        http_respond_error(req, err, NULL); /* E_UNAVAILABLE: 503, as elsewhere in a cluster */
-    }
-    http_loop_release(call);
-}
-
+/* Whether this host's store holds the session as this caller may see it (its tenant's, or
+ * any for an operator). Another tenant's session here is looked up in the index like a
+ * missing one (and answered 404 the same way, at the same cost). */
 static bool
-session_is_local(Api *a, const char *id)
+session_is_callers(ApiCtx *c, const char *id)
 {
     SessionRecord rec;
-    Store *s = store_reader_acquire(a->d.readers);
+    Store *s = store_reader_acquire(c->api->d.readers);
     int r = store_session_get(s, id, &rec, NULL);
-    store_reader_release(a->d.readers, s);
-    if (r == 0)
-        session_record_clear(&rec);
-    return r == 0; /* a store error: answered here, by the route, as before */
+    store_reader_release(c->api->d.readers, s);
+    if (r < 0)
+        return false;
+    bool mine = c->admin || strcmp(rec.tenant_id, c->tenant) == 0;
+    session_record_clear(&rec);
+    return mine;
 }
 
 bool
 api_forward_take(ApiCtx *c)
 {
+    _cleanup_error_ Error *err = NULL;
     Api *a = c->api;
+    ClusterOwner o;
+
     if (!a->d.cluster || c->forwarded || !api_forward_is_session_path(c->seg, c->n_seg) ||
-        !sessions_id_is_valid(c->seg[2]) || session_is_local(a, c->seg[2]))
+        !sessions_id_is_valid(c->seg[2]) || session_is_callers(c, c->seg[2]))
         return false; /* the local route answers (404 for an unknown id) */
-    Lookup *l = calloc(1, sizeof(*l));
-    if (!l)
-        return false;
-    *l = (Lookup){.api = a, .admin = c->admin};
-    snprintf(l->id, sizeof(l->id), "%s", c->seg[2]);
-    snprintf(l->tenant, sizeof(l->tenant), "%s", c->tenant);
+    char id[64], tenant[sizeof(c->tenant)];
+    bool admin = c->admin;
+    snprintf(id, sizeof(id), "%s", c->seg[2]);
+    snprintf(tenant, sizeof(tenant), "%s", c->tenant);
     HttpRequest *req = c->req;
     api_ctx_done(c);
-    ClusterOwner o;
-    if (cache_get(a->fwd, l->id, &o)) {
-        fwd_route(a, req, l, &o);
-        free(l);
+    if (api_forward_owner(a->fwd, admin ? FWD_SCOPE_OPERATOR : tenant, id, &o, &err) < 0) {
+        if (err->category == E_NOT_FOUND) {
+            respond_no_session(req, id);
+            return true;
+        }
+        if (err->category == E_UNAVAILABLE)
+            log_warn("forward: owner of %s: %s", id, err->message);
+        http_respond_error(req, err, NULL); /* 503 as elsewhere in a cluster; 429 */
         return true;
     }
-    http_loop_post(req, &(HttpLoopSpec){.loop = a->d.loop,
-                                        .fn = lookup_on_loop,
-                                        .ctx = l,
-                                        .free_ctx = free,
-                                        .timeout_usec = FWD_LOOKUP_TIMEOUT_USEC,
-                                        .timeout_message = "the session's owner lookup timed out",
-                                        .stop_answers = true});
+    /* 404 for another tenant's session (never 403: a tenant must not learn it exists), for
+     * one the index gives this host (not here for this caller: no second hop). */
+    if ((strcmp(o.tenant_id, tenant) != 0 && !admin) ||
+        strcmp(o.host_id, cluster_host_id(a->d.cluster)) == 0)
+        respond_no_session(req, id);
+    else
+        api_forward_hop_start(a, req,
+                              &(HopSpec){.host_id = o.host_id,
+                                         .base_url = o.url,
+                                         .face = API_HOP_FACE_API,
+                                         .tenant = tenant,
+                                         .admin = admin});
     return true;
+}
+
+int
+api_session_owner(Api *a, const char *scope, const char *session_id, ClusterOwner *ret,
+                  Error **errp)
+{
+    if (!a || !a->fwd)
+        return error_set(errp, E_UNAVAILABLE, 0, "not a cluster");
+    return api_forward_owner(a->fwd, scope, session_id, ret, errp);
 }
 
 /* ------------------------------------------------------------------ placing a create */
@@ -232,7 +175,12 @@ api_forward_place(ApiCtx *c, const char *pool)
     HttpRequest *req = c->req;
     api_ctx_done(c);
     atomic_fetch_add(&a->fwd->placed, 1);
-    api_forward_hop_start(a, req, &o, tenant, admin);
+    api_forward_hop_start(a, req,
+                          &(HopSpec){.host_id = o.host_id,
+                                     .base_url = o.url,
+                                     .face = API_HOP_FACE_API,
+                                     .tenant = tenant,
+                                     .admin = admin});
     return true;
 }
 
@@ -250,17 +198,21 @@ api_forward_identify(ApiCtx *c, Error **errp)
 
     if (!c->api->d.cluster) /* without [cluster] nothing changes: the headers mean nothing */
         return 0;
-    int r = api_forward_identity(hop_credential_ok, c->api->d.cluster,
+    bool hop = http_request_from_peer(c->req);
+    int r = api_forward_identity(hop_credential_ok, c->api->d.cluster, hop,
                                  http_header(c->req, API_FORWARD_HOST_HEADER),
                                  http_header(c->req, API_FORWARD_TENANT_HEADER),
                                  http_header(c->req, API_FORWARD_ADMIN_HEADER), tenant, &admin);
     if (r == 1)
         return 0;
+    if (r < 0 && !hop)
+        return error_set(errp, E_UNAUTHORIZED, 0,
+                         "forwarding headers are taken only on the host-to-host listener");
     /* Only a request another host would forward: the credential opens nothing else. */
     if (r < 0 || !(api_forward_is_session_path(c->seg, c->n_seg) ||
                    api_forward_is_create(http_method(c->req), c->seg, c->n_seg)))
         return error_set(errp, E_UNAUTHORIZED, 0,
-                         "forwarding headers without a valid host credential");
+                         "a hop needs the host credential, an identity and a session path");
     snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
     c->admin = admin;
     c->forwarded = true;
@@ -285,8 +237,24 @@ api_forward_metrics(ApiForward *af, FILE *f)
             "stockade_forward_unreachable_total %llu\n"
             "# HELP stockade_forward_placed_total Creates placed on another host (no idle "
             "guest of the pool here).\n"
-            "# TYPE stockade_forward_placed_total counter\nstockade_forward_placed_total %llu\n",
+            "# TYPE stockade_forward_placed_total counter\nstockade_forward_placed_total %llu\n"
+            "# HELP stockade_forward_lookups_total Owner lookups in the cluster's session "
+            "index (the cache had no answer).\n"
+            "# TYPE stockade_forward_lookups_total counter\nstockade_forward_lookups_total %llu\n"
+            "# HELP stockade_forward_lookup_hits_total Owner lookups the cache answered (found "
+            "or not).\n"
+            "# TYPE stockade_forward_lookup_hits_total counter\n"
+            "stockade_forward_lookup_hits_total %llu\n"
+            "# HELP stockade_forward_refused_total Requests refused 429 here: their tenant held "
+            "its share of hops or of owner lookups.\n"
+            "# TYPE stockade_forward_refused_total counter\n"
+            "stockade_forward_refused_total{what=\"hops\"} %llu\n"
+            "stockade_forward_refused_total{what=\"lookups\"} %llu\n",
             live, (unsigned long long) atomic_load(&af->forwarded),
             (unsigned long long) atomic_load(&af->unreachable),
-            (unsigned long long) atomic_load(&af->placed));
+            (unsigned long long) atomic_load(&af->placed),
+            (unsigned long long) atomic_load(&af->index_lookups),
+            (unsigned long long) atomic_load(&af->lookup_hits),
+            (unsigned long long) atomic_load(&af->refused_hops),
+            (unsigned long long) atomic_load(&af->refused_lookups));
 }

@@ -1,15 +1,19 @@
 /* Forwarding (issue 16, "any host answers for any session"): in cluster mode a request for a
  * session another host owns is proxied to that host (api_forward.c); this header also holds
  * the pure rules (api_forward_rules.c: which requests forward, the upstream URL, which
- * headers cross, the host-to-host identity check), linked alone by unit_api_forward.
+ * headers cross, the host-to-host identity check, the hop's faces, a per-key tally), linked
+ * alone by unit_api_forward.
  *
  * Trust: the forwarding host has authenticated the caller from its own copy of the tokens;
- * it sends the owner the hop credential (API_FORWARD_HOST_HEADER: the hop key derived from
- * the cluster's host secret, hostd/cluster/cluster_keys.h, never the secret) and the caller's
- * resolved identity (API_FORWARD_TENANT_HEADER, API_FORWARD_ADMIN_HEADER). The owner takes
- * that identity only with a credential equal (constant time) to one of its own hop keys; any
- * of these headers without it is a 401, so a client that sends them gets nothing from them.
- * A forwarded request is never forwarded again (one hop). */
+ * it sends the owner's host-to-host listener (api_hop.c: never a client's listener, issue
+ * 25) the hop credential (API_FORWARD_HOST_HEADER: the hop key derived from the cluster's
+ * host secret, hostd/cluster/cluster_keys.h, never the secret), the host the hop is for
+ * (API_HOP_TO_HEADER), the face it is for (API_HOP_FACE_HEADER) and, for the native face,
+ * the caller's resolved identity (API_FORWARD_TENANT_HEADER, API_FORWARD_ADMIN_HEADER). The
+ * owner's listener serves nothing without a credential equal (constant time) to one of its
+ * own hop keys (a rotation's two), and refuses a hop for another host (421); a client's
+ * listener refuses any of these headers (401), so a client that sends them gets nothing from
+ * them. A request that came as a hop is never forwarded again (one hop), on every face. */
 #pragma once
 
 #include <stdbool.h>
@@ -18,7 +22,42 @@
 #define API_FORWARD_HOST_HEADER "X-Stockade-Host-Auth"          /* the hop credential */
 #define API_FORWARD_TENANT_HEADER "X-Stockade-Forwarded-Tenant" /* the caller's tenant */
 #define API_FORWARD_ADMIN_HEADER "X-Stockade-Forwarded-Admin"   /* "1": an operator */
+#define API_HOP_TO_HEADER "X-Stockade-Hop-To"                   /* the host it is for */
+#define API_HOP_FACE_HEADER "X-Stockade-Hop-Face"               /* api, e2b-api, e2b-envd */
+/* On the hop listener's 401 for a refused credential (any face): the forwarding host answers
+ * its client 502 naming the owner, never the owner's 401 (the caller's key was not at fault). */
+#define API_HOP_REFUSED_HEADER "X-Stockade-Hop-Refused"
 #define API_FORWARD_TENANT_MAX_BYTES 63
+#define API_TALLY_KEYS 1024 /* distinct keys an ApiTally counts at once */
+
+/* Which of the owner's faces a hop is for: its host-to-host listener hands it to that face's
+ * own guard and handler. */
+typedef enum {
+    API_HOP_FACE_API,
+    API_HOP_FACE_E2B_API,
+    API_HOP_FACE_E2B_ENVD,
+    API_HOP_FACES
+} ApiHopFace;
+const char *api_hop_face_name(ApiHopFace f);
+/* The face a API_HOP_FACE_HEADER value names; -1 for anything else (or NULL). */
+int api_hop_face_parse(const char *name);
+
+/* Counts per key (a tenant, a lookup scope) of things held at once, to cap each key's share
+ * of a budget every key draws from. No allocation: a fixed table; the caller locks. */
+typedef struct {
+    char key[API_FORWARD_TENANT_MAX_BYTES + 1];
+    unsigned n; /* 0: a free slot */
+} ApiTallySlot;
+typedef struct {
+    ApiTallySlot slot[API_TALLY_KEYS];
+} ApiTally;
+/* One more for key, unless it holds max already, the key is over
+ * API_FORWARD_TENANT_MAX_BYTES or the table has no slot left for a new key: false, nothing
+ * counted. */
+bool api_tally_enter(ApiTally *t, const char *key, unsigned max);
+/* One less for key (a key not counted: nothing). */
+void api_tally_leave(ApiTally *t, const char *key);
+unsigned api_tally_count(const ApiTally *t, const char *key);
 #define API_FORWARD_URL_MAX_BYTES (255 + 4096 + 1 + 4096) /* advertise_url, path, '?', query */
 
 /* Whether a request with these decoded path segments names one session (and so may be
@@ -43,11 +82,13 @@ bool api_forward_response_header_kept(const char *name);
 /* Whether presented is a hop credential this host accepts (in constant time). */
 typedef bool (*ApiForwardCredentialFn)(void *userdata, const char *presented);
 
-/* The owner's check of a forwarded identity. credential_ok: this host's check of the
- * credential (NULL: not a cluster); presented, tenant, admin: the request's three headers
- * (NULL when absent). Returns 0 and fills ret_tenant/ret_admin when the credential is
- * accepted and the tenant is well formed; 1 when none of the headers came (not forwarded);
- * -1 otherwise (refuse). */
-int api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata,
+/* The check of a forwarded identity. credential_ok: this host's check of the hop
+ * credential (NULL: not a cluster); hop: the request came in on the host-to-host listener;
+ * presented, tenant, admin: the request's three headers (NULL when absent). On a client's
+ * listener (!hop): 1 when none of them came (not forwarded), -1 when any did (refuse: only
+ * the host-to-host listener takes them). On the host-to-host listener: 0 and
+ * ret_tenant/ret_admin filled when the credential is accepted and the tenant is well formed,
+ * -1 otherwise (a hop always carries an identity). */
+int api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata, bool hop,
                          const char *presented, const char *tenant, const char *admin,
                          char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1], bool *ret_admin);

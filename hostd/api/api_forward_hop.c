@@ -1,5 +1,9 @@
 /* The hop of a forwarded request: the owner's side in a thread of its own, the client's
  * side on the connection thread. See api_forward.c for when, api_forward.h for the trust.
+ * Every hop goes to the owner's host-to-host listener (its advertise_url, api_hop.c), never
+ * to a listener of its clients, whose per-address and connection limits it would share
+ * (issue 25), and names the host and the face it is for. Each tenant has at most
+ * FWD_TENANT_HOPS_MAX hops under way from here at once (429 beyond).
  *
  * One detached thread per forwarded request runs libcurl (blocking easy interface) towards
  * the owner, on a handle kept with its connection from an earlier transfer when there is
@@ -48,13 +52,16 @@ typedef struct {
     HttpRequest *req; /* until answered */
     char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
     char url[API_FORWARD_URL_MAX_BYTES + 1];
-    char tenant[64];
+    char tenant[64];  /* the native face's identity */
+    char hop_key[64]; /* the tenant this hop counts against (ApiForward.hops) */
+    ApiHopFace face;
     bool admin;
     bool head; /* a HEAD: the owner sends headers only; its length is answered */
-    /* The hop key this host sends (cluster_hop_credential(), never the secret); "" when
-     * passing (api_forward_pass): no identity. */
+    /* The hop key this host sends to the owner's hop listener (cluster_hop_credential(),
+     * never the secret), on every face. */
     char hop_auth[CLUSTER_HOP_AUTH_HEX_BYTES + 1];
-    const char *const *pass; /* the request headers passed through unchanged, or NULL */
+    bool hop_refused; /* the owner's hop listener refused hop_auth (API_HOP_REFUSED_HEADER) */
+    const char *const *pass; /* the E2B faces: the client's headers passed through, or NULL */
     const char *tls_ca;      /* the CA an https:// owner's certificate must chain to; NULL:
                               * the system's store (the Cluster's string, lives as long) */
     bool insecure;           /* [cluster] insecure_hops: http:// owners allowed */
@@ -179,16 +186,25 @@ fwd_stream_end(void *userdata)
     fwd_unref(f);
 }
 
+/* Whether the owner's 401 is about this host, not the caller: its hop listener refused the
+ * credential (it says so in HOP_REFUSED_HEADER, on every face), or a hop carrying an identity
+ * was refused (the caller's own token never goes upstream on the native face). An E2B face's
+ * own 401 (the client's key or token) passes through. */
+static bool
+fwd_credential_refused(const Fwd *f)
+{
+    return f->status == 401 && (f->hop_refused || !f->pass);
+}
+
 /* Answers the client once, under no lock (the producer may start at once). stream: as a
- * stream of what comes; else whole, from the buffer. An owner that answered a hop carrying
- * an identity with 401 refused this host's credential (the caller's own token never goes
- * upstream): that is this host's failure, not the caller's, so 502 naming the owner. */
+ * stream of what comes; else whole, from the buffer. An owner that refused this host's
+ * credential: that is this host's failure, not the caller's, so 502 naming the owner. */
 static void
 fwd_answer(Fwd *f, bool stream)
 {
     HttpRequest *req = f->req;
     f->req = NULL;
-    if (!f->pass && f->status == 401) {
+    if (fwd_credential_refused(f)) {
         respond_hop_failed(req, f, "refused this host's credential: ",
                            "their host_token_file holds no secret this host sends (a rotation "
                            "step missed?)");
@@ -253,6 +269,8 @@ keep_header(Fwd *f, const char *line, size_t len)
         snprintf(f->ctype, sizeof(f->ctype), "%.*s", (int) (end - v), v);
     } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
         f->chunked = true;
+    } else if (strcasecmp(name, API_HOP_REFUSED_HEADER) == 0) {
+        f->hop_refused = true;
     } else if (api_forward_response_header_kept(name) && f->n_kept < FWD_MAX_KEPT_HEADERS) {
         char *k = strdup(name), *val = strndup(v, (size_t) (end - v));
         if (!k || !val) {
@@ -273,6 +291,7 @@ fwd_header(char *line, size_t size, size_t nmemb, void *userdata)
 
     if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) { /* a new answer (after a 100) */
         f->chunked = false;
+        f->hop_refused = false;
         f->ctype[0] = '\0';
         return len;
     }
@@ -289,7 +308,7 @@ fwd_should_stream(const Fwd *f)
 {
     bool sized =
         !f->chunked && f->content_length >= 0 && (uint64_t) f->content_length <= FWD_BUFFER_BYTES;
-    if (!f->pass && f->status == 401)
+    if (fwd_credential_refused(f))
         return false; /* answered by this host (fwd_answer), never streamed through */
     return !sized && f->body_off == f->body_len;
 }
@@ -367,22 +386,34 @@ header_add(struct curl_slist **h, const char *name, const char *value)
     return t != NULL;
 }
 
+/* What every hop carries: no 100-continue round trip before a body, the host credential,
+ * the host and the face it is for. */
+static struct curl_slist *
+fwd_hop_headers(const Fwd *f)
+{
+    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+    const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->hop_auth},
+                            {API_HOP_TO_HEADER, f->host_id},
+                            {API_HOP_FACE_HEADER, api_hop_face_name(f->face)}};
+    for (size_t i = 0; h && i < ELEMENTSOF(fmt); i++)
+        if (!header_add(&h, fmt[i][0], fmt[i][1]))
+            goto fail_free;
+    return h;
+
+fail_free:
+    curl_slist_free_all(h);
+    return NULL;
+}
+
+/* The native face: the caller's identity and the client's Content-Type. */
 static struct curl_slist *
 fwd_request_headers(const Fwd *f, const char *ctype)
 {
-    struct curl_slist *h = NULL, *t;
-    const char *fixed[] = {"Expect:", /* no 100-continue round trip before a body */
-                           f->admin ? API_FORWARD_ADMIN_HEADER ": 1"
-                                    : API_FORWARD_ADMIN_HEADER ": 0"};
-    for (size_t i = 0; i < ELEMENTSOF(fixed); i++) {
-        if (!(t = curl_slist_append(h, fixed[i])))
-            goto fail_free;
-        h = t;
-    }
-    const char *fmt[][2] = {{API_FORWARD_HOST_HEADER, f->hop_auth},
-                            {API_FORWARD_TENANT_HEADER, f->tenant},
+    struct curl_slist *h = fwd_hop_headers(f);
+    const char *fmt[][2] = {{API_FORWARD_TENANT_HEADER, f->tenant},
+                            {API_FORWARD_ADMIN_HEADER, f->admin ? "1" : "0"},
                             {"Content-Type", ctype}};
-    for (size_t i = 0; i < ELEMENTSOF(fmt); i++)
+    for (size_t i = 0; h && i < ELEMENTSOF(fmt); i++)
         if (fmt[i][1] && !header_add(&h, fmt[i][0], fmt[i][1]))
             goto fail_free;
     return h;
@@ -412,11 +443,11 @@ plain_ctype(HttpRequest *req)
 }
 
 /* Passing (api_forward_pass): the client's own headers of f->pass, unchanged, and nothing
- * that names this host or the caller. */
+ * that names the caller (the owner's E2B face authenticates it). */
 static struct curl_slist *
 fwd_pass_headers(const Fwd *f, HttpRequest *req)
 {
-    struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+    struct curl_slist *h = fwd_hop_headers(f);
     const char *ct = plain_ctype(req);
 
     if (h && ct && !header_add(&h, "Content-Type", ct))
@@ -547,6 +578,26 @@ live_leave(ApiForward *af)
     pthread_mutex_unlock(&af->lock);
 }
 
+/* The tenant's share of hops (FWD_TENANT_HOPS_MAX), taken for the transfer's life. */
+static bool
+hop_key_enter(ApiForward *af, const char *key)
+{
+    pthread_mutex_lock(&af->lock);
+    bool ok = api_tally_enter(&af->hops, key, FWD_TENANT_HOPS_MAX);
+    pthread_mutex_unlock(&af->lock);
+    if (!ok)
+        atomic_fetch_add(&af->refused_hops, 1);
+    return ok;
+}
+
+static void
+hop_key_leave(ApiForward *af, const char *key)
+{
+    pthread_mutex_lock(&af->lock);
+    api_tally_leave(&af->hops, key);
+    pthread_mutex_unlock(&af->lock);
+}
+
 static void *
 fwd_thread(void *userdata)
 {
@@ -582,19 +633,11 @@ fwd_thread(void *userdata)
     ApiForward *af = f->af;
     if (f->curl)
         handle_give(af, f->curl, rc == CURLE_OK);
+    hop_key_leave(af, f->hop_key);
     fwd_unref(f);
     live_leave(af);
     return NULL;
 }
-
-/* The hop's destination and who it carries: an identity (tenant, admin, this host's
- * credential), or none and the client's headers of pass. */
-typedef struct {
-    const char *host_id, *base_url;
-    const char *tenant;
-    bool admin;
-    const char *const *pass;
-} HopSpec;
 
 static Fwd *
 fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
@@ -604,8 +647,7 @@ fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
         free(f);
         return NULL;
     }
-    if (!hs->pass)
-        cluster_hop_credential(a->d.cluster, f->hop_auth);
+    cluster_hop_credential(a->d.cluster, f->hop_auth);
     f->tls_ca = cluster_tls_ca(a->d.cluster);
     f->insecure = cluster_insecure_hops(a->d.cluster);
     pthread_mutex_init(&f->lock, NULL);
@@ -616,16 +658,35 @@ fwd_new(Api *a, HttpRequest *req, const HopSpec *hs)
     f->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     f->content_length = -1;
     f->admin = hs->admin;
+    f->face = hs->face;
     f->head = strcmp(http_method(req), "HEAD") == 0;
     f->pass = hs->pass;
     snprintf(f->tenant, sizeof(f->tenant), "%s", hs->tenant ? hs->tenant : "");
+    snprintf(f->hop_key, sizeof(f->hop_key), "%s",
+             hs->admin    ? FWD_SCOPE_OPERATOR
+             : hs->tenant ? hs->tenant
+                          : "");
     snprintf(f->host_id, sizeof(f->host_id), "%s", hs->host_id);
     f->body = http_body(req, &f->body_len);
     return f;
 }
 
+/* 429: the tenant has its share of hops under way (they end as their transfers do). */
 static void
-hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
+respond_hops_full(HttpRequest *req)
+{
+    Error e = {.category = E_QUOTA};
+    snprintf(e.message, sizeof(e.message),
+             "this tenant has %d requests on their way to other hosts from this one, the most "
+             "at once: retry when one has ended",
+             FWD_TENANT_HOPS_MAX);
+    http_respond_error(req, &e,
+                       json_pack("{s:s,s:i,s:i}", "quota", "forwarded_requests", "limit",
+                                 FWD_TENANT_HOPS_MAX, "retry_after", 1));
+}
+
+void
+api_forward_hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
 {
     pthread_attr_t attr;
     pthread_t t;
@@ -640,10 +701,18 @@ hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
         live_leave(a->fwd);
         return;
     }
+    if (!hop_key_enter(a->fwd, f->hop_key)) {
+        f->req = NULL;
+        respond_hops_full(req);
+        fwd_unref(f);
+        live_leave(a->fwd);
+        return;
+    }
     if (f->efd < 0 || api_forward_url(hs->base_url, http_path(req), http_raw_query(req), f->url,
                                       sizeof(f->url)) < 0) {
         respond_unreachable(req, f, f->efd < 0 ? "no eventfd" : "its advertise_url is not usable");
         f->req = NULL;
+        hop_key_leave(a->fwd, f->hop_key);
         fwd_unref(f);
         live_leave(a->fwd);
         return;
@@ -652,6 +721,7 @@ hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
         respond_hop_failed(req, f, hop_failure_what(CURLE_UNSUPPORTED_PROTOCOL),
                            "the credential and the request would cross the network in clear");
         f->req = NULL;
+        hop_key_leave(a->fwd, f->hop_key);
         fwd_unref(f);
         live_leave(a->fwd);
         return;
@@ -664,33 +734,30 @@ hop_start(Api *a, HttpRequest *req, const HopSpec *hs)
     if (r != 0) {
         respond_plain(req, E_UNAVAILABLE, "the daemon is overloaded");
         f->req = NULL;
+        hop_key_leave(a->fwd, f->hop_key);
         fwd_unref(f);
         live_leave(a->fwd);
     }
 }
 
 void
-api_forward_hop_start(Api *a, HttpRequest *req, const ClusterOwner *owner, const char *tenant,
-                      bool admin)
+api_forward_pass(Api *a, HttpRequest *req, const ApiPassTarget *t, const char *const *pass)
 {
-    hop_start(
-        a, req,
-        &(HopSpec){
-            .host_id = owner->host_id, .base_url = owner->url, .tenant = tenant, .admin = admin});
-}
-
-void
-api_forward_pass(Api *a, HttpRequest *req, const char *host_id, const char *base_url,
-                 const char *const *pass)
-{
-    hop_start(a, req, &(HopSpec){.host_id = host_id, .base_url = base_url, .pass = pass});
+    api_forward_hop_start(a, req,
+                          &(HopSpec){.host_id = t->host_id,
+                                     .base_url = t->url,
+                                     .face = t->face,
+                                     .tenant = t->tenant,
+                                     .pass = pass});
 }
 
 void
 api_stop_forwarding(Api *a)
 {
-    if (a)
-        api_forward_stop(a->fwd);
+    if (!a)
+        return;
+    api_forward_stop(a->fwd);
+    api_hop_server_stop(a); /* no other host's hop reaches a face that is about to stop */
 }
 
 void

@@ -76,12 +76,12 @@ tenant_ok(const char *t)
 }
 
 int
-api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata, const char *presented,
-                     const char *tenant, const char *admin,
+api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata, bool hop,
+                     const char *presented, const char *tenant, const char *admin,
                      char ret_tenant[API_FORWARD_TENANT_MAX_BYTES + 1], bool *ret_admin)
 {
-    if (!presented && !tenant && !admin)
-        return 1;
+    if (!hop)
+        return !presented && !tenant && !admin ? 1 : -1;
     if (!credential_ok || !presented || !tenant)
         return -1;
     if (!credential_ok(userdata, presented))
@@ -91,4 +91,74 @@ api_forward_identity(ApiForwardCredentialFn credential_ok, void *userdata, const
     snprintf(ret_tenant, API_FORWARD_TENANT_MAX_BYTES + 1, "%s", tenant);
     *ret_admin = admin && strcmp(admin, "1") == 0;
     return 0;
+}
+
+static const char *const face_names[API_HOP_FACES] = {"api", "e2b-api", "e2b-envd"};
+
+const char *
+api_hop_face_name(ApiHopFace f)
+{
+    return (unsigned) f < API_HOP_FACES ? face_names[f] : "";
+}
+
+int
+api_hop_face_parse(const char *name)
+{
+    for (int i = 0; name && i < API_HOP_FACES; i++)
+        if (strcmp(name, face_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* The key's slot, or NULL; *ret_free gets the first free slot (NULL: none). */
+static ApiTallySlot *
+tally_find(ApiTally *t, const char *key, ApiTallySlot **ret_free)
+{
+    *ret_free = NULL;
+    for (size_t i = 0; i < API_TALLY_KEYS; i++) {
+        ApiTallySlot *s = &t->slot[i];
+        if (s->n == 0) {
+            if (!*ret_free)
+                *ret_free = s;
+        } else if (strcmp(s->key, key) == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+bool
+api_tally_enter(ApiTally *t, const char *key, unsigned max)
+{
+    ApiTallySlot *free_slot;
+    if (strlen(key) > API_FORWARD_TENANT_MAX_BYTES)
+        return false;
+    ApiTallySlot *s = tally_find(t, key, &free_slot);
+    if (!s) {
+        if (!free_slot || max == 0)
+            return false;
+        s = free_slot;
+        snprintf(s->key, sizeof(s->key), "%s", key);
+    } else if (s->n >= max) {
+        return false;
+    }
+    s->n++;
+    return true;
+}
+
+void
+api_tally_leave(ApiTally *t, const char *key)
+{
+    ApiTallySlot *free_slot;
+    ApiTallySlot *s = tally_find(t, key, &free_slot);
+    if (s)
+        s->n--;
+}
+
+unsigned
+api_tally_count(const ApiTally *t, const char *key)
+{
+    ApiTallySlot *free_slot;
+    ApiTallySlot *s = tally_find((ApiTally *) t, key, &free_slot);
+    return s ? s->n : 0;
 }

@@ -19,6 +19,8 @@ struct Api {
     ApiDeps d;
     HttpServer *http;
     ApiForward *fwd; /* [cluster]: requests for other hosts' sessions (api_forward.c) */
+    HttpServer *hop; /* [cluster]: the host-to-host listener (api_hop.c) */
+    ApiHopFaceSpec hop_faces[API_HOP_FACES];
 };
 
 struct Route;
@@ -39,6 +41,11 @@ typedef struct ApiCtx {
 } ApiCtx;
 
 typedef void (*ApiRouteFn)(ApiCtx *c);
+
+/* api.c: the native face's guard and handler (HttpGuard, HttpHandler; userdata the Api),
+ * shared by its own listener and the host-to-host one (api_hop.c). */
+bool api_guard(HttpRequest *req, void *userdata);
+void api_handle(HttpRequest *req, void *userdata);
 
 /* Runs fn(c) on the loop thread; fn must answer and then call api_ctx_done(c). */
 void api_on_loop(ApiCtx *c, ApiRouteFn fn);
@@ -64,7 +71,8 @@ bool api_forward_take(ApiCtx *c);
  * one has no idle guest of pool, another has; c is done and the owner answers), false when
  * this host admits it (it has an idle guest, nobody has, not a cluster, or forwarded here). */
 bool api_forward_place(ApiCtx *c, const char *pool);
-int api_forward_new(ApiForward **ret, Error **errp);
+/* dir: the lookup connection (ApiDeps.cluster_lookup), used from any thread, one at a time. */
+int api_forward_new(Cluster *dir, ApiForward **ret, Error **errp);
 /* Before the HTTP server stops: refuses new transfers (503) and waits (3 s at most) for the
  * running ones to end, each answering its request while the server can still take the
  * answer. NULL is fine. */

@@ -379,7 +379,7 @@ cluster_reload_credential(Cluster *c, Error **errp)
 }
 
 int
-cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
+cluster_connect(const ClusterConfig *cfg, Cluster **ret, Error **errp)
 {
     if (cluster_config_check(cfg, errp) < 0)
         return -1;
@@ -431,7 +431,16 @@ cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
         return error_set(errp, E_UNAVAILABLE, 0, "cluster database: %.300s",
                          PQerrorMessage(c->conn));
     PQsetNoticeProcessor(c->conn, notice_ignore, NULL);
-    if (cluster_migrate(c, errp) < 0 || cluster_rejoin(c, errp) < 0)
+    *ret = TAKE_PTR(c);
+    return 0;
+}
+
+int
+cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp)
+{
+    _cleanup_cluster_ Cluster *c = NULL;
+    if (cluster_connect(cfg, &c, errp) < 0 || cluster_migrate(c, errp) < 0 ||
+        cluster_rejoin(c, errp) < 0)
         return -1;
     *ret = TAKE_PTR(c);
     return 0;

@@ -52,6 +52,13 @@ typedef struct Cluster Cluster;
  * several hosts start at once) and registers this host (upsert of its hosts row, heartbeat
  * now). E_UNAVAILABLE when the server cannot be reached; E_INVALID for a bad conninfo. */
 int cluster_open(const ClusterConfig *cfg, Cluster **ret, Error **errp);
+/* Another connection to the same database, for calls that must not wait on the loop thread
+ * (the forwarding's owner lookups: hostd/api/api_forward_owner.c): it only connects (the
+ * schema and this host's row are cluster_open()'s), under the same bounds. Owned by one
+ * thread at a time: its user serialises the calls. It reads host_token_file too (the same
+ * checks at start), but its keys are never used or reloaded: a hop's credential and the envd
+ * keys are always cluster_open()'s Cluster's (cluster_reload_credential()). */
+int cluster_connect(const ClusterConfig *cfg, Cluster **ret, Error **errp);
 void cluster_free(Cluster *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Cluster, cluster_free)
 /* Reads host_token_file again (SIGHUP: a rotation step, hostd/cluster/README.md) and

@@ -46,7 +46,7 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
 {
     if (!cluster_config_enabled(c)) {
         if (c->host_id[0] || c->advertise_url[0] || c->host_token_file[0] || c->lease_s ||
-            c->tls_ca[0] || c->insecure_hops)
+            c->tls_ca[0] || c->insecure_hops || c->hop_address[0] || c->hop_port)
             return error_set(errp, E_INVALID, 0, "[cluster] needs database (a libpq conninfo)");
         return 0;
     }
@@ -70,6 +70,10 @@ cluster_config_check(const ClusterConfig *c, Error **errp)
                          "[cluster] advertise_url is http://: hops carry the host credential "
                          "and bodies in clear, so other hosts refuse it; advertise https:// "
                          "(with [api] tls_cert and tls_key) or set insecure_hops = true");
+    if (c->hop_port == 0 || c->hop_port > 65535)
+        return error_set(errp, E_INVALID, 0,
+                         "[cluster] hop_port must be 1..65535: the host-to-host listener, which "
+                         "advertise_url reaches");
     return 0;
 }
 
@@ -77,6 +81,12 @@ bool
 cluster_url_is_plain_http(const char *url)
 {
     return strncasecmp(url, "http://", 7) == 0; /* curl reads the scheme in any case */
+}
+
+const char *
+cluster_hop_address(const ClusterConfig *c)
+{
+    return c->hop_address[0] ? c->hop_address : CLUSTER_HOP_ADDRESS_DEFAULT;
 }
 
 /* A host name or IPv4 address, or a bracketed IPv6 literal: what may stand before ":port". */

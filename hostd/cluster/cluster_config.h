@@ -14,6 +14,8 @@
 #define CLUSTER_PATH_MAX_BYTES 1024
 #define CLUSTER_TOKEN_MIN_BYTES 32 /* the host-to-host credential: at least 256 bits of text */
 #define CLUSTER_TOKEN_MAX_BYTES 4096
+#define CLUSTER_HOP_ADDRESS_MAX_BYTES 63 /* a numeric IPv4 or IPv6 address */
+#define CLUSTER_HOP_ADDRESS_DEFAULT "127.0.0.1"
 /* The pg_advisory_lock key of schema migrations ("StckClus"). */
 #define CLUSTER_SCHEMA_LOCK_KEY INT64_C(0x5374636b436c7573)
 /* A host whose heartbeat is older than its lease (the database's clock) is taken over. */
@@ -35,6 +37,10 @@ typedef struct ClusterConfig {
      * hop's credential, identity and bodies cross the network in clear). */
     char tls_ca[CLUSTER_PATH_MAX_BYTES + 1];
     bool insecure_hops;
+    /* The host-to-host listener (issue 25): where the other hosts' hops arrive, apart from
+     * every client's listener and limits; advertise_url must reach it. "" = 127.0.0.1. */
+    char hop_address[CLUSTER_HOP_ADDRESS_MAX_BYTES + 1];
+    unsigned hop_port; /* required in cluster mode */
 } ClusterConfig;
 
 /* Pure checks of a [cluster] section: E_INVALID naming the key. An empty database with any
@@ -42,6 +48,8 @@ typedef struct ClusterConfig {
 int cluster_config_check(const ClusterConfig *c, Error **errp);
 bool cluster_config_enabled(const ClusterConfig *c);
 bool cluster_host_id_is_valid(const char *id);
+/* The address the host-to-host listener binds ([cluster] hop_address, else the default). */
+const char *cluster_hop_address(const ClusterConfig *c);
 
 /* A host's E2B listener as the others reach it (issue 16): "http://" ("https://" when tls:
  * the listener serves TLS) + the host part of advertise_url (its authority without userinfo

@@ -17,6 +17,14 @@ copy_col(const PGresult *r, int col, char *dst, size_t cap)
     return true;
 }
 
+/* A published E2B listener read back: only the form cluster_e2b_url() writes counts. */
+static bool
+e2b_col(const PGresult *r, int col)
+{
+    char url[CLUSTER_URL_MAX_BYTES + 1];
+    return copy_col(r, col, url, sizeof(url)) && cluster_e2b_url_is_valid(url);
+}
+
 int
 cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Error **errp)
 {
@@ -25,38 +33,17 @@ cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Err
     ClusterOwner o = {0};
 
     if (cluster_query(c,
-                      "SELECT s.tenant_id, s.host_id, coalesce(h.url, '') FROM sessions s"
-                      " LEFT JOIN hosts h ON h.id = s.host_id WHERE s.id = $1",
+                      "SELECT s.tenant_id, s.host_id, coalesce(h.url, ''), s.state = 'ended',"
+                      " coalesce(h.e2b_api_url, ''), coalesce(h.e2b_envd_url, '')"
+                      " FROM sessions s LEFT JOIN hosts h ON h.id = s.host_id WHERE s.id = $1",
                       1, p, &r, errp) < 0)
         return -1;
     if (PQntuples(r) != 1 || !copy_col(r, 0, o.tenant_id, sizeof(o.tenant_id)) ||
         !copy_col(r, 1, o.host_id, sizeof(o.host_id)) || !copy_col(r, 2, o.url, sizeof(o.url)))
         return error_set(errp, E_NOT_FOUND, 0, "no session %.64s", session_id);
-    *ret = o;
-    return 0;
-}
-
-int
-cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Error **errp)
-{
-    _cleanup_pgresult_ PGresult *r = NULL;
-    const char *p[] = {session_id};
-    ClusterE2bOwner o = {0};
-
-    if (cluster_query(c,
-                      "SELECT s.tenant_id, s.host_id, coalesce(h.e2b_api_url, ''),"
-                      " coalesce(h.e2b_envd_url, '') FROM sessions s"
-                      " LEFT JOIN hosts h ON h.id = s.host_id"
-                      " WHERE s.id = $1 AND s.state <> 'ended'",
-                      1, p, &r, errp) < 0)
-        return -1;
-    if (PQntuples(r) != 1 || !copy_col(r, 0, o.tenant_id, sizeof(o.tenant_id)) ||
-        !copy_col(r, 1, o.host_id, sizeof(o.host_id)))
-        return error_set(errp, E_NOT_FOUND, 0, "no session %.64s", session_id);
-    if (!copy_col(r, 2, o.api_url, sizeof(o.api_url)) || !cluster_e2b_url_is_valid(o.api_url))
-        o.api_url[0] = '\0';
-    if (!copy_col(r, 3, o.envd_url, sizeof(o.envd_url)) || !cluster_e2b_url_is_valid(o.envd_url))
-        o.envd_url[0] = '\0';
+    o.ended = strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+    o.e2b_api = e2b_col(r, 4);
+    o.e2b_envd = e2b_col(r, 5);
     *ret = o;
     return 0;
 }

@@ -11,31 +11,25 @@ typedef struct ClusterOwner {
     char tenant_id[64];
     char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
     char url[CLUSTER_URL_MAX_BYTES + 1]; /* the owner's advertise_url ("" if it has no row) */
+    bool ended;                          /* the index says the session ended */
+    /* The owner runs these E2B faces (it published a cluster_e2b_url() form for each; a value
+     * of another form is another host's and counts as none). */
+    bool e2b_api, e2b_envd;
 } ClusterOwner;
 
-/* The session's tenant and owning host, from the index. E_NOT_FOUND if the index has no
- * such session (or a field read back is over its bound: the row is treated as absent);
- * E_UNAVAILABLE when the server is away. A blocking round trip: the connection's thread. */
+/* The session's tenant, owning host, its advertise_url, whether it ended and which E2B faces
+ * the owner runs, from the index: one statement for the native and the E2B forwarding.
+ * E_NOT_FOUND if the index has no such session (or a field read back is over its bound: the
+ * row is treated as absent); E_UNAVAILABLE when the server is away. A blocking round trip:
+ * the connection's thread. */
 int cluster_session_owner(Cluster *c, const char *session_id, ClusterOwner *ret, Error **errp);
 
-/* Where a sandbox of the E2B faces lives (hostd/e2b, "Cluster"): its tenant, its owner and
- * the owner's E2B listeners (cluster_e2b_url() forms; "" when the owner publishes none or a
- * value read back is not of that form: the row is another host's). */
-typedef struct ClusterE2bOwner {
-    char tenant_id[64];
-    char host_id[CLUSTER_HOST_ID_MAX_BYTES + 1];
-    char api_url[CLUSTER_URL_MAX_BYTES + 1];
-    char envd_url[CLUSTER_URL_MAX_BYTES + 1];
-} ClusterE2bOwner;
-
-/* The owner of a session that has not ended, with its host's E2B URLs. E_NOT_FOUND if the
- * index has no such session, it ended, or an id read back is over its bound; E_UNAVAILABLE
- * when the server is away. A blocking round trip: the connection's thread. */
-int cluster_e2b_owner(Cluster *c, const char *session_id, ClusterE2bOwner *ret, Error **errp);
 /* Publishes this host's E2B listeners: http://<advertise_url's host>:<port> (https:// when
  * tls: they serve TLS) for each port that is not 0, '' for 0 (none: a host restarted
- * without [e2b] takes back what an earlier run published). E_INVALID if advertise_url has no
- * host to build them from. A blocking round trip: the connection's thread. */
+ * without [e2b] takes back what an earlier run published). Other hosts read only whether a
+ * face runs here (ClusterOwner.e2b_api, e2b_envd): their hops for it come to the host-to-host
+ * listener. E_INVALID if advertise_url has no host to build them from. A blocking round
+ * trip: the connection's thread. */
 int cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, bool tls, Error **errp);
 
 /* A heartbeat younger than this makes a host a place for a create: three beats (2 s each),

@@ -415,6 +415,18 @@ e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp)
     return 0;
 }
 
+void
+e2b_face(const E2b *e, bool envd, E2bFace *ret)
+{
+    (void) e; /* the handlers' userdata is e itself */
+    *ret = envd ? (E2bFace){.guard = e2b_envd_guard,
+                            .handler = e2b_envd_handle,
+                            .max_body_bytes = E2B_ENVD_MAX_BODY_BYTES}
+                : (E2bFace){.guard = e2b_api_guard,
+                            .handler = e2b_api_handle,
+                            .max_body_bytes = E2B_API_MAX_BODY_BYTES};
+}
+
 unsigned
 e2b_api_port(const E2b *e)
 {

@@ -22,6 +22,7 @@
 
 #include "e2b_config.h"
 #include "error.h"
+#include "http.h"
 #include "pool_status.h"
 
 typedef struct E2b E2b;
@@ -30,8 +31,6 @@ typedef struct Sessions Sessions;
 typedef struct StoreReaders StoreReaders;
 typedef struct EventHub EventHub;
 typedef struct AdmitQuota AdmitQuota;
-
-typedef struct HttpRequest HttpRequest;
 
 /* Cluster mode (README.md, "Cluster"): where a sandbox this host does not hold lives. */
 #define E2B_PEER_URL_MAX_BYTES 255
@@ -42,18 +41,24 @@ typedef struct HttpRequest HttpRequest;
 typedef struct E2bOwner {
     char tenant[64];
     char host_id[64];
-    char api_url[E2B_PEER_URL_MAX_BYTES + 1]; /* its E2B listeners ("" : it runs none) */
-    char envd_url[E2B_PEER_URL_MAX_BYTES + 1];
-    bool here; /* the cluster says this host: never forwarded (one hop) */
+    char url[E2B_PEER_URL_MAX_BYTES + 1]; /* its host-to-host listener (advertise_url) */
+    bool here;                /* the cluster says this host: never forwarded (one hop) */
+    bool ended;               /* the index says the session ended */
+    bool api_face, envd_face; /* the owner runs these E2B faces */
 } E2bOwner;
-/* The session's owner from the cluster's index (loop thread: a database round trip).
- * E_NOT_FOUND when the index has no live session of that id; E_UNAVAILABLE when the
- * database is away. */
-typedef int (*E2bOwnerFn)(void *userdata, const char *session_id, E2bOwner *ret, Error **errp);
-/* Carries req unchanged (with the headers named in pass) to base_url and answers it with
- * what comes back, exactly once (hostd/api: api_forward_pass()). Any thread. */
-typedef void (*E2bForwardFn)(void *userdata, HttpRequest *req, const char *host_id,
-                             const char *base_url, const char *const *pass);
+/* The session's owner from the cluster's index, as scope may see it (the API key's tenant;
+ * for envd, whose caller proved it holds the sandbox's token, a scope of the sandbox's own).
+ * Any thread (a connection thread: it blocks for a lookup, bounded, never on the loop).
+ * E_NOT_FOUND when the index has no such session; E_QUOTA when scope's lookups kept their
+ * share under way past the lookup's bound; E_UNAVAILABLE when the database is away. */
+typedef int (*E2bOwnerFn)(void *userdata, const char *scope, const char *session_id, E2bOwner *ret,
+                          Error **errp);
+/* Carries req unchanged (with the headers named in pass) to the owner's host-to-host
+ * listener at url, for its envd face (envd) or its control plane, counted against tenant's
+ * share of hops, and answers it with what comes back, exactly once (hostd/api:
+ * api_forward_pass()). Any thread. */
+typedef void (*E2bForwardFn)(void *userdata, HttpRequest *req, const char *host_id, const char *url,
+                             bool envd, const char *tenant, const char *const *pass);
 
 typedef struct E2bDeps {
     Loop *loop;
@@ -75,7 +80,8 @@ typedef struct E2bDeps {
     /* [cluster]: the envd token keys derived from the host credential every host shares
      * (current first, two during a rotation: hostd/cluster/cluster_keys.h), into ret; returns
      * how many. A sandbox's envd token is an HMAC under the current one and any host accepts
-     * either's (e2b_envd_token_for()). NULL: a single host, random tokens. Loop thread. */
+     * either's (e2b_envd_token_for()). NULL: a single host, random tokens. Any thread (the
+     * envd guard checks a token on the connection thread). */
     size_t (*envd_keys)(void *cluster_userdata, uint8_t ret[E2B_ENVD_KEYS_MAX][E2B_ENVD_KEY_BYTES]);
 } E2bDeps;
 
@@ -85,6 +91,14 @@ int e2b_start(const E2bDeps *deps, const E2bConfig *cfg, E2b **ret, Error **errp
 /* Wakes every waiting handler, closes both listeners, joins their threads, frees. Once the
  * loop no longer runs (daemon_free(): calls posted to it refer to e); NULL is fine. */
 void e2b_stop(E2b *e);
+/* A face's guard and handler (userdata: the E2b) and its body cap, for the host-to-host
+ * listener (hostd/api/api_hop.c), which hands it the other hosts' hops for this face. */
+typedef struct E2bFace {
+    HttpGuard guard;
+    HttpHandler handler;
+    size_t max_body_bytes;
+} E2bFace;
+void e2b_face(const E2b *e, bool envd, E2bFace *ret);
 /* The bound ports (useful with port 0 in tests). */
 unsigned e2b_api_port(const E2b *e);
 unsigned e2b_envd_port(const E2b *e);

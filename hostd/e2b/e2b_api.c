@@ -144,13 +144,7 @@ sandbox_on_loop(E2bCall *c)
 {
     SandboxCall *sc = (SandboxCall *) c;
     _cleanup_error_ Error *err = NULL;
-    E2bRemote remote;
-    int where = e2b_elsewhere(c->e, sc->id, sc->tenant, false, &remote, &err);
-    if (where > 0) { /* another host's, of this tenant: its own E2B API answers */
-        e2b_call_forward(c, &remote);
-        return;
-    }
-    E2bSandbox *sb = where == 0 ? e2b_sandbox_running(c->e, sc->id, sc->tenant, &err) : NULL;
+    E2bSandbox *sb = e2b_sandbox_running(c->e, sc->id, sc->tenant, &err);
     if (sb)
         (void) sandbox_op(c->e, sc, sb, &err);
     e2b_call_done(c, err);
@@ -197,6 +191,18 @@ route_sandbox(ApiReq *a, SandboxOp op)
         return;
     }
     sc->timeout_usec = t_s * USEC_PER_SEC;
+    /* Cluster mode: another host's sandbox of this tenant goes to that host's E2B API (through
+     * its host-to-host listener), looked up here (the connection thread), never on the loop. */
+    E2bRemote remote;
+    int where = e2b_elsewhere(a->e, a->req, sc->id, sc->tenant, false, &remote, &err);
+    if (where != 0) {
+        if (where > 0)
+            e2b_forward(a->e, a->req, &remote);
+        else
+            reply_error(a->req, err);
+        e2b_call_unref(&sc->c);
+        return;
+    }
     e2b_post(a->e, a->req, &sc->c, sandbox_on_loop, sandbox_reply, E2B_CALL_TIMEOUT_USEC);
 }
 

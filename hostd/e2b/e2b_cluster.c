@@ -1,13 +1,15 @@
 /* Cluster mode (README.md, "Cluster"): any host's E2B faces answer for any sandbox of the
- * cluster. A request naming a sandbox this host's table does not hold is looked up in the
- * cluster's session index on the loop thread (E2bDeps.owner: the database connection is the
- * loop's) and then carried unchanged to the owner's E2B listener (E2bDeps.forward: the native
- * API's hop, hostd/api/api_forward_hop.c), which answers it as if it had come there: the
- * owner authenticates X-API-KEY (tokens are the cluster's), X-Access-Token and
- * E2B-Traffic-Access-Token (the sandbox's token is the owner's) itself, so no host credential
- * goes along and a forged request gains nothing. The control plane checks the key's tenant
- * against the index first: another tenant's sandbox is 404 here as an unknown one. Never
- * twice: a row naming this host is an unknown sandbox. */
+ * cluster. A request naming a sandbox this host's store does not hold (as its caller may see
+ * it) is looked up in the cluster's session index (E2bDeps.owner: on the connection thread,
+ * on the API's lookup connection and cache, never the loop's) and then carried unchanged to
+ * the owner's host-to-host listener for that face (E2bDeps.forward: the native API's hop,
+ * hostd/api/api_forward_hop.c), which hands it to its own face and answers it as if it had
+ * come there: the owner authenticates X-API-KEY (tokens are the cluster's), X-Access-Token
+ * and E2B-Traffic-Access-Token (the sandbox's token is the owner's) itself, so the hop's
+ * credential (the hop key, never the host secret) opens the listener and nothing else: a
+ * forged request gains nothing. The control plane checks the key's tenant against the index
+ * first: another tenant's sandbox is 404 here as an unknown one. Never twice: a request that
+ * came as a hop is answered here, and a row naming this host is an unknown sandbox. */
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <stdio.h>
@@ -36,24 +38,45 @@ static const char *const pass_headers[] = {
     NULL,
 };
 
+/* Whether this host's store holds the sandbox's session (tenant's, when given). */
+static bool
+sandbox_is_here(E2b *e, const char *sid, const char *tenant)
+{
+    SessionRecord rec;
+    Store *s = store_reader_acquire(e->d.readers);
+    int r = store_session_get(s, sid, &rec, NULL);
+    store_reader_release(e->d.readers, s);
+    if (r < 0)
+        return false;
+    bool here = !tenant || strcmp(rec.tenant_id, tenant) == 0;
+    session_record_clear(&rec);
+    return here;
+}
+
 int
-e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret, Error **errp)
+e2b_elsewhere(E2b *e, HttpRequest *req, const char *id, const char *tenant, bool envd,
+              E2bRemote *ret, Error **errp)
 {
     _cleanup_error_ Error *err = NULL;
-    char sid[E2B_SESSION_ID_BYTES];
+    char sid[E2B_SESSION_ID_BYTES], scope[64];
     E2bOwner o = {0};
 
-    if (!e->d.owner || !e2b_sandbox_id_is_valid(id) || e2b_sandbox_find(e, id))
+    if (!e->d.owner || http_request_from_peer(req) || !e2b_sandbox_id_is_valid(id))
         return 0;
     e2b_session_id_from_sandbox(id, sid);
-    if (e->d.owner(e->d.cluster_userdata, sid, &o, &err) < 0)
+    if (sandbox_is_here(e, sid, tenant))
+        return 0;
+    /* envd: the caller holds this sandbox's token, so it may know where it lives; its
+     * lookups are its own, apart from every tenant's. */
+    snprintf(scope, sizeof(scope), "%s%s", tenant ? "" : "sbx:", tenant ? tenant : id);
+    if (e->d.owner(e->d.cluster_userdata, scope, sid, &o, &err) < 0)
         return err->category == E_NOT_FOUND ? 0
                                             : error_set(errp, err->category, 0, "%s", err->message);
-    const char *url = e2b_forward_target(o.tenant, o.here, o.api_url, o.envd_url, tenant, envd);
-    if (!url)
+    if (!e2b_forward_target(o.tenant, o.here, o.ended, envd ? o.envd_face : o.api_face, tenant))
         return 0;
+    *ret = (E2bRemote){.envd = envd};
     snprintf(ret->host_id, sizeof(ret->host_id), "%s", o.host_id);
-    snprintf(ret->url, sizeof(ret->url), "%s", url);
+    snprintf(ret->url, sizeof(ret->url), "%s", o.url);
     snprintf(ret->tenant, sizeof(ret->tenant), "%s", o.tenant);
     return 1;
 }
@@ -96,15 +119,5 @@ e2b_envd_token_derived_check(E2b *e, const E2bEnvdAuth *auth, Error **errp)
 void
 e2b_forward(E2b *e, HttpRequest *req, const E2bRemote *r)
 {
-    e->d.forward(e->d.cluster_userdata, req, r->host_id, r->url, pass_headers);
-}
-
-void
-e2b_call_forward(E2bCall *c, const E2bRemote *r)
-{
-    HttpLoopCall *hl = TAKE_PTR(c->hl);
-    HttpRequest *req = http_loop_claim(hl);
-    if (req)
-        e2b_forward(c->e, req, r);
-    http_loop_release(hl); /* may free c (and r with it): the hop has copied what it needs */
+    e->d.forward(e->d.cluster_userdata, req, r->host_id, r->url, r->envd, r->tenant, pass_headers);
 }

@@ -366,9 +366,6 @@ envd_health(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
 typedef struct CheckCall {
     E2bCall c;
     E2bEnvdAuth auth;
-    bool where_only; /* a request without a body: only whether it is another host's */
-    bool forward;    /* out: it is, and goes to remote */
-    E2bRemote remote;
     char tenant[sizeof(((E2bRemote *) 0)->tenant)]; /* out: the sandbox's tenant, once its
                                                      * token passed */
 } CheckCall;
@@ -384,16 +381,9 @@ check_on_loop(E2bCall *c)
 {
     CheckCall *cc = (CheckCall *) c;
     _cleanup_error_ Error *err = NULL;
-    int where = e2b_elsewhere(c->e, cc->auth.id, NULL, true, &cc->remote, &err);
-    cc->forward = where > 0;
-    if (where > 0) { /* checked here before a body byte is read, and by the owner again */
-        if (e2b_envd_token_derived_check(c->e, &cc->auth, &err) == 0)
-            snprintf(cc->tenant, sizeof(cc->tenant), "%s", cc->remote.tenant);
-    } else if (where == 0 && !cc->where_only) {
-        E2bSandbox *sb = e2b_envd_sandbox(c->e, &cc->auth, &err);
-        if (sb)
-            snprintf(cc->tenant, sizeof(cc->tenant), "%s", sb->tenant);
-    }
+    E2bSandbox *sb = e2b_envd_sandbox(c->e, &cc->auth, &err);
+    if (sb)
+        snprintf(cc->tenant, sizeof(cc->tenant), "%s", sb->tenant);
     e2b_call_done(c, err);
 }
 
@@ -450,13 +440,44 @@ envd_name_caller(HttpRequest *req, const char *tenant)
         (void) http_request_set_caller(req, key);
 }
 
-/* A request with a body has its credentials checked on the loop before a body byte is read:
- * without the sandbox's token it is answered at once and its body never read. A request
- * without one is checked by its handler (its head is all there is). In cluster mode every
- * request asks the loop whether its sandbox is another host's (e2b_cluster.c); such a
- * request has its credentials checked here against the cluster's derived token
- * (e2b_envd_token_for()), also without a body, then is read (within the local limits) and
- * forwarded whole; the owner checks them again. */
+/* Cluster mode, on the connection thread. Every sandbox's token is the cluster's derived one
+ * (e2b_envd_token_for() under the current envd key; either key of a rotation is accepted:
+ * e2b_envd_token_derived_check()), so the credentials are checked first, before the loop or
+ * the database is asked anything: a request without the sandbox's token costs neither (issue
+ * 25, finding 7). /health alone needs no token for a sandbox of this host (the handler
+ * answers it); for any other it does. With the token, a sandbox this host's store does not
+ * hold is looked up (off the loop) and goes to its owner. 1: forward to *ret; 0: answered
+ * here; -1: refused (*errp). */
+static int
+envd_cluster_check(E2b *e, HttpRequest *req, const E2bEnvdAuth *auth, E2bRemote *ret, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    char sid[E2B_SESSION_ID_BYTES];
+
+    if (e2b_envd_token_derived_check(e, auth, &err) == 0)
+        return e2b_elsewhere(e, req, auth->id, NULL, true, ret, errp);
+    bool health = strcmp(http_path(req), "/health") == 0 && !auth->code;
+    e2b_session_id_from_sandbox(auth->id, sid);
+    if (health && !http_request_from_peer(req) && sessions_id_is_valid(sid)) {
+        SessionRecord rec;
+        Store *s = store_reader_acquire(e->d.readers);
+        int here = store_session_get(s, sid, &rec, NULL);
+        store_reader_release(e->d.readers, s);
+        if (here == 0) {
+            session_record_clear(&rec);
+            return 0;
+        }
+    }
+    return error_set(errp, E_UNAUTHORIZED, 0, "%s", err->message);
+}
+
+/* A request with a body has its credentials checked before a body byte is read: without the
+ * sandbox's token it is answered at once and its body never read. A request without one is
+ * checked by its handler (its head is all there is). On a single host the check runs on the
+ * loop (the tokens are the loop's). In cluster mode it runs here first (envd_cluster_check(),
+ * also without a body), and a request for another host's sandbox is read (within the local
+ * limits) and forwarded whole; the owner checks the credentials again. Once the token passed,
+ * the request counts for the sandbox's tenant in the layer's shares. */
 bool
 e2b_envd_guard(HttpRequest *req, void *userdata)
 {
@@ -464,6 +485,8 @@ e2b_envd_guard(HttpRequest *req, void *userdata)
     _cleanup_error_ Error *err = NULL;
     const char *why = NULL;
     bool body = http_request_has_body(req);
+    E2bRemote remote;
+    int where = 0;
 
     if (!body && !e->d.owner)
         return true;
@@ -478,20 +501,19 @@ e2b_envd_guard(HttpRequest *req, void *userdata)
         return false;
     }
     envd_credentials(req, &cc->auth);
-    cc->where_only = !body;
     bool code = cc->auth.code;
-    int r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
-    E2bRemote remote = cc->remote;
-    bool forward = r == 0 && cc->forward;
-    if (r == 0)
-        envd_name_caller(req, cc->tenant);
+    int r = e->d.owner ? (where = envd_cluster_check(e, req, &cc->auth, &remote, &err)) : 0;
+    if (r >= 0 && body && where == 0)
+        r = e2b_call(e, &cc->c, check_on_loop, E2B_CALL_TIMEOUT_USEC, &err);
+    if (r >= 0)
+        envd_name_caller(req, where > 0 ? remote.tenant : cc->tenant);
     e2b_call_unref(&cc->c);
-    if (r == 0 && code && !code_body_fits(req)) {
+    if (r >= 0 && code && !code_body_fits(req)) {
         error_set(&err, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);
         r = -1;
     }
-    if (r == 0)
-        return forward ? envd_forward_later(req, &remote) : true;
+    if (r >= 0)
+        return where > 0 ? envd_forward_later(req, &remote) : true;
     if (strcmp(http_path(req), "/files") == 0 || code)
         e2b_files_error(req, err);
     else

@@ -122,30 +122,30 @@ void *e2b_call_new(size_t size, void (*free_fn)(E2bCall *c));
 
 typedef struct E2bRemote {
     char host_id[64];
-    char url[E2B_PEER_URL_MAX_BYTES + 1]; /* the owner's listener for this face */
-    char tenant[64];                      /* the sandbox's (E2bOwner.tenant) */
+    char url[E2B_PEER_URL_MAX_BYTES + 1]; /* the owner's host-to-host listener */
+    char tenant[64];                      /* the sandbox's: its share of hops */
+    bool envd;                            /* for the owner's envd face, else its control plane */
 } E2bRemote;
 
-/* Loop thread. Whether sandbox id, which this host's table does not hold, is another host's
- * that this request goes to (e2b_forward_target(): tenant for the control plane, NULL for
- * envd): 1 and *ret; 0 when not (a single host, an id held here, not in the cluster's index,
- * ended, this host's, another tenant's, or its host runs no such listener): the caller answers
- * as for an unknown sandbox; -1 when the database is away (E_UNAVAILABLE). */
-int e2b_elsewhere(E2b *e, const char *id, const char *tenant, bool envd, E2bRemote *ret,
-                  Error **errp);
+/* Whether sandbox id, which this host's store does not hold (for tenant, when given), is
+ * another host's that req goes to (e2b_forward_target(): tenant for the control plane, NULL
+ * for envd, whose caller's token was checked first): 1 and *ret; 0 when not (a single host,
+ * a request that came as a hop, an id held here, not in the cluster's index, ended, this
+ * host's, another tenant's, or its host runs no such face): the caller answers as for an
+ * unknown sandbox, here; -1 when the database is away (E_UNAVAILABLE) or the scope's
+ * lookups kept their share under way past the lookup's bound (E_QUOTA). The connection
+ * thread: the lookup blocks it (bounded), never the loop. */
+int e2b_elsewhere(E2b *e, HttpRequest *req, const char *id, const char *tenant, bool envd,
+                  E2bRemote *ret, Error **errp);
 /* Cluster mode: a sandbox's envdAccessToken, HMAC-SHA-256(key: the envd key the cluster
  * derives from its host credential, "stockade-e2b-envd-v1:" + its id) in hex, by GnuTLS. Any
- * host of the cluster can then check a request's credentials for another host's sandbox
- * before it reads the body (the owner checks them again), and only the cluster's hosts can
- * make one. E_INTERNAL if GnuTLS fails. */
+ * host of the cluster can then check a request's credentials for any sandbox before anything
+ * else (the owner checks them again), and only the cluster's hosts can make one. E_INTERNAL
+ * if GnuTLS fails. */
 int e2b_envd_token_for(const uint8_t key[E2B_ENVD_KEY_BYTES], const char *sandbox_id,
                        char token[E2B_TOKEN_BYTES], Error **errp);
-
-/* Carries req to r's listener, which answers it (exactly once). Any thread. */
+/* Carries req to r's owner, which answers it (exactly once). Any thread. */
 void e2b_forward(E2b *e, HttpRequest *req, const E2bRemote *r);
-/* The same for a posted call, on the loop in place of e2b_call_done() (c's reply never runs;
- * c may be freed before this returns). */
-void e2b_call_forward(E2bCall *c, const E2bRemote *r);
 
 /* The sandbox table (loop thread). */
 E2bSandbox *e2b_sandbox_find(E2b *e, const char *id);
@@ -198,9 +198,10 @@ void e2b_envd_auth_clear(E2bEnvdAuth *a);
 /* Whether auth carries token (X-Access-Token, E2B-Traffic-Access-Token) or a signed URL made
  * with it: 0, else E_UNAUTHORIZED. Constant time in the token's bytes. */
 int e2b_envd_token_check(const E2bEnvdAuth *auth, const char *token, Error **errp);
-/* Loop thread, cluster mode: whether auth's credentials (token or signed URL) are those of
- * sandbox auth->id under any of the cluster's envd keys (a rotation's two: e2b_cluster.c).
- * E_UNAUTHORIZED when not. */
+/* Cluster mode, any thread (the envd guard calls it on the connection thread, before any
+ * lookup): whether auth's credentials (token or signed URL) are those of sandbox auth->id
+ * under any of the cluster's envd keys (a rotation's two: e2b_cluster.c). E_UNAUTHORIZED
+ * when not. */
 int e2b_envd_token_derived_check(E2b *e, const E2bEnvdAuth *auth, Error **errp);
 /* Loop thread: the running sandbox these credentials open. E_GUEST (answered 502: unknown,
  * killed, timed out) or E_UNAUTHORIZED. */

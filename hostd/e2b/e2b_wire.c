@@ -352,15 +352,9 @@ e2b_time_parse(const char *s, int64_t *ret_wall_usec)
     return 0;
 }
 
-const char *
-e2b_forward_target(const char *owner_tenant, bool here, const char *api_url, const char *envd_url,
-                   const char *tenant, bool envd)
+bool
+e2b_forward_target(const char *owner_tenant, bool here, bool ended, bool has_face,
+                   const char *tenant)
 {
-    const char *url = envd ? envd_url : api_url;
-    if (here || (tenant && strcmp(tenant, owner_tenant) != 0))
-        return NULL;
-    size_t scheme = strncmp(url, "http://", 7) == 0    ? 7
-                    : strncmp(url, "https://", 8) == 0 ? 8
-                                                       : 0;
-    return scheme && url[scheme] != '\0' ? url : NULL;
+    return !here && !ended && has_face && (!tenant || strcmp(tenant, owner_tenant) == 0);
 }

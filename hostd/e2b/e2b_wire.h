@@ -30,16 +30,15 @@ void e2b_session_id_from_sandbox(const char *sandbox_id, char out[E2B_SESSION_ID
 int e2b_host_route(const char *host, const char *domain, unsigned *ret_port,
                    char ret_id[E2B_SANDBOX_ID_BYTES]);
 
-/* Cluster mode (README.md, "Cluster"): where a request for a sandbox this host does not
- * hold goes, from its owner's index row (owner_tenant; here: the row names this host) and
- * the owner's published listeners. tenant: the API key's (the control plane, checked before
- * anything goes on); NULL for envd (the owner checks the sandbox's token). Returns the URL
- * to forward to (api_url for the control plane, envd_url for envd), or NULL: answered here
- * as an unknown sandbox (never a second hop; another tenant's sandbox is not found, never
- * forbidden; an owner that runs no such listener, or published something else, is not
- * reachable through it). */
-const char *e2b_forward_target(const char *owner_tenant, bool here, const char *api_url,
-                               const char *envd_url, const char *tenant, bool envd);
+/* Cluster mode (README.md, "Cluster"): whether a request for a sandbox this host does not
+ * hold goes to its owner, from its owner's index row (owner_tenant; here: the row names this
+ * host; ended: the session ended) and whether the owner runs the face the request is for.
+ * tenant: the API key's (the control plane, checked before anything goes on); NULL for envd
+ * (its caller showed the sandbox's token first). false: answered here as an unknown sandbox
+ * (never a second hop; another tenant's sandbox is not found, never forbidden; an ended one,
+ * or one whose owner runs no such face, is not reachable through it). */
+bool e2b_forward_target(const char *owner_tenant, bool here, bool ended, bool has_face,
+                        const char *tenant);
 
 /* The only part of a guest the file calls reach is /workspace, the session user's home.
  * E2B's home, /home/user, is an alias of it (the images link /home/user to /workspace), and

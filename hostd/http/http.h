@@ -120,6 +120,9 @@ bool http_request_has_body(const HttpRequest *r);
 /* The body (NULL and 0 when there was none). Owned by the request. */
 const uint8_t *http_body(const HttpRequest *r, size_t *ret_len);
 bool http_peer_is_unix(const HttpRequest *r);
+/* Whether the request came in on a server started with HttpConfig.peer_listener (another
+ * host's hop, for handlers that several servers share). */
+bool http_request_from_peer(const HttpRequest *r);
 /* SO_PEERCRED uid of a unix-socket peer; -1 for TCP peers (or if the kernel gave none). */
 int http_peer_cred(const HttpRequest *r, uid_t *ret_uid);
 /* The path's percent-decoded segments: a new NULL-terminated array of *ret_n strings

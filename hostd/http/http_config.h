@@ -100,6 +100,9 @@ typedef struct HttpConfig {
     HttpGuard guard;            /* NULL: every head passes */
     const char *tls_cert_file;  /* TCP: HTTPS with this PEM certificate (chain) and key, read */
     const char *tls_key_file;   /* and checked at start; NULL: plain HTTP. Unix: never TLS */
+    bool peer_listener;         /* the cluster's host-to-host listener: its guard admits only
+                                 * other hosts; handlers read it (http_request_from_peer())
+                                 * and never pass such a request on again */
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

@@ -405,6 +405,12 @@ http_peer_is_unix(const HttpRequest *r)
     return r->is_unix;
 }
 
+bool
+http_request_from_peer(const HttpRequest *r)
+{
+    return r->srv->cfg.peer_listener; /* the server outlives its requests; cfg is fixed */
+}
+
 int
 http_peer_cred(const HttpRequest *r, uid_t *ret_uid)
 {

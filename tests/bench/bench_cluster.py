@@ -11,6 +11,14 @@ last line is one JSON object.
               warm=1 slots=1). N GETs of a session of a, straight to a and through b (which
               forwards to a), interleaved on kept-alive connections: p50/p99 of each and the
               routed overhead, routed minus local (target: p50 <= 5 ms)
+  hops:       (issue 25) one tenant's HOPS followed event streams through b to its session
+              on a (queued there: a's guest is busy): RSS and threads of b (forwarding) and a
+              (owner) before and with them, per hop; another tenant's routed GET p50 without
+              and with them (the figures behind the per-tenant share of hops)
+  crowd:      (issue 25) CROWD_ADDRESSES x 64 kept-alive connections of clients on a's client
+              listener (its max_connections, 512): whether a client of a and a hop through b
+              to a are still served (the figure behind the host-to-host listener: an exemption
+              on the client listener would share these slots; main answered the hop 502)
   host loss:  [cluster] lease_s = LEASE_S; host a's daemon killed with SIGKILL while its
               session is live; b's GET /v1/admin/hosts polled until a is `lost`. Detection
               time from a's last heartbeat (the database's stamp) and from the kill (target:
@@ -21,9 +29,11 @@ last line is one JSON object.
                             [--quick]
 """
 import argparse
+import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,12 +43,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from pgtemp import TempPostgres  # noqa: E402
 from stockade_fixture import SKIP, qemu_guests, skip  # noqa: E402
-from test_cluster import percentile, run_scenario, start_together, time_gets  # noqa: E402
+from test_cluster import (percentile, run_scenario, start_together, time_gets,  # noqa: E402
+                          until_status)
+import cluster_hops  # noqa: E402
 
 LEASE_S = 6  # the smallest lease (CLUSTER_LEASE_MIN_S): three heartbeats
 LOSS_WAIT_S = LEASE_S + 60  # not a target: past this the takeover is broken, not slow
 TARGET_ROUTED_P50_MS = 5
 TARGET_ADMIT_PER_S = 500
+HOPS = cluster_hops.HOP_SHARE  # one tenant's share of hops
+CROWD_ADDRESSES = 8
 USEC = 1_000_000
 
 
@@ -72,6 +86,87 @@ def routed_gets(a, b, sid, n):
         out[f"routed_overhead_{p}_ms"] = round(out[f"get_routed_{p}_ms"] -
                                                out[f"get_local_{p}_ms"], 2)
     return out
+
+
+def proc_figures(d):
+    """(RSS KiB, threads) of d's daemon."""
+    with open(f"/proc/{d.proc.pid}/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return int(fields["VmRSS"].split()[0]), int(fields["Threads"])
+
+
+def routed_p50(d, sid, n=40):
+    """p50 ms of n GETs of sid through d on one kept-alive connection."""
+    path, took = f"/v1/sessions/{sid}", []
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
+    for _ in range(n):
+        t0 = time.perf_counter()
+        conn.request("GET", path, headers=d.auth_headers(path))
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 200, r.status
+        took.append((time.perf_counter() - t0) * 1000)
+    conn.close()
+    return percentile(took, 50)
+
+
+def hop_costs(a, b, sid):
+    """HOPS live hops of one tenant through b: what each costs b and a, and whether another
+    tenant's routed GET notices."""
+    hog = a.unix_call("POST", "/v1/admin/tenants", {"name": "bench-hog"})["token"]
+    until_status(b, hog, 200, "the hog's token on host b")
+    hsid = a.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 600},
+                  token=hog)["id"]
+    without = routed_p50(b, sid)
+    before = {"a": proc_figures(a), "b": proc_figures(b)}
+    socks = [cluster_hops.open_follow(b, hsid, hog, f"127.0.3.{1 + i // 32}")
+             for i in range(HOPS)]
+    try:
+        assert all(" 200 " in cluster_hops.status_line(x) for x in socks)
+        time.sleep(2)
+        after = {"a": proc_figures(a), "b": proc_figures(b)}
+        held = routed_p50(b, sid)
+    finally:
+        for x in socks:
+            x.close()
+    a.call("POST", f"/v1/sessions/{hsid}/cancel", token=hog)
+    out = {"hops": HOPS, "hop_routed_get_p50_ms_without": round(without, 2),
+           "hop_routed_get_p50_ms_with": round(held, 2)}
+    for h, role in (("b", "forwarding"), ("a", "owner")):
+        out[f"hop_{role}_kib_each"] = round((after[h][0] - before[h][0]) / HOPS)
+        out[f"hop_{role}_threads"] = after[h][1] - before[h][1]
+    return out
+
+
+def crowd(a, b, sid):
+    """a's client listener full of kept-alive client connections: a client of a, and a hop
+    through b to a."""
+    socks, served = [], 0
+    for i in range(CROWD_ADDRESSES * 64):
+        try:
+            x = socket.create_connection(("127.0.0.1", a.port), timeout=10,
+                                         source_address=(f"127.0.5.{1 + i // 64}", 0))
+            x.sendall(b"GET /v1/health HTTP/1.1\r\nHost: t\r\n\r\n")
+            socks.append(x)
+        except OSError:
+            break
+    try:
+        for x in socks:
+            try:
+                x.settimeout(10)
+                served += x.recv(4096).startswith(b"HTTP/1.1 200")
+            except OSError:
+                pass
+        try:
+            client = a.request("GET", "/v1/health")[0]
+        except OSError:
+            client = "reset"
+        hop = b.request("GET", f"/v1/sessions/{sid}")[0]
+    finally:
+        for x in socks:
+            x.close()
+    return {"crowd_connections": len(socks), "crowd_kept": served, "crowd_client_of_a": client,
+            "crowd_hop_through_b": hop}
 
 
 def host_state(via, host_id):
@@ -128,6 +223,8 @@ def measure_hosts(pg, hosts, gets):
     a.wait_state(sid, "running", 300)
     out = {"accel": a.get("/v1/pool")["accel"]}
     out.update(routed_gets(a, b, sid, gets))
+    out.update(hop_costs(a, b, sid))
+    out.update(crowd(a, b, sid))
     try:
         out.update(lose_host(pg, a, b, sid))
     finally:
@@ -169,6 +266,15 @@ def main():
           f" {out['get_routed_p50_ms']} ms p99 {out['get_routed_p99_ms']} ms; routed overhead"
           f" p50 {out['routed_overhead_p50_ms']} ms (target <= {TARGET_ROUTED_P50_MS} ms),"
           f" p99 {out['routed_overhead_p99_ms']} ms")
+    print(f"hops: {out['hops']} followed streams of one tenant through b: each costs the"
+          f" forwarding host {out['hop_forwarding_kib_each']} KiB"
+          f" ({out['hop_forwarding_threads']} threads in all), the owner"
+          f" {out['hop_owner_kib_each']} KiB ({out['hop_owner_threads']} threads in all);"
+          f" another tenant's routed GET p50 {out['hop_routed_get_p50_ms_without']} ms without,"
+          f" {out['hop_routed_get_p50_ms_with']} ms with them")
+    print(f"crowd: {out['crowd_connections']} client connections on a's client listener"
+          f" ({out['crowd_kept']} kept alive): a client of a {out['crowd_client_of_a']}, a hop"
+          f" through b to a {out['crowd_hop_through_b']}")
     print(f"host loss (lease {LEASE_S} s): seen lost through b"
           f" {out['host_lost_after_heartbeat_s']} s after its last heartbeat"
           f" ({out['host_lost_after_kill_s']} s after the kill; marked by the taker"

@@ -69,6 +69,7 @@ config_for(const char *host)
     snprintf(c.advertise_url, sizeof(c.advertise_url), "http://127.0.0.1:1/%s", host);
     snprintf(c.host_token_file, sizeof(c.host_token_file), "%s", token_path);
     c.insecure_hops = true; /* the URL is never used: no hop is made here */
+    c.hop_port = 1;
     return c;
 }
 

@@ -14,11 +14,14 @@ owner's busy guest and open session; `stockade doctor` says the database answers
 reserved) and the index says ended. Every host also runs the E2B API: a sandbox made
 through b's is admitted in PostgreSQL and owned by b, c's refuses a second one 429 (the
 cluster's max_sessions), the sandbox is read through c's native API, killed through b.
+Issue 25's (cluster_hops.py): tokenless envd requests make no index lookup and leave an
+exec's latency within 2x; a hop that reaches the wrong host is refused, not passed on.
 
 tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no warm guest:
 only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
 and its token authenticates on b within the sync bound (SYNC_BOUND_S: the pull runs with
-the 2 s heartbeat); host c, started after the tenant was made, knows it at once. A token
+the 2 s heartbeat); host c, started after the tenant was made (with an [api] max_per_caller
+over the host-to-host listener's 1024 connections: it starts), knows it at once. A token
 revoked through c answers 401 on a and b within the bound. A tenant with a session pending
 on b (no warm guest anywhere) is refused removal through a with 409 counting that session
 (the cluster's ledger); removed with ?cancel=1, its token is 401 on a at once and on b and c
@@ -41,8 +44,15 @@ client following through b goes away and b's transfer to a stops (/metrics
 stockade_forward_live back to 0 within 10 s); the
 CLI (`stockade exec` with STOCKADE_URL at b) runs a command and exits with its code. Another
 tenant's token answers 404 on a and b, as for a missing id; forwarding headers a client
-sends itself (without, or with a wrong, host credential) are 401 on every host; the real
-credential sent to b is not forwarded again (404, one hop) and opens no admin route.
+sends itself (without, or with a wrong, host credential) are 401 on every host. Hosts speak
+on their host-to-host listeners (hop_port, which advertise_url names); issue 25's checks
+(cluster_hops.py): one tenant's followed streams through b cut nobody else, a tenant's
+first question about an id costs one index lookup whether it exists or not, and the
+listener's refusals (the real credential on a client listener 401; on the hop listener:
+none or the secret itself 401, another host's 421, a hop never passed on, no admin route).
+The hosts serve HTTPS (a test CA made by openssl), their host-to-host listeners too, and
+advertise https://; test_cluster_tls.py's checks run last (route_tls: the CLI and curl with
+the CA, E2B over HTTPS, refused owners, the hop key and not the secret, a rotation).
 Timed: 50 GETs of the session through a (local) and through b (routed), p50/p99 printed
 (no pass/fail on time; the target is a routed overhead p50 <= 5 ms). Cancelled through c,
 then closed through b (idempotent: ended).
@@ -62,10 +72,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from pgtemp import TempPostgres  # noqa: E402
-from stockade_fixture import Daemon, make_tls, wall  # noqa: E402
-from test_cluster_tls import Listener, hop_key, proxy_env, race_insecure, route_tls  # noqa: E402
+from stockade_fixture import Daemon, free_port, make_tls, wall  # noqa: E402
+from test_cluster_tls import Listener, proxy_env, race_insecure, route_tls  # noqa: E402
 from test_e2b_auth import unauthenticated_head  # noqa: E402
 from test_e2b_hostile import E2B_CONF, Envd, e2b_ports  # noqa: E402
+
+import cluster_hops  # noqa: E402  (issue 25's checks, run on these scenarios' hosts)
 
 HOSTS = ("a", "b", "c")
 CREATES = 100
@@ -75,14 +87,16 @@ SYNC_BOUND_S = 2 + 3
 ROUTE_TIMED_GETS = 50
 
 
-def cluster_conf(pg, host_id, port, token_file, tls_ca=None):
-    """[cluster] of one host: https:// verified against tls_ca, or http:// with
-    insecure_hops (the hop in clear: these hosts share loopback)."""
+def cluster_conf(pg, host_id, hop_port, token_file, tls_ca=None):
+    """[cluster] of one host: its host-to-host listener on hop_port, which advertise_url names
+    (hops never reach a client's listener: issue 25), https:// verified against tls_ca (the
+    listener serves the API's certificate), or http:// with insecure_hops (the hop in clear:
+    these hosts share loopback)."""
     scheme, hops = (("https", f"tls_ca = {tls_ca}\n") if tls_ca else
                     ("http", "insecure_hops = true\n"))
     return (f"[cluster]\ndatabase = {pg.conninfo}\nhost_id = {host_id}\n"
-            f"advertise_url = {scheme}://127.0.0.1:{port}\nhost_token_file = {token_file}\n"
-            + hops)
+            f"hop_port = {hop_port}\nadvertise_url = {scheme}://127.0.0.1:{hop_port}\n"
+            f"host_token_file = {token_file}\n" + hops)
 
 
 def make_hosts(pg, scratch, warm=1, extra_conf="", tls=False):
@@ -99,7 +113,8 @@ def make_hosts(pg, scratch, warm=1, extra_conf="", tls=False):
         cert = make_tls(scratch, f"host-{h}") if tls else None
         d = Daemon(pools={"minimal": dict(warm=warm, slots=1)},
                    prefix=f"stkcl{secrets.token_hex(2)}{h}-", tls=cert)
-        d.extra_conf = cluster_conf(pg, f"host-{h}", d.port, token_file,
+        d.hop_port = free_port()
+        d.extra_conf = cluster_conf(pg, f"host-{h}", d.hop_port, token_file,
                                     cert and cert["ca"]) + extra_conf
         d.host_token_file = token_file
         d.host_secret = secret
@@ -335,6 +350,10 @@ def race_e2b(pg, hosts, e2b):
     # streamed through, not buffered to the end: the first line arrives before the sleep ends
     slow = envd_run(e2b["c"][1], sbx, "echo first; sleep 1; echo second")
     assert slow[:2] == ("first\nsecond\n", 0) and slow[2] - slow[4] >= 0.8, slow
+    t25 = time.time()
+    flood = cluster_hops.envd_flood(b, e2b["b"][1], sbx, envd_run)
+    marks = cluster_hops.e2b_marks(pg, hosts["a"], b, c, e2b, sbx)
+    t25 = time.time() - t25
     wrong = dict(sbx, envdAccessToken="0" * len(sbx["envdAccessToken"]))
     for port in (e2b["b"][1], e2b["c"][1]):
         status, err = Envd(port, wrong).unary("List", {})
@@ -366,7 +385,8 @@ def race_e2b(pg, hosts, e2b):
             f"sleep 1; echo' through c: first line at {slow[4]:.2f} s, end at {slow[2]:.2f} s; "
             f"a wrong "
             f"access token 401 as on b, another tenant's key 404, killed through c "
-            f"(these checks {took:.1f} s), charged once")
+            f"(these checks {took:.1f} s, issue 25's {t25:.1f} s), charged once; {flood}; "
+            f"{marks}")
 
 
 def auth_status(d, token):
@@ -525,6 +545,9 @@ def tenants_restart_noop(pg, hosts, live):
 
 def scenario_tenants(pg, hosts):
     took = {}
+    # c's API lets a caller hold more connections than the host-to-host listener has at all
+    # (1024): the listener takes the API's share only up to its own cap, and c starts
+    hosts["c"].extra_conf += "[api]\nmax_connections = 1500\nmax_per_caller = 1100\n"
     start_together({"a": hosts["a"], "b": hosts["b"]})
     tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
     tenants_remove(pg, hosts, took)
@@ -694,9 +717,10 @@ def route_files(a, c, sid):
 
 def route_refusals(pg, a, b, sid, secret):
     """Another tenant: 404 as for a missing session. Forwarding headers a client made itself:
-    401 on the owner and on the others, also with the host secret itself as the credential
-    (a hop carries the hop key derived from it, never the secret). The real credential on b:
-    one hop, 404, never forwarded again."""
+    401 on the owner's and the others' client listeners, also with the host secret itself as
+    the credential (a hop carries the hop key derived from it, never the secret). The real
+    hop key, on the host-to-host listeners only (cluster_hops.hop_marks): the owner takes it;
+    on b one hop, 404, never forwarded again; the secret itself 401 there too."""
     other = a.unix_call("POST", "/v1/admin/tenants", {"name": "route-other"})["token"]
     until_status(b, other, 200, "the other tenant's token on host b")
     fake = sid[:-1] + ("a" if sid[-1] != "a" else "b")
@@ -714,13 +738,7 @@ def route_refusals(pg, a, b, sid, secret):
                             (dict(forged, **{"X-Stockade-Host-Auth": secret}), None)):
             status, _, body = d.request("GET", f"/v1/sessions/{sid}", headers=hdrs, token=token)
             assert status == 401, (status, body)
-    real = dict(forged, **{"X-Stockade-Host-Auth": hop_key(secret)})
-    status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
-    assert status == 200, (status, body)  # the owner takes the real credential
-    status, _, body = b.request("GET", f"/v1/sessions/{sid}", headers=real, token=None)
-    assert status == 404, (status, body)  # a forwarded request is not forwarded again
-    status, _, body = a.request("GET", "/v1/admin/tenants", headers=real, token=None)
-    assert status == 401, (status, body)  # the credential opens session routes only
+    cluster_hops.hop_marks(a, b, sid)  # the real credential: the host-to-host listener only
 
 
 def route_cli(b, sid):
@@ -765,7 +783,11 @@ def scenario_route(pg, hosts, scratch):
     route_files(a, c, sid)
     left = route_client_leaves(a, b, sid)
     route_cli(b, sid)
+    t25 = time.time()
+    share = cluster_hops.hop_share(a, b, c, sid, until_status)
+    cost = cluster_hops.lookup_cost(a, b, sid, until_status)
     route_refusals(pg, a, b, sid, secret)
+    t25 = time.time() - t25
     tls = route_tls(pg, hosts, sid, e2b, secret, make_tls(scratch, "rogue", ca="other-ca"))
     local, routed = time_gets(a, b, sid)
     c.post(f"/v1/sessions/{sid}/cancel")
@@ -782,7 +804,8 @@ def scenario_route(pg, hosts, scratch):
           f"through b; owner away 502, PostgreSQL away 503. GET of the session over "
           f"{ROUTE_TIMED_GETS}: local p50 {p['local'][0]:.2f} ms p99 {p['local'][1]:.2f} ms, "
           f"routed p50 {p['routed'][0]:.2f} ms p99 {p['routed'][1]:.2f} ms, routed overhead "
-          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms), over HTTPS. {tls}")
+          f"p50 {p['routed'][0] - p['local'][0]:.2f} ms (target <= 5 ms), over HTTPS; {share}; "
+          f"{cost} (issue 25's checks and the refusals {t25:.1f} s). {tls}")
 
 
 def stop_all(hosts, exc):

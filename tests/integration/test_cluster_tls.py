@@ -11,12 +11,15 @@ stockade_forward_total counts it, a answers it), a token made with the raw secre
 by c. A session whose host (a row added to the database) advertises http:// is refused 502
 naming it, and nothing connects there; one whose host presents a certificate of another CA
 is refused 502 naming it, and that host never reads a byte of the request. The hop header
-carries the derived hop key: the raw secret sent as X-Stockade-Host-Auth is 401, the hop key
-opens the session. Rotation: a's host_token_file
-gets "S1\\nS2" and SIGHUP; c's "S2": c's hops (S2) and b's (S1) both reach a; a's "S2" only:
-b's hops are refused and b answers 502 naming host-a ("refused this host's credential"),
-c's still reach a; c refuses an envd token of S1 and passes one of S2; a file that cannot
-be read keeps the keys in use; b's "S2": b's hops reach a again.
+carries the derived hop key: on a's host-to-host listener (HTTPS with the API's certificate;
+the hop's port, which advertise_url names) the raw secret sent as X-Stockade-Host-Auth is
+401, the hop key opens the session; a client's listener takes neither. Rotation: a's
+host_token_file gets "S1\\nS2" and SIGHUP; c's "S2": c's hops (S2) and b's (S1) both reach
+a; a's "S2" only: b's hops are refused and b answers 502 naming host-a ("refused this host's
+credential"), for the native face and for an E2B envd pass hop alike (never the owner's 401,
+which would blame the caller), c's still reach a; c refuses an envd token of S1 and passes
+one of S2; a file that cannot be read keeps the keys in use; b's "S2": b's hops reach a
+again.
 
 race_insecure (scenario race, whose hosts keep http:// with insecure_hops = true and run
 with http_proxy, https_proxy and ALL_PROXY pointing at a listener): a hop to a host (a row
@@ -175,14 +178,17 @@ def forward_metric(d, name):
     raise AssertionError(f"{name} not in /metrics")
 
 
-def envd_health(d, port, sandbox_id, token):
-    """GET /health on d's envd listener for sandbox_id (HTTPS): the status."""
+def envd_health(d, port, sandbox_id, token, ret_body=None):
+    """GET /health on d's envd listener for sandbox_id (HTTPS): the status (ret_body, a
+    list, gets the body)."""
     conn = d.connection(60, port=port)
     conn.request("GET", "/health", headers={"E2b-Sandbox-Id": sandbox_id,
                                             "X-Access-Token": token})
     r = conn.getresponse()
-    r.read()
+    body = r.read()
     conn.close()
+    if ret_body is not None:
+        ret_body.append(body)
     return r.status
 
 
@@ -237,15 +243,31 @@ def tls_refusals(pg, b, other_ca_tls):
         rogue.close()
 
 
+def hop_get(d, to, path, headers):
+    """GET path on d's host-to-host listener (HTTPS, verified against the test CA), marked
+    as a hop to host `to` for its native face: (status, body)."""
+    conn = d.connection(60, port=d.hop_port)
+    conn.request("GET", path, headers=dict(headers, **{"X-Stockade-Hop-To": to,
+                                                      "X-Stockade-Hop-Face": "api"}))
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, body
+
+
 def tls_hop_header(a, b, sid, secret):
-    """What the owner takes as a hop credential: the derived hop key, never the secret."""
+    """What the owner's host-to-host listener takes as a hop credential: the derived hop key,
+    never the secret; a client's listener takes neither."""
     forged = {"X-Stockade-Forwarded-Tenant": "default", "X-Stockade-Forwarded-Admin": "0"}
     raw = dict(forged, **{"X-Stockade-Host-Auth": secret})
-    status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=raw, token=None)
-    assert status == 401, (status, body)
     derived = dict(forged, **{"X-Stockade-Host-Auth": hop_key(secret)})
-    status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=derived, token=None)
-    assert status == 200, (status, body)
+    for hdrs in (raw, derived):
+        status, _, body = a.request("GET", f"/v1/sessions/{sid}", headers=hdrs, token=None)
+        assert status == 401, (status, body)
+    status, body = hop_get(a, "host-a", f"/v1/sessions/{sid}", raw)
+    assert status == 401, (status, body)
+    status, body = hop_get(a, "host-a", f"/v1/sessions/{sid}", derived)
+    assert status == 200 and json.loads(body)["id"] == sid, (status, body)
 
 
 def get_through(d, sid):
@@ -273,6 +295,11 @@ def tls_rotation(hosts, e2b, sid, s1):
         "refused this host's credential" in err.get("message", ""), (status, body)
     assert get_through(c, sid)[0] == 200
     sbx = sid[len("ses_"):]
+    # an E2B pass hop from b (S1) too: b takes the envd token of S1, a's hop listener refuses
+    # b's hop key, and b says so (502 naming host-a), never the owner's 401 as the caller's
+    got = []
+    assert envd_health(b, e2b["b"][1], sbx, envd_token(s1, sbx), got) == 502, got
+    assert b"refused this host's credential" in got[0] and b"host-a" in got[0], got
     assert envd_health(c, e2b["c"][1], sbx, envd_token(s1, sbx)) == 401  # c holds S2 only
     assert envd_health(c, e2b["c"][1], sbx, envd_token(s2, sbx)) == 502  # passed to a
     # a file that cannot be used keeps the keys in use

@@ -1,10 +1,13 @@
 /* Unit tests of forwarding's pure rules (hostd/api/api_forward_rules.c): which requests
- * forward, the upstream URL, which response headers come back, and the owner's check of a
- * forwarded identity (the one-hop guard's input and the trust header). Table-driven. */
+ * forward, the upstream URL, which response headers come back, the owner's check of a
+ * forwarded identity (the one-hop guard's input and the trust header: only on the
+ * host-to-host listener), the hop's face names and the per-key tally that caps a tenant's
+ * share. Table-driven. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,19 +141,27 @@ test_identity(void **state)
     memset(long_tenant, 'a', sizeof(long_tenant) - 1);
     long_tenant[sizeof(long_tenant) - 1] = '\0';
 
-    /* Nothing forwarded: 1, outputs untouched. */
-    assert_int_equal(api_forward_identity(accept_token, TOKEN, NULL, NULL, NULL, tenant, &admin),
-                     1);
-    assert_string_equal(tenant, "untouched");
-    /* Accepted only with the credential. */
+    /* Nothing forwarded on a client's listener: 1, outputs untouched. */
     assert_int_equal(
-        api_forward_identity(accept_token, TOKEN, TOKEN, "ten_abc", "0", tenant, &admin), 0);
+        api_forward_identity(accept_token, TOKEN, false, NULL, NULL, NULL, tenant, &admin), 1);
+    assert_string_equal(tenant, "untouched");
+    /* A client's listener takes none of the headers, not even with an accepted credential. */
+    assert_int_equal(
+        api_forward_identity(accept_token, TOKEN, false, TOKEN, "ten_abc", "0", tenant, &admin),
+        -1);
+    assert_int_equal(
+        api_forward_identity(accept_token, TOKEN, false, NULL, "ten_abc", NULL, tenant, &admin),
+        -1);
+    assert_string_equal(tenant, "untouched");
+    /* The host-to-host listener: accepted only with the credential. */
+    assert_int_equal(
+        api_forward_identity(accept_token, TOKEN, true, TOKEN, "ten_abc", "0", tenant, &admin), 0);
     assert_string_equal(tenant, "ten_abc");
     assert_false(admin);
     assert_int_equal(
-        api_forward_identity(accept_token, TOKEN, TOKEN, "default", "1", tenant, &admin), 0);
+        api_forward_identity(accept_token, TOKEN, true, TOKEN, "default", "1", tenant, &admin), 0);
     assert_true(admin);
-    /* A client's own headers: refused, whatever it combines. */
+    /* Forged headers: refused, whatever they combine. */
     struct {
         const char *expected, *presented, *tenant, *admin;
     } refused[] = {
@@ -167,12 +178,70 @@ test_identity(void **state)
         {NULL, TOKEN, "ten_abc", "0"},    /* not a cluster: nobody forwards here */
         {TOKEN, "", "ten_abc", "0"},
         {TOKEN, TOKEN, NULL, NULL}, /* the credential alone names nobody */
+        {TOKEN, NULL, NULL, NULL},  /* a hop without any identity */
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
         assert_int_equal(api_forward_identity(refused[i].expected ? accept_token : NULL,
-                                              (void *) refused[i].expected, refused[i].presented,
-                                              refused[i].tenant, refused[i].admin, tenant, &admin),
+                                              (void *) refused[i].expected, true,
+                                              refused[i].presented, refused[i].tenant,
+                                              refused[i].admin, tenant, &admin),
                          -1);
+}
+
+static void
+test_hop_faces(void **state)
+{
+    (void) state;
+    for (int f = 0; f < API_HOP_FACES; f++)
+        assert_int_equal(api_hop_face_parse(api_hop_face_name((ApiHopFace) f)), f);
+    assert_string_equal(api_hop_face_name(API_HOP_FACE_E2B_ENVD), "e2b-envd");
+    const char *bad[] = {NULL, "", "API", "e2b", "e2b-envd ", "api\r\n", "e2b-api-x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(api_hop_face_parse(bad[i]), -1);
+    assert_string_equal(api_hop_face_name(API_HOP_FACES), "");
+}
+
+static void
+test_tally(void **state)
+{
+    (void) state;
+    ApiTally *t = calloc(1, sizeof(*t));
+    char key[API_FORWARD_TENANT_MAX_BYTES + 2];
+
+    assert_non_null(t);
+    /* A key's cap holds; another key is counted apart; leaving makes room again. */
+    for (int i = 0; i < 3; i++)
+        assert_true(api_tally_enter(t, "ten_a", 3));
+    assert_false(api_tally_enter(t, "ten_a", 3));
+    assert_true(api_tally_enter(t, "ten_b", 3));
+    assert_int_equal(api_tally_count(t, "ten_a"), 3);
+    assert_int_equal(api_tally_count(t, "ten_b"), 1);
+    api_tally_leave(t, "ten_a");
+    assert_true(api_tally_enter(t, "ten_a", 3));
+    api_tally_leave(t, "nobody"); /* not counted: nothing */
+    assert_int_equal(api_tally_count(t, "nobody"), 0);
+    /* A key over the bound is never counted (it could not be told apart). */
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    assert_false(api_tally_enter(t, key, 100));
+    assert_false(api_tally_enter(t, "ten_c", 0));
+    /* A full table refuses a new key, keeps counting known ones, and takes new keys again
+     * once a slot is free. */
+    api_tally_leave(t, "ten_b");
+    for (int i = 0; i < 3; i++)
+        api_tally_leave(t, "ten_a");
+    for (unsigned i = 0; i < API_TALLY_KEYS; i++) {
+        snprintf(key, sizeof(key), "k%u", i);
+        assert_true(api_tally_enter(t, key, 2));
+    }
+    assert_false(api_tally_enter(t, "one-more", 2));
+    assert_true(api_tally_enter(t, "k7", 2));
+    assert_false(api_tally_enter(t, "k7", 2));
+    api_tally_leave(t, "k9");
+    assert_true(api_tally_enter(t, "one-more", 2));
+    assert_int_equal(api_tally_count(t, "one-more"), 1);
+    assert_int_equal(api_tally_count(t, "k9"), 0);
+    free(t);
 }
 
 int
@@ -181,7 +250,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_session_paths), cmocka_unit_test(test_is_create),
         cmocka_unit_test(test_url),           cmocka_unit_test(test_response_headers),
-        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_identity),      cmocka_unit_test(test_hop_faces),
+        cmocka_unit_test(test_tally),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

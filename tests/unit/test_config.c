@@ -179,13 +179,24 @@ test_cluster(void **state)
     assert_false(cluster_config_enabled(&cfg.cluster));
     const char *ok = "[cluster]\ndatabase = host=/run/pg dbname=stockade user=stk\n"
                      "host_id = host-a\nadvertise_url = http://10.0.0.1:8080\n"
-                     "host_token_file = /etc/stockade/host.token\ninsecure_hops = true\n";
+                     "host_token_file = /etc/stockade/host.token\ninsecure_hops = true\n"
+                     "hop_port = 8788\n";
     assert_int_equal(parse(ok, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_true(cluster_config_enabled(&cfg.cluster));
     assert_string_equal(cfg.cluster.database, "host=/run/pg dbname=stockade user=stk");
     assert_string_equal(cfg.cluster.host_id, "host-a");
     assert_int_equal(cfg.cluster.lease_s, 0); /* the default (CLUSTER_LEASE_DEFAULT_S) */
+    assert_int_equal(cfg.cluster.hop_port, 8788);
+    assert_string_equal(cluster_hop_address(&cfg.cluster), "127.0.0.1"); /* the default */
+    char hop[512];
+    snprintf(hop, sizeof(hop), "%shop_address = 10.0.0.1\n", ok);
+    assert_int_equal(parse(hop, &e), 0);
+    assert_string_equal(cluster_hop_address(&cfg.cluster), "10.0.0.1");
+    snprintf(hop, sizeof(hop), "%shop_port = 0\n", ok); /* out of the key's range */
+    assert_int_equal(parse(hop, &e), -1);
+    error_free(e);
+    e = NULL;
     char leased[512];
     snprintf(leased, sizeof(leased), "%slease_s = 8\n", ok);
     assert_int_equal(parse(leased, &e), 0);
@@ -231,6 +242,12 @@ test_cluster(void **state)
          "tls_ca must be an absolute path"},
         {"[cluster]\ntls_ca = /ca.pem\n", "needs database"},
         {"[cluster]\ninsecure_hops = true\n", "needs database"},
+        /* the host-to-host listener: required in a cluster, meaningless without one */
+        {"[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://h\n"
+         "host_token_file = /t\n",
+         "hop_port"},
+        {"[cluster]\nhop_port = 8788\n", "needs database"},
+        {"[cluster]\nhop_address = 10.0.0.1\n", "needs database"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e = NULL;
@@ -256,7 +273,7 @@ test_tls(void **state)
     const char *ok = "[api]\ntls_cert = /etc/stockade/api.pem\ntls_key = /etc/stockade/api.key\n"
                      "[e2b]\ntls_cert = /etc/stockade/e2b.pem\ntls_key = /etc/stockade/e2b.key\n"
                      "[cluster]\ndatabase = x\nhost_id = a\nadvertise_url = https://10.0.0.1:8080\n"
-                     "host_token_file = /t\ntls_ca = /etc/stockade/ca.pem\n";
+                     "host_token_file = /t\ntls_ca = /etc/stockade/ca.pem\nhop_port = 8788\n";
     assert_int_equal(parse(ok, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
     assert_string_equal(cfg.http.tls_cert_file, "/etc/stockade/api.pem");
@@ -275,6 +292,7 @@ test_tls(void **state)
     assert_string_equal(cfg.e2b.tls_key, first.e2b.tls_key);
     assert_string_equal(cfg.cluster.tls_ca, first.cluster.tls_ca);
     assert_false(cfg.cluster.insecure_hops);
+    assert_int_equal(cfg.cluster.hop_port, 8788);
     free(dump);
     /* Without: plain HTTP, nothing set. */
     assert_int_equal(parse("[daemon]\nstate_dir = /srv/stk\n", &e), 0);
@@ -314,6 +332,7 @@ test_inline_comments(void **state)
                        "host_token_file = /etc/stockade/host#1.token\n"
                        "lease_s = 10   # silent this long: taken over\n"
                        "insecure_hops = true   # a lab network\n"
+                       "hop_port = 8788   ; the host-to-host listener\n"
                        "[daemon]\nstate_dir = /srv/stk#x\n";
     assert_int_equal(parse(text, &e), 0);
     assert_int_equal(config_finish(&cfg, &e), 0);
@@ -322,6 +341,7 @@ test_inline_comments(void **state)
     assert_string_equal(cfg.cluster.advertise_url, "http://10.0.0.11:8080");
     assert_string_equal(cfg.cluster.host_token_file, "/etc/stockade/host#1.token");
     assert_int_equal(cfg.cluster.lease_s, 10);
+    assert_int_equal(cfg.cluster.hop_port, 8788);
     assert_string_equal(cfg.state_dir, "/srv/stk#x");
     assert_int_equal(parse("[e2b]\naddress = 0.0.0.0        # both listeners\n", &e), 0);
     assert_string_equal(cfg.e2b.address, "0.0.0.0");
