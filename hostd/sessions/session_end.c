@@ -59,7 +59,7 @@ session_release_guest(Session *s)
     s->accepting = false;
     if (s->rec.stopped_usec == 0)
         s->rec.stopped_usec = (int64_t) wall_usec(); /* the guest's life, and its charge, end */
-    mirror_abort(s);
+    session_mirror_abort(s);
     session_egress_stop(s); /* every stream closes before the guest goes */
     session_guest_events_summary(s); /* nothing from the guest counts from here on */
     pool_release(s->mgr->pool, s->guest, session_on_gone, s);

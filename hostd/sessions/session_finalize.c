@@ -275,7 +275,7 @@ finalize_merge(Session *s)
     loop_cancel_timer(s->mgr->loop, f->timer);
     f->timer = 0;
     s->accepting = false; /* the folder is the worker's now */
-    mirror_abort(s);
+    session_mirror_abort(s);
     session_guest_events_summary(s); /* nothing from the guest counts from here on */
     /* Every file is on the host: the guest's life, and its charge, end here (the merge is the
      * host's work); its destroy and the slot's reset run while the merge does. */
@@ -484,7 +484,7 @@ session_finalize_on_message(Session *s, const GuestMsg *m)
             return true; /* the runner flushed its mirror before the manifest: a late record lies */
         {
             uint64_t stored = s->mirror_bytes;
-            mirror_on_changed(s, m->file_changed);
+            session_mirror_on_changed(s, m->file_changed);
             finalize_extend(s, s->mirror_bytes - stored); /* only what the mirror kept */
         }
         return true;

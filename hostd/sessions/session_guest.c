@@ -346,7 +346,7 @@ session_on_message(Guest *g, const GuestMsg *m, void *userdata)
         session_on_exec_exit(s, m->exec_exit);
         break;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED:
-        mirror_on_changed(s, m->file_changed);
+        session_mirror_on_changed(s, m->file_changed);
         break;
     case STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR:
         if (!session_ops_on_reply(s, m))

@@ -6,7 +6,7 @@
  *   session_events.c  event emission, batching commits, publishing to the hub
  *   session_ops.c     file put/get round trips with a running guest, the task flow
  *   session_admit.c   tenant admission before a guest is taken, settlement at the end
- *   mirror.c          live mirror writes into the artifact folder
+ *   session_mirror.c  live mirror writes into the artifact folder
  *   artifacts.c       artifact folders, merge of salvage and mirror, retention
  *   render.c          JSON renderings of records (pure, any thread) */
 #pragma once
@@ -233,9 +233,9 @@ void session_egress_stop(Session *s); /* every stream closes; idempotent */
 bool session_egress_is_tunnel(int body_case);
 void session_egress_on_message(Session *s, const GuestMsg *m);
 
-/* mirror.c */
-void mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c);
-void mirror_abort(Session *s);
+/* session_mirror.c */
+void session_mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c);
+void session_mirror_abort(Session *s);
 
 /* artifacts.c */
 int artifacts_prepare(Sessions *m, const char *id, Error **errp);

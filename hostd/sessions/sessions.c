@@ -207,7 +207,7 @@ session_free(Session *s)
     session_exec_free_all(s);
     session_code_free_all(s);
     session_finalize_free(s);
-    mirror_abort(s);
+    session_mirror_abort(s);
     session_egress_stop(s);
     spec_free(&s->spec);
     session_record_clear(&s->rec);

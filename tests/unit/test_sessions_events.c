@@ -114,7 +114,7 @@ file_changed(Session *s, const char *path, bool removed)
     c.removed = removed;
     c.over_budget = !removed;
     c.size = removed ? 0 : 1u << 30;
-    mirror_on_changed(s, &c);
+    session_mirror_on_changed(s, &c);
 }
 
 static json_int_t

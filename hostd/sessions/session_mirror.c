@@ -29,7 +29,7 @@ mirror_open_dir(Session *s, const char *sub)
 }
 
 void
-mirror_abort(Session *s)
+session_mirror_abort(Session *s)
 {
     MirrorFile *f = &s->mirror;
     f->fd = safe_close(f->fd);
@@ -121,7 +121,7 @@ mirror_finish(Session *s, const Stockade__Runner__FileChanged *c)
     bool ok = fchmod(f->fd, (c->mode & 0744) | 0600) == 0 && futimens(f->fd, times) == 0;
     f->fd = safe_close(f->fd);
     if (!ok || mirror_install(s, c->path) < 0) {
-        mirror_abort(s);
+        session_mirror_abort(s);
         mirror_event(s, c, "failed");
         return;
     }
@@ -139,7 +139,7 @@ mirror_begin(Session *s, const Stockade__Runner__FileChanged *c)
     MirrorFile *f = &s->mirror;
     _cleanup_close_ int tmpdir = mirror_open_dir(s, ".mirror");
 
-    mirror_abort(s); /* a new file starts: drop an unfinished one */
+    session_mirror_abort(s); /* a new file starts: drop an unfinished one */
     if (tmpdir < 0 || !(f->path = strdup(c->path)))
         return -1;
     snprintf(f->tmp_name, sizeof(f->tmp_name), "m%u", ++counter);
@@ -150,7 +150,7 @@ mirror_begin(Session *s, const Stockade__Runner__FileChanged *c)
 }
 
 void
-mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
+session_mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
 {
     MirrorFile *f = &s->mirror;
     Sessions *m = s->mgr;
@@ -167,7 +167,7 @@ mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
         return;
     }
     if (c->offset == 0 && mirror_begin(s, c) < 0) {
-        mirror_abort(s);
+        session_mirror_abort(s);
         mirror_event(s, c, "failed");
         return;
     }
@@ -176,7 +176,7 @@ mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
         return; /* out of sequence: the salvage will bring the file */
     if (write_all(f->fd, c->data.data, c->data.len) < 0) {
         log_warn("session %s: mirror write: %s", s->rec.id, strerror(errno));
-        mirror_abort(s);
+        session_mirror_abort(s);
         return;
     }
     f->received += c->data.len;
