@@ -117,17 +117,18 @@ static void
 create_check(CreateCall *cc)
 {
     _cleanup_error_ Error *err = NULL;
-    char reason[STORE_REASON_MAX_BYTES];
+    SessionEndReason reason;
     SessionState st;
 
-    if (sessions_state_of(cc->c.e->d.sessions, cc->session_id, &st, reason, &err) == 0) {
+    if (sessions_state_of(cc->c.e->d.sessions, cc->session_id, &st, &reason, &err) == 0) {
         if (st == ST_PENDING || st == ST_STARTING)
             return;
         if (st == ST_RUNNING)
             (void) create_activate(cc, &err);
         else
-            error_set(&err, strcmp(reason, "no_capacity") == 0 ? E_UNAVAILABLE : E_GUEST, 0,
-                      "the sandbox's guest did not start (%s)", reason[0] ? reason : "stopped");
+            error_set(&err, reason == SESSION_END_NO_CAPACITY ? E_UNAVAILABLE : E_GUEST, 0,
+                      "the sandbox's guest did not start (%s)",
+                      reason != SESSION_END_NONE ? session_end_reason_name(reason) : "stopped");
     }
     create_end(cc, err);
 }

@@ -258,7 +258,7 @@ reconcile_one(Sessions *m, const ReservationRecord *res, Error **errp)
             return error_set(errp, get_err->category, 0, "%s", get_err->message);
         return reservation_settle(m, res, NULL, errp) < 0 ? -1 : 1;
     }
-    if (strcmp(rec.state, "ended") == 0)
+    if (rec.state == ST_ENDED)
         r = reservation_settle(m, res, &rec, errp) < 0 ? -1 : 1;
     session_record_clear(&rec);
     return r;

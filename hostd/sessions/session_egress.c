@@ -171,5 +171,5 @@ session_egress_on_message(Session *s, const GuestMsg *m)
     log_warn("session %s: guest broke the tunnel protocol: %s", s->rec.id, err->message);
     session_event(s, "guest.error", 0, NULL, 0,
                   json_pack("{s:s,s:s}", "message", err->message, "code", "tunnel"));
-    session_end(s, "guest_error");
+    session_end(s, SESSION_END_GUEST_ERROR);
 }

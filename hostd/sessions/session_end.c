@@ -49,7 +49,7 @@ session_on_gone(Guest *g, uint64_t requested_usec, uint64_t gone_usec, void *use
     session_event(s, "guest.destroyed", 0, NULL, 0,
                   json_pack("{s:I}", "destroy_ms",
                             (json_int_t) ((gone_usec - requested_usec) / 1000)));
-    session_set_state(s, ST_EXTRACTING, NULL);
+    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
     session_extract(s);
 }
 
@@ -67,7 +67,7 @@ session_release_guest(Session *s)
 
 /* A session that never had a guest ends at once: nothing to destroy, nothing to salvage. */
 static void
-session_end_unbound(Session *s, const char *reason)
+session_end_unbound(Session *s, SessionEndReason reason)
 {
     Sessions *m = s->mgr;
     artifacts_drop_work(m, s->rec.id);
@@ -78,7 +78,7 @@ session_end_unbound(Session *s, const char *reason)
 }
 
 void
-session_end(Session *s, const char *reason)
+session_end(Session *s, SessionEndReason reason)
 {
     Sessions *m = s->mgr;
 
@@ -88,9 +88,9 @@ session_end(Session *s, const char *reason)
     s->accepting = finalize; /* the runner's last mirror records and its manifest come */
     session_cancel_timers(s);
     session_ops_fail_all(s, reason);
-    if (strcmp(reason, "cancelled") == 0)
+    if (reason == SESSION_END_CANCELLED)
         m->stats.cancels++;
-    else if (strcmp(reason, "timed_out") == 0)
+    else if (reason == SESSION_END_TIMED_OUT)
         m->stats.timeouts++;
     if (s->state == ST_PENDING) {
         session_unqueue(s);
@@ -163,7 +163,7 @@ salvage_merge_done(void *userdata, const ExtractStats *stats, const Error *err)
         pool_unhold_disk(m->pool, s->disk_index);
     s->guest = NULL;
     s->rec.guest[0] = '\0';
-    session_set_state(s, ST_ENDED, NULL);
+    session_set_state(s, ST_ENDED, SESSION_END_NONE);
     m->stats.ended++;
     session_free(s);
     free(j);

@@ -10,11 +10,6 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
-static const char *const state_names[] = {
-    [ST_PENDING] = "pending",   [ST_STARTING] = "starting",     [ST_RUNNING] = "running",
-    [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended",
-};
-
 /* API.md "Sessions": pending -> starting -> running -> stopping -> extracting -> ended, and
  * the shortcuts: a pending session ends unbound; a starting one whose guest fails stops; a
  * stopping one whose guest is gone without a disk to read ends. */
@@ -25,23 +20,6 @@ static const bool transitions[ST_COUNT_][ST_COUNT_] = {
     [ST_STOPPING] = {[ST_EXTRACTING] = true, [ST_ENDED] = true},
     [ST_EXTRACTING] = {[ST_ENDED] = true},
 };
-
-const char *
-session_state_name(SessionState st)
-{
-    return state_names[st];
-}
-
-bool
-session_state_from_name(const char *name, SessionState *ret)
-{
-    for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
-        if (strcmp(name, state_names[i]) == 0) {
-            *ret = (SessionState) i;
-            return true;
-        }
-    return false;
-}
 
 bool
 session_state_can_go(SessionState from, SessionState to)
@@ -163,18 +141,18 @@ session_persist(Session *s)
 }
 
 void
-session_set_state(Session *s, SessionState st, const char *reason)
+session_set_state(Session *s, SessionState st, SessionEndReason reason)
 {
-    json_t *attrs = json_pack("{s:s}", "state", state_names[st]);
+    json_t *attrs = json_pack("{s:s}", "state", session_state_name(st));
 
     if (!session_state_can_go(s->state, st))
         log_error("session %s: %s -> %s is not a session state transition", s->rec.id,
-                  state_names[s->state], state_names[st]);
+                  session_state_name(s->state), session_state_name(st));
     s->state = st;
-    snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
-    if (reason) {
-        snprintf(s->rec.end_reason, sizeof(s->rec.end_reason), "%s", reason);
-        json_object_set_new(attrs, "reason", json_string(reason));
+    s->rec.state = st;
+    if (reason != SESSION_END_NONE) {
+        s->rec.end_reason = reason;
+        json_object_set_new(attrs, "reason", json_string(session_end_reason_name(reason)));
     }
     if (st == ST_RUNNING && s->rec.started_usec == 0)
         s->rec.started_usec = (int64_t) wall_usec();

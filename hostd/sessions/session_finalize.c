@@ -67,10 +67,10 @@ struct Finalize {
 };
 
 bool
-session_finalize_wanted(const Session *s, const char *reason)
+session_finalize_wanted(const Session *s, SessionEndReason reason)
 {
     return s->guest && s->state == ST_RUNNING && s->mgr->cfg.finalize_base_usec > 0 &&
-           (strcmp(reason, "completed") == 0 || strcmp(reason, "closed") == 0);
+           (reason == SESSION_END_COMPLETED || reason == SESSION_END_CLOSED);
 }
 
 void
@@ -261,7 +261,7 @@ finalize_merge_done(void *userdata)
     s->rec.artifact_files = f->merged_files;
     s->rec.artifacts_truncated = truncated;
     session_event(s, "artifacts", 0, NULL, 0, attrs);
-    session_set_state(s, ST_ENDED, NULL); /* the files are on disk: ended now */
+    session_set_state(s, ST_ENDED, SESSION_END_NONE); /* the files are on disk: ended now */
     m->stats.ended++;
     session_free(s);
     sessions_check_stopped(m);
@@ -284,7 +284,7 @@ finalize_merge(Session *s)
     s->guest = NULL;
     s->rec.guest[0] = '\0';
     pool_release(s->mgr->pool, g, NULL, NULL);
-    session_set_state(s, ST_EXTRACTING, NULL);
+    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
     if (workq_submit(s->mgr->q, finalize_merge_work, finalize_merge_done, s) < 0) {
         error_set(&f->err, E_INTERNAL, ENOMEM, "queue the merge");
         finalize_merge_done(s);

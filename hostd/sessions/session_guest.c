@@ -53,7 +53,7 @@ session_on_hello_timeout(Loop *l, void *userdata)
     Session *s = userdata;
     (void) l;
     s->hello_timer = 0;
-    session_end(s, "guest_error");
+    session_end(s, SESSION_END_GUEST_ERROR);
 }
 
 /* The runner's SessionConfig (env, mirror, egress) for s; envs/envp are the caller's to free.
@@ -104,14 +104,15 @@ session_bind_guest(Session *s, Guest *g)
     s->accepting = true;
     snprintf(s->rec.guest, sizeof(s->rec.guest), "%s", guest_name(g));
     s->disk_index = guest_disk_index(g);
-    session_set_state(s, ST_STARTING, NULL);
+    session_set_state(s, ST_STARTING, SESSION_END_NONE);
     if (session_guest_config(s, &cfg, &mirror, &egress, &envs, &envp, &err) < 0) {
         log_error("session %s: cannot start it on %s: %s", s->rec.id, guest_name(g),
                   err->message);
-        session_end(s, "host_error"); /* never a guest without what the session was admitted with */
+        /* never a guest without what the session was admitted with */
+        session_end(s, SESSION_END_HOST_ERROR);
     } else if (guest_hello(g, &cfg, &s->hello_req, &err) < 0) {
         log_warn("session %s: hello to %s failed: %s", s->rec.id, guest_name(g), err->message);
-        session_end(s, "guest_error");
+        session_end(s, SESSION_END_GUEST_ERROR);
     } else {
         s->hello_timer = loop_add_timer(s->mgr->loop, now_usec() + SESSION_HELLO_TIMEOUT_USEC,
                                         session_on_hello_timeout, s);
@@ -124,7 +125,7 @@ session_on_hello_acked(Session *s)
     loop_cancel_timer(s->mgr->loop, s->hello_timer);
     s->hello_timer = 0;
     histogram_add(&s->mgr->stats.handout, now_usec() - s->created_mono_usec);
-    session_set_state(s, ST_RUNNING, NULL);
+    session_set_state(s, ST_RUNNING, SESSION_END_NONE);
     if (s->spec.is_task)
         session_task_advance(s);
 }
@@ -155,12 +156,12 @@ exec_on_timer(Loop *l, void *userdata)
 
     e->timer = 0;
     if (e->end_reason) { /* already killed once and no exit came: the guest is not answering */
-        session_end(s, "guest_error");
+        session_end(s, SESSION_END_GUEST_ERROR);
         return;
     }
     e->end_reason = "timed_out";
     if (exec_send_signal(e, SIGKILL, NULL) < 0) {
-        session_end(s, "guest_error");
+        session_end(s, SESSION_END_GUEST_ERROR);
         return;
     }
     e->timer = loop_add_timer(s->mgr->loop, now_usec() + SESSION_EXEC_KILL_GRACE_USEC,
@@ -258,7 +259,7 @@ session_on_exec_exit(Session *s, const Stockade__Runner__ExecExit *x)
         s->rec.has_exit_code = true;
         s->rec.exit_code = x->exit_code >= 0 ? x->exit_code : 128 + x->signal;
         bool timed_out = e->end_reason && strcmp(e->end_reason, "timed_out") == 0;
-        session_end(s, timed_out ? "timed_out" : "completed");
+        session_end(s, timed_out ? SESSION_END_TIMED_OUT : SESSION_END_COMPLETED);
     }
 }
 
@@ -276,7 +277,7 @@ session_on_output(Session *s, const Stockade__Runner__Output *o)
     if (s->rec.output_bytes > s->output_limit_bytes) { /* min(global, tenant) */
         session_event(s, "limit.output", 0, NULL, 0,
                       json_pack("{s:I}", "limit_bytes", (json_int_t) s->output_limit_bytes));
-        session_end(s, "output_limit");
+        session_end(s, SESSION_END_OUTPUT_LIMIT);
     }
 }
 
@@ -288,7 +289,7 @@ session_on_error(Session *s, const GuestMsg *m)
 
     if (m->req_id && m->req_id == s->hello_req) {
         log_warn("session %s: runner refused Hello: %s", s->rec.id, er->message);
-        session_end(s, "guest_error");
+        session_end(s, SESSION_END_GUEST_ERROR);
         return;
     }
     if (e) { /* the exec could not start (no such program, BUSY, ...) */
@@ -300,7 +301,7 @@ session_on_error(Session *s, const GuestMsg *m)
         if (s->spec.is_task && e->id == s->task_exec_id) {
             s->rec.has_exit_code = true;
             s->rec.exit_code = 127;
-            session_end(s, "failed");
+            session_end(s, SESSION_END_FAILED);
         }
         return;
     }
@@ -368,7 +369,7 @@ session_on_lost(Guest *g, const Error *why, void *userdata)
         return;
     }
     log_warn("session %s: guest lost: %s", s->rec.id, why->message);
-    session_end(s, "guest_error");
+    session_end(s, SESSION_END_GUEST_ERROR);
 }
 
 const GuestOps session_guest_ops = {session_on_message, session_on_lost};

@@ -146,7 +146,7 @@ void session_event(Session *s, const char *type, uint32_t exec_id, const void *d
  * ledger's settlement on ST_ENDED) and commits. A change not in the transition table
  * (session_state_can_go) is a daemon bug: logged as an error ("not a session state
  * transition"; the test fixture fails on it) and still made, so the session can end. */
-void session_set_state(Session *s, SessionState st, const char *reason);
+void session_set_state(Session *s, SessionState st, SessionEndReason reason);
 /* A record from an earlier run, live when that daemon stopped, taken over (restart
  * reconciliation): it is ST_RUNNING for the end path, without an event. */
 void session_state_adopt(Session *s);
@@ -161,7 +161,6 @@ void session_guest_event(Session *s, const char *type, json_t *attrs);
  * is gone. */
 void session_guest_events_summary(Session *s);
 void sessions_commit_now(Sessions *m);
-const char *session_state_name(SessionState st);
 
 /* session_guest.c */
 extern const GuestOps session_guest_ops;
@@ -170,14 +169,14 @@ void session_exec_free_all(Session *s);
 int session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, Error **errp);
 
 /* session_end.c */
-void session_end(Session *s, const char *reason);
+void session_end(Session *s, SessionEndReason reason);
 /* Stops accepting the guest and destroys it; its disk is then salvaged (session_extract). */
 void session_release_guest(Session *s);
 void session_extract(Session *s);
 
 /* session_finalize.c */
 /* A clean end the runner can still serve: a running session that completed or was closed. */
-bool session_finalize_wanted(const Session *s, const char *reason);
+bool session_finalize_wanted(const Session *s, SessionEndReason reason);
 /* Sends Finalize; on any failure (now or later) falls back to session_release_guest(). */
 void session_finalize_start(Session *s);
 /* Takes the messages of a finalize (manifest, fetched data, their errors, late mirror records);
@@ -196,7 +195,7 @@ bool session_code_on_exit(Session *s, uint32_t exec_id);
 void session_code_free_all(Session *s);
 
 /* session_ops.c */
-void session_ops_fail_all(Session *s, const char *why);
+void session_ops_fail_all(Session *s, SessionEndReason why);
 bool session_ops_on_reply(Session *s, const GuestMsg *m);
 void session_task_advance(Session *s);
 int session_start_put(Session *s, const char *path, const uint8_t *data, size_t len, uint32_t mode,
@@ -214,7 +213,7 @@ void session_admit_adopt(Session *s);       /* an earlier run's session: its cap
 void sessions_admit_reconcile(Sessions *m); /* restart: settle what no live session holds */
 /* An earlier run's live session: "host_lost" if another host took it over (sessions_lost.c),
  * else "host_restart". */
-const char *session_adopt_reason(Session *s);
+SessionEndReason session_adopt_reason(Session *s);
 uint64_t session_mirror_budget(const Session *s);
 void session_extract_limits(const Session *s, ExtractLimits *ret);
 

@@ -50,7 +50,7 @@ op_finish(Op *op, const Error *err)
     if (task && !err && s->state == ST_RUNNING)
         session_task_advance(s);
     else if (task && err && s->state == ST_RUNNING)
-        session_end(s, "failed");
+        session_end(s, SESSION_END_FAILED);
 }
 
 static void op_fail(Op *op, ErrorCategory cat, const char *fmt, ...) _printf_(3, 4);
@@ -69,10 +69,10 @@ op_fail(Op *op, ErrorCategory cat, const char *fmt, ...)
 }
 
 void
-session_ops_fail_all(Session *s, const char *why)
+session_ops_fail_all(Session *s, SessionEndReason why)
 {
     while (s->ops)
-        op_fail(s->ops, E_CONFLICT, "session is stopping (%s)", why);
+        op_fail(s->ops, E_CONFLICT, "session is stopping (%s)", session_end_reason_name(why));
 }
 
 static void
@@ -322,7 +322,7 @@ session_task_advance(Session *s)
     if (s->task_next_file < s->spec.n_files) {
         TaskFile *f = &s->spec.files[s->task_next_file++];
         if (session_start_put(s, f->path, f->data, f->len, f->mode, NULL, NULL, true, &err) < 0)
-            session_end(s, "failed");
+            session_end(s, SESSION_END_FAILED);
         return;
     }
     if (s->task_exec_id != 0)
@@ -331,6 +331,6 @@ session_task_advance(Session *s)
                   .cwd = s->spec.cwd, .timeout_usec = s->rec.timeout_usec};
     if (session_send_exec(s, &e, &s->task_exec_id, &err) < 0) {
         log_warn("session %s: task command not started: %s", s->rec.id, err->message);
-        session_end(s, "failed");
+        session_end(s, SESSION_END_FAILED);
     }
 }

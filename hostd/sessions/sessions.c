@@ -223,7 +223,7 @@ session_on_timeout(Loop *l, void *userdata)
     s->timeout_timer = 0;
     session_event(s, "session.timeout", 0, NULL, 0,
                   json_pack("{s:I}", "timeout_ms", (json_int_t) (s->rec.timeout_usec / 1000)));
-    session_end(s, "timed_out");
+    session_end(s, SESSION_END_TIMED_OUT);
 }
 
 static void
@@ -232,7 +232,7 @@ session_on_pending_timeout(Loop *l, void *userdata)
     Session *s = userdata;
     (void) l;
     s->pending_timer = 0;
-    session_end(s, "no_capacity");
+    session_end(s, SESSION_END_NO_CAPACITY);
 }
 
 void
@@ -339,7 +339,7 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
     snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", spec->tenant_id);
     snprintf(r->kind, sizeof(r->kind), "%s", spec->is_task ? "task" : "session");
     snprintf(r->pool, sizeof(r->pool), "%s", spec->pool);
-    snprintf(r->state, sizeof(r->state), "pending");
+    r->state = ST_PENDING;
     r->created_usec = (int64_t) wall_usec();
     r->timeout_usec = spec->timeout_usec ? spec->timeout_usec : m->cfg.default_timeout_usec;
     r->spec = spec_json(&s->spec);
@@ -416,7 +416,7 @@ sessions_exec(Sessions *m, const char *tenant, const char *id, const ExecSpec *s
 }
 
 static int
-session_end_live(Sessions *m, const char *tenant, const char *id, const char *reason,
+session_end_live(Sessions *m, const char *tenant, const char *id, SessionEndReason reason,
                  Error **errp)
 {
     Session *s = sessions_find(m, tenant, id);
@@ -424,7 +424,7 @@ session_end_live(Sessions *m, const char *tenant, const char *id, const char *re
         return error_set(errp, E_NOT_FOUND, 0, "no live session %.40s", id);
     if (s->state < ST_STOPPING)
         session_end(s, reason);
-    else if (strcmp(reason, "cancelled") == 0) /* a hard stop never waits on the runner */
+    else if (reason == SESSION_END_CANCELLED) /* a hard stop never waits on the runner */
         (void) session_finalize_cancel(s);
     return 0; /* already ending: idempotent (its first reason stays) */
 }
@@ -432,13 +432,13 @@ session_end_live(Sessions *m, const char *tenant, const char *id, const char *re
 int
 sessions_close(Sessions *m, const char *tenant, const char *id, Error **errp)
 {
-    return session_end_live(m, tenant, id, "closed", errp);
+    return session_end_live(m, tenant, id, SESSION_END_CLOSED, errp);
 }
 
 int
 sessions_cancel(Sessions *m, const char *tenant, const char *id, Error **errp)
 {
-    return session_end_live(m, tenant, id, "cancelled", errp);
+    return session_end_live(m, tenant, id, SESSION_END_CANCELLED, errp);
 }
 
 int
@@ -522,22 +522,21 @@ sessions_is_running(Sessions *m, const char *tenant, const char *id)
 
 int
 sessions_state_of(Sessions *m, const char *id, SessionState *ret_state,
-                  char ret_reason[STORE_REASON_MAX_BYTES], Error **errp)
+                  SessionEndReason *ret_reason, Error **errp)
 {
     Session *s = sessions_find(m, NULL, id);
     SessionRecord r;
     if (s) {
         *ret_state = s->state;
-        snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", s->rec.end_reason);
+        *ret_reason = s->rec.end_reason;
         return 0;
     }
     if (!sessions_id_is_valid(id))
         return error_set(errp, E_NOT_FOUND, 0, "no session %.40s", id);
     if (store_session_get(m->store, id, &r, errp) < 0)
         return -1;
-    if (!session_state_from_name(r.state, ret_state))
-        *ret_state = ST_ENDED; /* a name no state has: treated as over */
-    snprintf(ret_reason, STORE_REASON_MAX_BYTES, "%s", r.end_reason);
+    *ret_state = r.state;
+    *ret_reason = r.end_reason;
     session_record_clear(&r);
     return 0;
 }

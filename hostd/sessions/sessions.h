@@ -37,20 +37,6 @@
 #include "task_input.h"
 #include "workq.h"
 
-/* A session's state (API.md "Sessions"); SessionRecord.state holds its name. */
-typedef enum {
-    ST_PENDING,
-    ST_STARTING,
-    ST_RUNNING,
-    ST_STOPPING,
-    ST_EXTRACTING,
-    ST_ENDED,
-    ST_COUNT_,
-} SessionState;
-
-/* The state a record's name means; false for a name no state has (a record is input too). */
-bool session_state_from_name(const char *name, SessionState *ret);
-
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
@@ -145,10 +131,10 @@ bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
  * and has not begun to stop). */
 bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
 
-/* The session's state and why it ends ("" until known): from the live table, else from the
- * store (an ended session). E_NOT_FOUND for no such session. */
+/* The session's state and why it ends (SESSION_END_NONE until known): from the live table,
+ * else from the store (an ended session). E_NOT_FOUND for no such session. */
 int sessions_state_of(Sessions *s, const char *id, SessionState *ret_state,
-                      char ret_reason[STORE_REASON_MAX_BYTES], Error **errp);
+                      SessionEndReason *ret_reason, Error **errp);
 
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it

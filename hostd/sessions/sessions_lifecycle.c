@@ -52,7 +52,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
     session_set_state(s, ST_STOPPING, session_adopt_reason(s)); /* host_lost: taken over */
     if (disk < 0) {
-        session_set_state(s, ST_ENDED, NULL);
+        session_set_state(s, ST_ENDED, SESSION_END_NONE);
         m->stats.ended++;
         session_free(s);
         return;
@@ -60,7 +60,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     s->held_disk = true;
     s->disk_index = (size_t) disk;
     s->extract_started_usec = now_usec();
-    session_set_state(s, ST_EXTRACTING, NULL);
+    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
     session_extract(s); /* waits for the appliance */
 }
 
@@ -134,7 +134,7 @@ sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
     for (Session *s = m->all; s; s = next) {
         next = s->next; /* session_end may free s */
         if (s->state < ST_STOPPING)
-            session_end(s, "host_shutdown");
+            session_end(s, SESSION_END_HOST_SHUTDOWN);
     }
     sessions_check_stopped(m);
 }

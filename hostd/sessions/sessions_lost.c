@@ -26,10 +26,11 @@ session_taken_over(Session *s)
     return lost;
 }
 
-const char *
+SessionEndReason
 session_adopt_reason(Session *s)
 {
-    return s->mgr->cluster && session_taken_over(s) ? "host_lost" : "host_restart";
+    return s->mgr->cluster && session_taken_over(s) ? SESSION_END_HOST_LOST
+                                                    : SESSION_END_HOST_RESTART;
 }
 
 size_t
@@ -42,7 +43,7 @@ sessions_end_lost(Sessions *m)
         next = s->next; /* session_end may free a pending session */
         if (s->state >= ST_STOPPING || !session_taken_over(s))
             continue;
-        session_end(s, "host_lost");
+        session_end(s, SESSION_END_HOST_LOST);
         n++;
     }
     return n;

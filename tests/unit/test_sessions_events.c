@@ -83,7 +83,7 @@ setup(void **state)
     snprintf(s->rec.tenant_id, sizeof(s->rec.tenant_id), "default");
     snprintf(s->rec.kind, sizeof(s->rec.kind), "task");
     snprintf(s->rec.pool, sizeof(s->rec.pool), "minimal");
-    snprintf(s->rec.state, sizeof(s->rec.state), "running");
+    s->rec.state = ST_RUNNING;
     s->rec.timeout_usec = 60000000;
     assert_int_equal(store_session_insert(fx.store, &s->rec, &e), 0);
     snprintf(path, sizeof(path), "%s/%s", fx.dir, s->rec.id); /* the mirror's folders */
@@ -295,7 +295,7 @@ test_nothing_from_the_guest_after_a_cancel(void **state)
     m.output = &o;
     guest_sends(s, &m); /* the control: a live session records it */
     for (int i = 0; i < 3; i++) {
-        session_end(s, "cancelled");
+        session_end(s, SESSION_END_CANCELLED);
         guest_sends_everything(s, ex.id); /* a tight loop's frames, already on the channel */
     }
     assert_int_equal(store_commit(fx->store, &e), 0);
@@ -367,7 +367,7 @@ test_finalize_never_answered(void **state)
     quit_on_release = fx->loop;
 
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
+    session_end(s, SESSION_END_COMPLETED);
     assert_int_equal(finalize_requests, 1);
     assert_int_equal(releases, 0); /* the guest is kept while the runner finalizes */
     (void) loop_add_timer(fx->loop, t0 + 20 * FINALIZE_BASE_USEC, quit_loop, NULL);
@@ -472,7 +472,7 @@ test_finalize_junk_records_do_not_extend(void **state)
 
     finalize_fixture(fx, FINALIZE_BASE_USEC, SESSIONS_FINALIZE_USEC_PER_MIB);
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
+    session_end(s, SESSION_END_COMPLETED);
     assert_int_equal(finalize_requests, 1);
     liar_tick(fx->loop, &z);
     int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
@@ -501,7 +501,7 @@ test_finalize_ends_by_the_reserved_lifetime(void **state)
     finalize_fixture(fx, FINALIZE_BASE_USEC, 256u * 1000000u);
     s->rec.timeout_usec = 3 * FINALIZE_BASE_USEC; /* reserved: ends 3 x base from now */
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
+    session_end(s, SESSION_END_COMPLETED);
     liar_tick(fx->loop, &z);
     int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
     printf("# %u records stored (%llu KiB) during the finalize: %s after %.0f ms (lifetime "
@@ -526,7 +526,7 @@ test_cancel_during_finalize_salvages(void **state)
 
     finalize_fixture(fx, 3600ull * 1000000, 0); /* the deadline alone would be an hour away */
     fx->m.all = s;
-    session_end(s, "completed");
+    session_end(s, SESSION_END_COMPLETED);
     assert_non_null(s->fin);
     assert_int_equal(releases, 0);
     assert_int_equal(sessions_close(&fx->m, "default", s->rec.id, &e), 0);
@@ -539,7 +539,7 @@ test_cancel_during_finalize_salvages(void **state)
     assert_int_equal(sessions_cancel(&fx->m, "default", s->rec.id, &e), 0);
     assert_int_equal(releases, 1); /* once: the guest is already going */
     /* the first reason stays */
-    assert_string_equal(s->rec.end_reason, "completed");
+    assert_string_equal(session_end_reason_name(s->rec.end_reason), "completed");
     fx->m.all = NULL;
 }
 
