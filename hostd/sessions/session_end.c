@@ -49,8 +49,8 @@ session_on_gone(Guest *g, uint64_t requested_usec, uint64_t gone_usec, void *use
     session_event(s, "guest.destroyed", 0, NULL, 0,
                   json_pack("{s:I}", "destroy_ms",
                             (json_int_t) ((gone_usec - requested_usec) / 1000)));
-    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
-    session_extract(s);
+    if (session_move(s, ST_EXTRACTING, SESSION_END_NONE))
+        session_extract(s);
 }
 
 void
@@ -65,13 +65,28 @@ session_release_guest(Session *s)
     pool_release(s->mgr->pool, s->guest, session_on_gone, s);
 }
 
-/* A session that never had a guest ends at once: nothing to destroy, nothing to salvage. */
+/* The end is decided (the session is stopping, or ended unbound): nothing waits on it any
+ * more. Its operations fail after the move, so that their owners (a task's upload among
+ * them) see a session that is stopping and never decide another end. */
 static void
-session_end_unbound(Session *s, SessionEndReason reason)
+session_ending(Session *s, SessionEndReason reason)
 {
     Sessions *m = s->mgr;
+    session_cancel_timers(s);
+    session_ops_fail_all(s, reason);
+    if (reason == SESSION_END_CANCELLED)
+        m->stats.cancels++;
+    else if (reason == SESSION_END_TIMED_OUT)
+        m->stats.timeouts++;
+}
+
+/* A session without a guest ends at once: nothing to destroy, nothing to salvage. */
+static void
+session_ended_unbound(Session *s)
+{
+    Sessions *m = s->mgr;
+    session_unqueue(s);
     artifacts_drop_work(m, s->rec.id);
-    session_set_state(s, ST_ENDED, reason);
     m->stats.ended++;
     session_free(s);
     sessions_check_stopped(m);
@@ -80,32 +95,57 @@ session_end_unbound(Session *s, SessionEndReason reason)
 void
 session_end(Session *s, SessionEndReason reason)
 {
-    Sessions *m = s->mgr;
-
-    if (s->state >= ST_STOPPING)
+    if (session_state_is_ending(s->state))
         return; /* the first reason wins */
-    bool finalize = session_finalize_wanted(s, reason);
-    s->accepting = finalize; /* the runner's last mirror records and its manifest come */
-    session_cancel_timers(s);
-    session_ops_fail_all(s, reason);
-    if (reason == SESSION_END_CANCELLED)
-        m->stats.cancels++;
-    else if (reason == SESSION_END_TIMED_OUT)
-        m->stats.timeouts++;
     if (s->state == ST_PENDING) {
-        session_unqueue(s);
-        session_end_unbound(s, reason);
+        if (!session_move(s, ST_ENDED, reason))
+            return;
+        session_ending(s, reason);
+        session_ended_unbound(s);
         return;
     }
-    session_set_state(s, ST_STOPPING, reason);
+    bool finalize = session_finalize_wanted(s, reason);
+    if (!session_move(s, ST_STOPPING, reason))
+        return;
+    s->accepting = finalize; /* the runner's last mirror records and its manifest come */
+    session_ending(s, reason);
     if (!s->guest) { /* lost before a guest was bound */
-        session_end_unbound(s, reason);
+        if (session_move(s, ST_ENDED, SESSION_END_NONE))
+            session_ended_unbound(s);
         return;
     }
     if (finalize)
         session_finalize_start(s);
     else
         session_release_guest(s);
+}
+
+/* A session an earlier run left live: its guest is gone with that run. It stops (host_restart,
+ * or host_lost when another host took it over: sessions_lost.c); then its disk, when the pool
+ * still has that slot, is salvaged, and without one it ends at once. */
+void
+session_end_recorded(Session *s)
+{
+    Sessions *m = s->mgr;
+    ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
+
+    if (!session_move(s, ST_STOPPING, session_adopt_reason(s))) {
+        if (disk >= 0)
+            pool_unhold_disk(m->pool, (size_t) disk);
+        session_free(s); /* its record stays unfinished: the next start tries again */
+        return;
+    }
+    if (disk < 0) {
+        if (session_move(s, ST_ENDED, SESSION_END_NONE))
+            m->stats.ended++;
+        session_free(s);
+        return;
+    }
+    s->held_disk = true;
+    s->disk_index = (size_t) disk;
+    s->extract_started_usec = now_usec();
+    if (session_move(s, ST_EXTRACTING, SESSION_END_NONE))
+        session_extract(s); /* waits for the appliance */
 }
 
 /* ------------------------------------------------------------------ extraction */
@@ -163,10 +203,11 @@ salvage_merge_done(void *userdata, const ExtractStats *stats, const Error *err)
         pool_unhold_disk(m->pool, s->disk_index);
     s->guest = NULL;
     s->rec.guest[0] = '\0';
-    session_set_state(s, ST_ENDED, SESSION_END_NONE);
+    free(j);
+    if (!session_move(s, ST_ENDED, SESSION_END_NONE))
+        return;
     m->stats.ended++;
     session_free(s);
-    free(j);
     sessions_check_stopped(m);
 }
 

@@ -10,29 +10,6 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
-/* API.md "Sessions": pending -> starting -> running -> stopping -> extracting -> ended, and
- * the shortcuts: a pending session ends unbound; a starting one whose guest fails stops; a
- * stopping one whose guest is gone without a disk to read ends. */
-static const bool transitions[ST_COUNT_][ST_COUNT_] = {
-    [ST_PENDING] = {[ST_STARTING] = true, [ST_ENDED] = true},
-    [ST_STARTING] = {[ST_RUNNING] = true, [ST_STOPPING] = true},
-    [ST_RUNNING] = {[ST_STOPPING] = true},
-    [ST_STOPPING] = {[ST_EXTRACTING] = true, [ST_ENDED] = true},
-    [ST_EXTRACTING] = {[ST_ENDED] = true},
-};
-
-bool
-session_state_can_go(SessionState from, SessionState to)
-{
-    return from < ST_COUNT_ && to < ST_COUNT_ && transitions[from][to];
-}
-
-void
-session_state_adopt(Session *s)
-{
-    s->state = ST_RUNNING;
-}
-
 static void
 sessions_on_commit_timer(Loop *l, void *userdata)
 {
@@ -134,35 +111,9 @@ void
 session_persist(Session *s)
 {
     _cleanup_error_ Error *err = NULL;
+    s->rec.state = s->state; /* the record's is derived, never set on its own */
     session_store_begin(s);
     if (store_session_update(s->mgr->store, &s->rec, &err) < 0)
         log_error("session %s: record not updated: %s", s->rec.id, err->message);
     session_touch(s);
-}
-
-void
-session_set_state(Session *s, SessionState st, SessionEndReason reason)
-{
-    json_t *attrs = json_pack("{s:s}", "state", session_state_name(st));
-
-    if (!session_state_can_go(s->state, st))
-        log_error("session %s: %s -> %s is not a session state transition", s->rec.id,
-                  session_state_name(s->state), session_state_name(st));
-    s->state = st;
-    s->rec.state = st;
-    if (reason != SESSION_END_NONE) {
-        s->rec.end_reason = reason;
-        json_object_set_new(attrs, "reason", json_string(session_end_reason_name(reason)));
-    }
-    if (st == ST_RUNNING && s->rec.started_usec == 0)
-        s->rec.started_usec = (int64_t) wall_usec();
-    if (st == ST_ENDED)
-        s->rec.ended_usec = (int64_t) wall_usec();
-    if (st == ST_ENDED && s->rec.has_exit_code)
-        json_object_set_new(attrs, "exit_code", json_integer(s->rec.exit_code));
-    session_event(s, "session.state", 0, NULL, 0, attrs);
-    session_persist(s);
-    if (st == ST_ENDED)
-        session_admit_settle(s); /* the ledger ends in the final state's transaction */
-    sessions_commit_now(s->mgr); /* state changes are durable before anything acts on them */
 }

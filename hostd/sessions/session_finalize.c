@@ -261,7 +261,8 @@ finalize_merge_done(void *userdata)
     s->rec.artifact_files = f->merged_files;
     s->rec.artifacts_truncated = truncated;
     session_event(s, "artifacts", 0, NULL, 0, attrs);
-    session_set_state(s, ST_ENDED, SESSION_END_NONE); /* the files are on disk: ended now */
+    if (!session_move(s, ST_ENDED, SESSION_END_NONE)) /* the files are on disk: ended now */
+        return;
     m->stats.ended++;
     session_free(s);
     sessions_check_stopped(m);
@@ -284,7 +285,8 @@ finalize_merge(Session *s)
     s->guest = NULL;
     s->rec.guest[0] = '\0';
     pool_release(s->mgr->pool, g, NULL, NULL);
-    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
+    if (!session_move(s, ST_EXTRACTING, SESSION_END_NONE))
+        return;
     if (workq_submit(s->mgr->q, finalize_merge_work, finalize_merge_done, s) < 0) {
         error_set(&f->err, E_INTERNAL, ENOMEM, "queue the merge");
         finalize_merge_done(s);

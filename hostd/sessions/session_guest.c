@@ -90,8 +90,23 @@ session_guest_config(Session *s, Stockade__Runner__SessionConfig *cfg,
     return session_egress_start(s, cfg, egress, errp);
 }
 
-void
+bool
 session_bind_guest(Session *s, Guest *g)
+{
+    s->guest = g;
+    snprintf(s->rec.guest, sizeof(s->rec.guest), "%s", guest_name(g));
+    s->disk_index = guest_disk_index(g);
+    if (!session_move(s, ST_STARTING, SESSION_END_NONE)) {
+        s->guest = NULL;
+        s->rec.guest[0] = '\0';
+        return false;
+    }
+    s->accepting = true;
+    return true;
+}
+
+void
+session_hello(Session *s)
 {
     Stockade__Runner__SessionConfig cfg = STOCKADE__RUNNER__SESSION_CONFIG__INIT;
     Stockade__Runner__MirrorConfig mirror = STOCKADE__RUNNER__MIRROR_CONFIG__INIT;
@@ -99,12 +114,8 @@ session_bind_guest(Session *s, Guest *g)
     _cleanup_free_ Stockade__Runner__EnvVar *envs = NULL;
     _cleanup_free_ Stockade__Runner__EnvVar **envp = NULL;
     _cleanup_error_ Error *err = NULL;
+    Guest *g = s->guest;
 
-    s->guest = g;
-    s->accepting = true;
-    snprintf(s->rec.guest, sizeof(s->rec.guest), "%s", guest_name(g));
-    s->disk_index = guest_disk_index(g);
-    session_set_state(s, ST_STARTING, SESSION_END_NONE);
     if (session_guest_config(s, &cfg, &mirror, &egress, &envs, &envp, &err) < 0) {
         log_error("session %s: cannot start it on %s: %s", s->rec.id, guest_name(g),
                   err->message);
@@ -125,7 +136,8 @@ session_on_hello_acked(Session *s)
     loop_cancel_timer(s->mgr->loop, s->hello_timer);
     s->hello_timer = 0;
     histogram_add(&s->mgr->stats.handout, now_usec() - s->created_mono_usec);
-    session_set_state(s, ST_RUNNING, SESSION_END_NONE);
+    if (!session_move(s, ST_RUNNING, SESSION_END_NONE))
+        return;
     if (s->spec.is_task)
         session_task_advance(s);
 }

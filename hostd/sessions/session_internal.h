@@ -142,16 +142,8 @@ void sessions_check_stopped(Sessions *m);
 /* session_events.c */
 void session_event(Session *s, const char *type, uint32_t exec_id, const void *data, size_t len,
                    json_t *attrs /* stolen, may be NULL */);
-/* The only way a session's state changes: records it (session.state event, the record, the
- * ledger's settlement on ST_ENDED) and commits. A change not in the transition table
- * (session_state_can_go) is a daemon bug: logged as an error ("not a session state
- * transition"; the test fixture fails on it) and still made, so the session can end. */
-void session_set_state(Session *s, SessionState st, SessionEndReason reason);
-/* A record from an earlier run, live when that daemon stopped, taken over (restart
- * reconciliation): it is ST_RUNNING for the end path, without an event. */
-void session_state_adopt(Session *s);
-bool session_state_can_go(SessionState from, SessionState to);
-void session_persist(Session *s); /* store_session_update in the open batch */
+/* The record's state is derived from s->state here; store_session_update in the open batch. */
+void session_persist(Session *s);
 /* An event the workload can make without limit (file.changed: removed, over_budget, failed;
  * guest.error): recorded like session_event() up to cfg.max_guest_events, then only counted
  * in rec.events_suppressed, with one events.suppressed {after} when the first is dropped.
@@ -162,14 +154,39 @@ void session_guest_event(Session *s, const char *type, json_t *attrs);
 void session_guest_events_summary(Session *s);
 void sessions_commit_now(Sessions *m);
 
+/* session_state.c: the machine. s->state is written there alone. */
+/* The only way a session's state changes. A move the table does not have, or a reason the
+ * move does not take, is refused: E_INTERNAL ("... is not a session state transition"), and
+ * nothing changed. An allowed move is recorded (the session.state event with its reason, the
+ * record, the ledger's settlement on ST_ENDED) and committed before the caller goes on; ST_NEW
+ * to ST_PENDING (the creation) records nothing: admission inserts the record. */
+int session_set_state(Session *s, SessionState st, SessionEndReason reason, Error **errp);
+/* session_set_state() for the machine's own moves, from loop callbacks: a refusal is a daemon
+ * bug, logged here (the integration fixture fails on the message) and returned as false; the
+ * caller then leaves the session where it is. */
+bool session_move(Session *s, SessionState st, SessionEndReason reason);
+bool session_state_can_go(SessionState from, SessionState to);
+/* True when the move exists and takes this reason (SESSION_END_NONE: takes none). */
+bool session_state_takes(SessionState from, SessionState to, SessionEndReason reason);
+/* Stopping, extracting or ended: the end was decided, no other comes. */
+bool session_state_is_ending(SessionState st);
+
 /* session_guest.c */
 extern const GuestOps session_guest_ops;
-void session_bind_guest(Session *s, Guest *g);
+/* pending -> starting with g (its name and disk recorded); false when refused (logged): the
+ * caller gives g back. */
+bool session_bind_guest(Session *s, Guest *g);
+/* The Hello of a starting session (its environment, mirror, egress), and its deadline; a
+ * session that cannot be given what it was admitted with ends host_error. */
+void session_hello(Session *s);
 void session_exec_free_all(Session *s);
 int session_send_exec(Session *s, const ExecSpec *spec, uint32_t *ret_exec_id, Error **errp);
 
 /* session_end.c */
 void session_end(Session *s, SessionEndReason reason);
+/* Ends a session taken over from an earlier run's record (ST_NEW): stopping, then salvage or
+ * ended. */
+void session_end_recorded(Session *s);
 /* Stops accepting the guest and destroys it; its disk is then salvaged (session_extract). */
 void session_release_guest(Session *s);
 void session_extract(Session *s);

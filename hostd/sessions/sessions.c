@@ -246,6 +246,11 @@ sessions_dispatch_pending(Sessions *m)
             pp = &s->next_pending;
             continue; /* this pool is empty; a later session may want another pool */
         }
+        if (!session_bind_guest(s, g)) { /* refused (a daemon bug, logged): the guest goes back */
+            pool_release(m->pool, g, NULL, NULL);
+            pp = &s->next_pending;
+            continue;
+        }
         *pp = s->next_pending;
         s->next_pending = NULL;
         loop_cancel_timer(m->loop, s->pending_timer);
@@ -253,7 +258,7 @@ sessions_dispatch_pending(Sessions *m)
         s->lifetime_start_usec = now_usec();
         s->timeout_timer = loop_add_timer(m->loop, s->lifetime_start_usec + s->rec.timeout_usec,
                                           session_on_timeout, s);
-        session_bind_guest(s, g);
+        session_hello(s);
     }
     m->pending_tail = &m->pending_head;
     while (*m->pending_tail)
@@ -339,12 +344,12 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
     snprintf(r->tenant_id, sizeof(r->tenant_id), "%s", spec->tenant_id);
     snprintf(r->kind, sizeof(r->kind), "%s", spec->is_task ? "task" : "session");
     snprintf(r->pool, sizeof(r->pool), "%s", spec->pool);
-    r->state = ST_PENDING;
     r->created_usec = (int64_t) wall_usec();
     r->timeout_usec = spec->timeout_usec ? spec->timeout_usec : m->cfg.default_timeout_usec;
     r->spec = spec_json(&s->spec);
     /* quota check + reservation + record, atomically, before any guest is touched */
-    if (session_admit_record(s, ret_refusal, errp) < 0) {
+    if (session_set_state(s, ST_PENDING, SESSION_END_NONE, errp) < 0 ||
+        session_admit_record(s, ret_refusal, errp) < 0) {
         sessions_commit_now(m); /* the transaction the savepoint opened holds the write lock */
         session_record_clear(r);
         spec_free(&s->spec);
@@ -422,7 +427,7 @@ session_end_live(Sessions *m, const char *tenant, const char *id, SessionEndReas
     Session *s = sessions_find(m, tenant, id);
     if (!s)
         return error_set(errp, E_NOT_FOUND, 0, "no live session %.40s", id);
-    if (s->state < ST_STOPPING)
+    if (!session_state_is_ending(s->state))
         session_end(s, reason);
     else if (reason == SESSION_END_CANCELLED) /* a hard stop never waits on the runner */
         (void) session_finalize_cancel(s);

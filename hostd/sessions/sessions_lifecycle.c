@@ -40,7 +40,6 @@ sessions_adopt(Sessions *m, SessionRecord *r)
     s->rec = *r;
     r->spec = NULL; /* moved */
     s->mirror.fd = -1;
-    session_state_adopt(s); /* so that the end path runs; nothing is accepted from anyone */
     if (s->rec.started_usec > 0 && s->rec.stopped_usec == 0) /* its guest ran until now */
         s->rec.stopped_usec = (int64_t) wall_usec();
     session_admit_adopt(s);
@@ -49,19 +48,7 @@ sessions_adopt(Sessions *m, SessionRecord *r)
         s->rec.last_seq = seq; /* events written after the record's last update */
     s->next = m->all;
     m->all = s;
-    ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
-    session_set_state(s, ST_STOPPING, session_adopt_reason(s)); /* host_lost: taken over */
-    if (disk < 0) {
-        session_set_state(s, ST_ENDED, SESSION_END_NONE);
-        m->stats.ended++;
-        session_free(s);
-        return;
-    }
-    s->held_disk = true;
-    s->disk_index = (size_t) disk;
-    s->extract_started_usec = now_usec();
-    session_set_state(s, ST_EXTRACTING, SESSION_END_NONE);
-    session_extract(s); /* waits for the appliance */
+    session_end_recorded(s); /* nothing is accepted from anyone: it has no guest */
 }
 
 void
@@ -133,7 +120,7 @@ sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
     Session *next;
     for (Session *s = m->all; s; s = next) {
         next = s->next; /* session_end may free s */
-        if (s->state < ST_STOPPING)
+        if (!session_state_is_ending(s->state))
             session_end(s, SESSION_END_HOST_SHUTDOWN);
     }
     sessions_check_stopped(m);

@@ -41,7 +41,7 @@ sessions_end_lost(Sessions *m)
         return 0;
     for (Session *s = m->all, *next; s; s = next) {
         next = s->next; /* session_end may free a pending session */
-        if (s->state >= ST_STOPPING || !session_taken_over(s))
+        if (session_state_is_ending(s->state) || !session_taken_over(s))
             continue;
         session_end(s, SESSION_END_HOST_LOST);
         n++;

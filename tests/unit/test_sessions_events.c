@@ -543,6 +543,41 @@ test_cancel_during_finalize_salvages(void **state)
     fx->m.all = NULL;
 }
 
+/* A task cancelled while its files go in: the upload fails because the session stops, and
+ * that failure decides no second end. It did: the op's failure ended the task "failed" inside
+ * the cancel, which then made stopping -> stopping and released the guest a second time. */
+static void
+test_cancel_during_task_upload(void **state)
+{
+    Fixture *fx = *state;
+    Session *s = &fx->s;
+    Error *e = NULL;
+    static char token_guest;
+
+    s->guest = (Guest *) &token_guest;
+    s->spec.is_task = true;
+    releases = 0;
+    assert_int_equal(
+        session_start_put(s, "in/a.txt", (const uint8_t *) "x", 1, 0644, NULL, NULL, true, &e), 0);
+    session_end(s, SESSION_END_CANCELLED);
+    assert_int_equal(releases, 1);
+    assert_int_equal(s->state, ST_STOPPING);
+    assert_int_equal(s->rec.end_reason, SESSION_END_CANCELLED);
+    assert_int_equal(store_commit(fx->store, &e), 0);
+    EventRecord *v = NULL;
+    size_t n = 0;
+    unsigned states = 0;
+    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].type, "session.state") == 0) {
+            states++;
+            assert_non_null(strstr(v[i].attrs, "\"cancelled\""));
+        }
+    event_records_free(v, n);
+    assert_int_equal(states, 1);
+    s->spec.is_task = false;
+}
+
 /* ------------------------------------------------------------------ bind failures */
 
 static unsigned hellos;
@@ -600,7 +635,8 @@ test_no_guest_without_its_egress(void **state)
     s->state = ST_PENDING;
     s->guest = NULL;
     releases = hellos = 0;
-    session_bind_guest(s, (Guest *) &token_guest);
+    assert_true(session_bind_guest(s, (Guest *) &token_guest));
+    session_hello(s);
     assert_int_equal(hellos, 0);   /* the runner was never told to start the session */
     assert_int_equal(releases, 1); /* the guest goes */
     assert_null(s->egress);
@@ -654,6 +690,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_finalize_ends_by_the_reserved_lifetime, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_task_upload, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
         cmocka_unit_test(test_state_transitions),
     };
