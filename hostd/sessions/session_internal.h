@@ -126,6 +126,9 @@ struct Sessions {
     void (*stop_done)(void *userdata);
     void *stop_userdata;
     SessionsStats stats;
+    SessionsWatch *watches; /* session_state.c */
+    size_t n_watches;
+    TimerId watch_timer;
 };
 
 /* sessions.c */
@@ -170,6 +173,7 @@ bool session_state_can_go(SessionState from, SessionState to);
 bool session_state_takes(SessionState from, SessionState to, SessionEndReason reason);
 /* Stopping, extracting or ended: the end was decided, no other comes. */
 bool session_state_is_ending(SessionState st);
+void sessions_watches_free(Sessions *m);
 
 /* session_guest.c */
 extern const GuestOps session_guest_ops;

@@ -2,6 +2,7 @@
  * with the end reasons it takes, and the one setter. A move the table does not have is
  * refused and nothing changes; an allowed one is recorded (event, record, ledger) and
  * committed before anyone acts on it. Loop thread only. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,103 @@ session_state_is_ending(SessionState st)
     return st == ST_STOPPING || st == ST_EXTRACTING || st == ST_ENDED;
 }
 
+/* ------------------------------------------------------------------ watches */
+
+struct SessionsWatch {
+    char id[SESSION_ID_BYTES];
+    SessionsWatchFn fn;
+    void *userdata;
+    SessionState seen, now; /* what fn last heard, what it will hear */
+    SessionEndReason reason;
+    bool due;
+    SessionsWatch *next;
+};
+
+int
+sessions_watch(Sessions *m, const char *id, SessionsWatchFn fn, void *userdata, SessionsWatch **ret,
+               Error **errp)
+{
+    if (m->n_watches >= SESSIONS_WATCHES_MAX)
+        return error_set(errp, E_UNAVAILABLE, 0, "too many session watches (%d)",
+                         SESSIONS_WATCHES_MAX);
+    SessionsWatch *w = calloc(1, sizeof(*w));
+    if (!w)
+        return error_set(errp, E_INTERNAL, ENOMEM, "session watch");
+    Session *s = sessions_find(m, NULL, id);
+    snprintf(w->id, sizeof(w->id), "%s", id);
+    w->fn = fn;
+    w->userdata = userdata;
+    w->seen = w->now = s ? s->state : ST_ENDED;
+    w->next = m->watches;
+    m->watches = w;
+    m->n_watches++;
+    *ret = w;
+    return 0;
+}
+
+void
+sessions_unwatch(Sessions *m, SessionsWatch *w)
+{
+    for (SessionsWatch **pp = &m->watches; w && *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            m->n_watches--;
+            free(w);
+            return;
+        }
+}
+
+void
+sessions_watches_free(Sessions *m)
+{
+    while (m->watches)
+        sessions_unwatch(m, m->watches);
+    loop_cancel_timer(m->loop, m->watch_timer);
+    m->watch_timer = 0;
+}
+
+/* Calls the due watches until none is: a call may unwatch any watch, or change a session and
+ * so make a watch due again (it is then called again in this turn, with what it has not yet
+ * heard). */
+static void
+watches_on_timer(Loop *l, void *userdata)
+{
+    Sessions *m = userdata;
+    (void) l;
+    m->watch_timer = 0;
+    for (;;) {
+        SessionsWatch *w = m->watches;
+        while (w && !w->due)
+            w = w->next;
+        if (!w)
+            return;
+        char id[SESSION_ID_BYTES];
+        snprintf(id, sizeof(id), "%s", w->id); /* fn may free w */
+        SessionsChange c = {.id = id, .from = w->seen, .to = w->now, .reason = w->reason};
+        w->due = false;
+        w->seen = w->now;
+        w->fn(w->userdata, &c);
+    }
+}
+
+/* The watches of s hear of its state on the next turn of the loop. */
+static void
+session_watches_due(Session *s)
+{
+    Sessions *m = s->mgr;
+    bool due = false;
+    for (SessionsWatch *w = m->watches; w; w = w->next)
+        if (strcmp(w->id, s->rec.id) == 0) {
+            w->now = s->state;
+            w->reason = s->rec.end_reason;
+            w->due = due = true;
+        }
+    if (due && !m->watch_timer)
+        m->watch_timer = loop_add_timer(m->loop, now_usec(), watches_on_timer, m);
+}
+
+/* ------------------------------------------------------------------ moves */
+
 /* What the move records: the session.state event (with the reason, and a task's exit code at
  * the end), the times it stamps, the record, and at the end the ledger, in one commit. */
 static void
@@ -102,6 +200,7 @@ session_set_state(Session *s, SessionState st, SessionEndReason reason, Error **
         return 0;
     }
     session_record_move(s, st, reason);
+    session_watches_due(s);
     return 0;
 }
 

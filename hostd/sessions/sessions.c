@@ -312,6 +312,7 @@ sessions_free(Sessions *m)
     while (m->all)
         session_free(m->all);
     sessions_egress_free(m);
+    sessions_watches_free(m);
     loop_cancel_timer(m->loop, m->commit_timer);
     loop_cancel_timer(m->loop, m->retention_timer);
     loop_cancel_timer(m->loop, m->stop_timer);

@@ -136,6 +136,26 @@ bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
 int sessions_state_of(Sessions *s, const char *id, SessionState *ret_state,
                       SessionEndReason *ret_reason, Error **errp);
 
+/* Whoever must learn of a session's state change (E2B's create waits for its session to run)
+ * watches it: fn(userdata, change) runs on the loop thread after a change, never inside it (fn
+ * may call any sessions_* function, sessions_unwatch() of this watch included). Changes made
+ * before the loop turns are folded into one call: from is the state the last call reported
+ * (or the one at sessions_watch()), to the state now, reason its end reason once it has one.
+ * The watch stays until sessions_unwatch(), past ST_ENDED too. id need not be live: a watch
+ * of an ended or unknown session never fires, so watch first, then read sessions_state_of().
+ * E_UNAVAILABLE beyond SESSIONS_WATCHES_MAX watches. */
+#define SESSIONS_WATCHES_MAX 1024
+typedef struct SessionsChange {
+    const char *id; /* valid during the call */
+    SessionState from, to;
+    SessionEndReason reason;
+} SessionsChange;
+typedef void (*SessionsWatchFn)(void *userdata, const SessionsChange *change);
+typedef struct SessionsWatch SessionsWatch;
+int sessions_watch(Sessions *s, const char *id, SessionsWatchFn fn, void *userdata,
+                   SessionsWatch **ret, Error **errp);
+void sessions_unwatch(Sessions *s, SessionsWatch *w); /* NULL: nothing */
+
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it
  * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that;
