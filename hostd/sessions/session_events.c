@@ -10,12 +10,65 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
+#define SESSION_COMMIT_DELAY_USEC (5 * 1000) /* events are batched this long at most */
+
+struct SessionsCommit {
+    Session *touched; /* sessions with uncommitted events */
+    TimerId timer;
+};
+
+struct SessionEvents {
+    bool touched;
+    Session *next_touched;
+    uint64_t guest_events; /* recorded by session_guest_event(); rec.events_suppressed after */
+};
+
+int
+sessions_commit_new(Sessions *m)
+{
+    return (m->commit = calloc(1, sizeof(*m->commit))) ? 0 : -1;
+}
+
+void
+sessions_commit_free(Sessions *m)
+{
+    if (!m->commit)
+        return;
+    loop_cancel_timer(m->loop, m->commit->timer);
+    free(m->commit);
+    m->commit = NULL;
+}
+
+int
+session_events_new(Session *s)
+{
+    return (s->events = calloc(1, sizeof(*s->events))) ? 0 : -1;
+}
+
+/* A session freed with events not yet committed leaves the batch's list (its events stay in
+ * the batch). */
+void
+session_events_free(Session *s)
+{
+    SessionsCommit *c = s->mgr->commit;
+    if (!s->events)
+        return;
+    for (Session **pp = c ? &c->touched : NULL; s->events->touched && pp && *pp;
+         pp = &(*pp)->events->next_touched)
+        if (*pp == s) {
+            *pp = s->events->next_touched;
+            break;
+        }
+    free(s->events);
+    s->events = NULL;
+}
+
 static void
 sessions_on_commit_timer(Loop *l, void *userdata)
 {
     Sessions *m = userdata;
     (void) l;
-    m->commit_timer = 0;
+    m->commit->timer = 0;
     sessions_commit_now(m);
 }
 
@@ -24,15 +77,15 @@ sessions_commit_now(Sessions *m)
 {
     _cleanup_error_ Error *err = NULL;
 
-    loop_cancel_timer(m->loop, m->commit_timer);
-    m->commit_timer = 0;
+    loop_cancel_timer(m->loop, m->commit->timer);
+    m->commit->timer = 0;
     if (store_commit(m->store, &err) < 0)
         log_error("events could not be committed: %s", err->message);
-    while (m->touched) {
-        Session *s = m->touched;
-        m->touched = s->next_touched;
-        s->touched = false;
-        s->next_touched = NULL;
+    while (m->commit->touched) {
+        Session *s = m->commit->touched;
+        m->commit->touched = s->events->next_touched;
+        s->events->touched = false;
+        s->events->next_touched = NULL;
         eventhub_publish(m->hub, s->rec.id, s->rec.last_seq, s->state == ST_ENDED);
     }
 }
@@ -41,14 +94,14 @@ static void
 session_touch(Session *s)
 {
     Sessions *m = s->mgr;
-    if (!s->touched) {
-        s->touched = true;
-        s->next_touched = m->touched;
-        m->touched = s;
+    if (!s->events->touched) {
+        s->events->touched = true;
+        s->events->next_touched = m->commit->touched;
+        m->commit->touched = s;
     }
-    if (!m->commit_timer)
-        m->commit_timer = loop_add_timer(m->loop, now_usec() + SESSION_COMMIT_DELAY_USEC,
-                                         sessions_on_commit_timer, m);
+    if (!m->commit->timer)
+        m->commit->timer = loop_add_timer(m->loop, now_usec() + SESSION_COMMIT_DELAY_USEC,
+                                          sessions_on_commit_timer, m);
 }
 
 static void
@@ -87,8 +140,8 @@ session_guest_event(Session *s, const char *type, json_t *attrs)
 {
     json_int_t cap = (json_int_t) s->mgr->cfg.max_guest_events;
 
-    if (s->guest_events < s->mgr->cfg.max_guest_events) {
-        s->guest_events++;
+    if (s->events->guest_events < s->mgr->cfg.max_guest_events) {
+        s->events->guest_events++;
         session_event(s, type, 0, NULL, 0, attrs);
         return;
     }

@@ -59,6 +59,12 @@ session_state_is_ending(SessionState st)
 
 /* ------------------------------------------------------------------ watches */
 
+struct SessionsWatches {
+    SessionsWatch *list;
+    size_t n;
+    TimerId timer; /* due watches are called */
+};
+
 struct SessionsWatch {
     char id[SESSION_ID_BYTES];
     SessionsWatchFn fn;
@@ -73,7 +79,7 @@ int
 sessions_watch(Sessions *m, const char *id, SessionsWatchFn fn, void *userdata, SessionsWatch **ret,
                Error **errp)
 {
-    if (m->n_watches >= SESSIONS_WATCHES_MAX)
+    if (m->watches->n >= SESSIONS_WATCHES_MAX)
         return error_set(errp, E_UNAVAILABLE, 0, "too many session watches (%d)",
                          SESSIONS_WATCHES_MAX);
     SessionsWatch *w = calloc(1, sizeof(*w));
@@ -84,9 +90,9 @@ sessions_watch(Sessions *m, const char *id, SessionsWatchFn fn, void *userdata, 
     w->fn = fn;
     w->userdata = userdata;
     w->seen = w->now = s ? s->state : ST_ENDED;
-    w->next = m->watches;
-    m->watches = w;
-    m->n_watches++;
+    w->next = m->watches->list;
+    m->watches->list = w;
+    m->watches->n++;
     *ret = w;
     return 0;
 }
@@ -94,22 +100,31 @@ sessions_watch(Sessions *m, const char *id, SessionsWatchFn fn, void *userdata, 
 void
 sessions_unwatch(Sessions *m, SessionsWatch *w)
 {
-    for (SessionsWatch **pp = &m->watches; w && *pp; pp = &(*pp)->next)
+    for (SessionsWatch **pp = &m->watches->list; w && *pp; pp = &(*pp)->next)
         if (*pp == w) {
             *pp = w->next;
-            m->n_watches--;
+            m->watches->n--;
             free(w);
             return;
         }
 }
 
+int
+sessions_watches_new(Sessions *m)
+{
+    return (m->watches = calloc(1, sizeof(*m->watches))) ? 0 : -1;
+}
+
 void
 sessions_watches_free(Sessions *m)
 {
-    while (m->watches)
-        sessions_unwatch(m, m->watches);
-    loop_cancel_timer(m->loop, m->watch_timer);
-    m->watch_timer = 0;
+    if (!m->watches)
+        return;
+    while (m->watches->list)
+        sessions_unwatch(m, m->watches->list);
+    loop_cancel_timer(m->loop, m->watches->timer);
+    free(m->watches);
+    m->watches = NULL;
 }
 
 /* Calls the due watches until none is: a call may unwatch any watch, or change a session and
@@ -120,9 +135,9 @@ watches_on_timer(Loop *l, void *userdata)
 {
     Sessions *m = userdata;
     (void) l;
-    m->watch_timer = 0;
+    m->watches->timer = 0;
     for (;;) {
-        SessionsWatch *w = m->watches;
+        SessionsWatch *w = m->watches->list;
         while (w && !w->due)
             w = w->next;
         if (!w)
@@ -142,14 +157,14 @@ session_watches_due(Session *s)
 {
     Sessions *m = s->mgr;
     bool due = false;
-    for (SessionsWatch *w = m->watches; w; w = w->next)
+    for (SessionsWatch *w = m->watches->list; w; w = w->next)
         if (strcmp(w->id, s->rec.id) == 0) {
             w->now = s->state;
             w->reason = s->rec.end_reason;
             w->due = due = true;
         }
-    if (due && !m->watch_timer)
-        m->watch_timer = loop_add_timer(m->loop, now_usec(), watches_on_timer, m);
+    if (due && !m->watches->timer)
+        m->watches->timer = loop_add_timer(m->loop, now_usec(), watches_on_timer, m);
 }
 
 /* ------------------------------------------------------------------ moves */

@@ -41,7 +41,7 @@
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
-typedef struct Pool Pool;
+typedef struct SessionsHost SessionsHost; /* sessions_host.h */
 
 typedef struct SessionSpec {
     const char *tenant_id;
@@ -74,10 +74,11 @@ typedef struct ExecSpec {
     bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
 } ExecSpec;
 
-/* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
- * the daemon starts, and stops once the sessions stopped). */
-int sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
-                 EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
+ * points to is borrowed and must outlive the sessions (the daemon starts the salvage service,
+ * and stops it once the sessions stopped). */
+int sessions_new(Loop *l, WorkQueue *q, const SessionsHost *host, Store *store, EventHub *hub,
+                 const SessionsConfig *cfg, Sessions **ret, Error **errp);
 /* Cluster mode (issue 16): admission, settlement and restart reconciliation use the cluster's
  * ledger instead of the store's. c is borrowed and must outlive s; call before
  * sessions_start(). Without it (the default) nothing changes. */
