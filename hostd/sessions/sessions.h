@@ -12,8 +12,12 @@
  * appliance, merges it with the live mirror, and ends with a reason. Nothing from the guest is
  * accepted after a cancel event.
  *
+ * The states and their moves, each end's reason, and what may be added: README.md. A move
+ * the machine's table lacks is refused, never made.
+ *
  * Every change is an event with a strictly increasing seq, stored (SQLite) in batches;
- * readers on other threads follow committed events through the EventHub.
+ * readers on other threads follow committed events through the EventHub; code on the loop
+ * thread learns of state changes with sessions_watch().
  * All functions run on the loop thread unless noted. Errors: E_NOT_FOUND for an unknown
  * session or one of another tenant, E_CONFLICT for the wrong state, E_INVALID for bad input. */
 #pragma once
@@ -29,7 +33,6 @@
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
-#include "extract_service.h"
 #include "loop.h"
 #include "policy.h"
 #include "store.h"
