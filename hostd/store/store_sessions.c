@@ -29,6 +29,16 @@ static const char *const end_reason_names[SESSION_END_COUNT_] = {
     [SESSION_END_HOST_LOST] = "host_lost",
 };
 
+/* The index of name in names[first..n), or -1. */
+static int
+name_index(const char *const *names, int first, int n, const char *name)
+{
+    for (int i = first; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 const char *
 session_state_name(SessionState st)
 {
@@ -38,12 +48,10 @@ session_state_name(SessionState st)
 bool
 session_state_from_name(const char *name, SessionState *ret)
 {
-    for (SessionState st = ST_PENDING; st < ST_COUNT_; st++)
-        if (strcmp(name, state_names[st]) == 0) {
-            *ret = st;
-            return true;
-        }
-    return false;
+    int i = name_index(state_names, ST_PENDING, ST_COUNT_, name); /* recorded ones only */
+    if (i >= 0)
+        *ret = (SessionState) i;
+    return i >= 0;
 }
 
 const char *
@@ -55,12 +63,10 @@ session_end_reason_name(SessionEndReason r)
 bool
 session_end_reason_from_name(const char *name, SessionEndReason *ret)
 {
-    for (SessionEndReason r = SESSION_END_NONE; r < SESSION_END_COUNT_; r++)
-        if (strcmp(name, end_reason_names[r]) == 0) {
-            *ret = r;
-            return true;
-        }
-    return false;
+    int i = name_index(end_reason_names, SESSION_END_NONE, SESSION_END_COUNT_, name);
+    if (i >= 0)
+        *ret = (SessionEndReason) i;
+    return i >= 0;
 }
 
 static void

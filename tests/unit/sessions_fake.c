@@ -332,6 +332,13 @@ fake_world_close(FakeWorld *w)
     w->dir = NULL;
 }
 
+int
+fake_teardown(void **state)
+{
+    fake_world_close(*state);
+    return 0;
+}
+
 Session *
 fake_create(FakeWorld *w, const SessionSpec *spec)
 {

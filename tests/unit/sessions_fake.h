@@ -59,6 +59,8 @@ typedef struct FakeWorld {
 /* A world whose config is the defaults, changed by tune (may be NULL) before sessions_new. */
 void fake_world_open(FakeWorld *w, void (*tune)(SessionsConfig *c));
 void fake_world_close(FakeWorld *w);
+/* A cmocka teardown: *state is a FakeWorld, or a fixture whose first member is one. */
+int fake_teardown(void **state);
 /* The daemon is killed (its sessions freed as they are, nothing ended) and starts again on the
  * same state folder, with a new pool (the fake's guests and counters reset). sessions_start()
  * is the caller's. */

@@ -74,14 +74,6 @@ setup(void **state)
     return 0;
 }
 
-static int
-teardown(void **state)
-{
-    Fixture *fx = *state;
-    fake_world_close(&fx->w);
-    return 0;
-}
-
 static void
 file_changed(Session *s, const char *path, bool removed)
 {
@@ -590,17 +582,18 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_finalize_junk_records_do_not_extend, setup, teardown),
+                                        fake_teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_junk_records_do_not_extend, setup,
+                                        fake_teardown),
         cmocka_unit_test_setup_teardown(test_finalize_ends_by_the_reserved_lifetime, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_during_task_upload, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
+                                        fake_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_task_upload, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, fake_teardown),
         cmocka_unit_test(test_state_transitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

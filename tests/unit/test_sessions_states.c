@@ -38,14 +38,6 @@ setup(void **state)
     return 0;
 }
 
-static int
-teardown(void **state)
-{
-    Fixture *fx = *state;
-    fake_world_close(&fx->w);
-    return 0;
-}
-
 /* The session.state events after seq `after`: their states and reasons, in order. */
 typedef struct {
     size_t n;
@@ -572,15 +564,15 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
-        cmocka_unit_test_setup_teardown(test_main_line, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pending_ends_unbound, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_starting_guest_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_earlier_run_recorded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_finalize_line, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_refused_moves, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_watch_calls_back_in, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_watch_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_main_line, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_pending_ends_unbound, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_starting_guest_fails, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_earlier_run_recorded, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_line, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_moves, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_watch, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_calls_back_in, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_watch_cap, setup, fake_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
