@@ -5,7 +5,7 @@
 #include "files.h"
 #include "log.h"
 #include "reply.h"
-#include "serve_int.h"
+#include "serve_internal.h"
 
 #define DISPATCH_WHY_BYTES 160
 

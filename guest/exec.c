@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec_int.h"
+#include "exec_internal.h"
 #include "fdutil.h"
 #include "reply.h"
 #include "spawn.h"

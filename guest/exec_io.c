@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "exec_int.h"
+#include "exec_internal.h"
 #include "reply.h"
 
 void

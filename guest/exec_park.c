@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "exec_int.h"
+#include "exec_internal.h"
 #include "reply.h"
 #include "timeutil.h"
 #include "wspath.h"

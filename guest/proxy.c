@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "proxy_int.h"
+#include "proxy_internal.h"
 #include "proxyreq.h"
 
 #define PROXY_LISTEN_BACKLOG 128

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proxy_int.h"
+#include "proxy_internal.h"
 #include "reply.h"
 
 static int

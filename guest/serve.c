@@ -15,7 +15,7 @@
 #include "guest_limits.h"
 #include "log.h"
 #include "reply.h"
-#include "serve_int.h"
+#include "serve_internal.h"
 #include "timeutil.h"
 
 enum { PFD_PORT, PFD_SIGNAL, PFD_MIRROR, PFD_FIXED };

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "guest_limits.h"
-#include "serve_int.h"
+#include "serve_internal.h"
 #include "timeutil.h"
 
 /* struct rand_pool_info with its flexible array sized for the Hello entropy. */

@@ -25,6 +25,7 @@
 #include "owndir.h"
 #include "pool.h"
 #include "sessions.h"
+#include "sessions_host.h"
 #include "store.h"
 #include "store_sync.h"
 #include "timeutil.h"
@@ -654,6 +655,34 @@ daemon_start_hop(Daemon *d, Error **errp)
     return 0;
 }
 
+/* The sessions' host: the real pool, guests and salvage service (their fakes are in
+ * tests/unit/sessions_fake.c). */
+static const SessionsHostOps daemon_sessions_host = {
+    .status = pool_status,
+    .set_on_idle = pool_set_on_idle,
+    .take = pool_take,
+    .release = pool_release,
+    .recycle = pool_recycle,
+    .hold_disk = pool_hold_disk,
+    .unhold_disk = pool_unhold_disk,
+    .hello = guest_hello,
+    .send = guest_send,
+    .send_backlog_bytes = guest_send_backlog_bytes,
+    .name = guest_name,
+    .workspace_path = guest_workspace_path,
+    .disk_index = guest_disk_index,
+    .salvage = extract_service_salvage,
+    .salvage_status = extract_service_status,
+};
+
+static int
+daemon_open_sessions(Daemon *d, Error **errp)
+{
+    SessionsHost host = {.ops = &daemon_sessions_host, .pool = d->pool, .extract = d->extract};
+    return sessions_new(d->loop, d->session_q, &host, d->store, d->hub, &d->cfg->sessions,
+                        &d->sessions, errp);
+}
+
 int
 daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
 {
@@ -667,11 +696,8 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
         daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
         workq_new(d->loop, SESSION_WORKERS, &d->session_q, errp) < 0 ||
-        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 ||
-        daemon_open_store(d, errp) < 0 ||
-        daemon_open_extract(d, errp) < 0 ||
-        sessions_new(d->loop, d->session_q, d->pool, d->extract, d->store, d->hub,
-                     &cfg->sessions, &d->sessions, errp) < 0 ||
+        pool_new(d->loop, d->q, &cfg->pool, &d->pool, errp) < 0 || daemon_open_store(d, errp) < 0 ||
+        daemon_open_extract(d, errp) < 0 || daemon_open_sessions(d, errp) < 0 ||
         daemon_open_cluster(d, errp) < 0) {
         daemon_free(d);
         return -1;

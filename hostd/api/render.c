@@ -69,13 +69,13 @@ set_time(json_t *o, const char *key, int64_t usec)
 json_t *
 render_session(const SessionRecord *r)
 {
-    json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "id", r->id, "kind", r->kind, "pool",
-                  r->pool, "state", r->state, "timeout_s", (json_int_t) (r->timeout_usec / 1000000),
-                  "output_bytes", (json_int_t) r->output_bytes, "last_seq",
-                  (json_int_t) r->last_seq, "events_suppressed", (json_int_t) r->events_suppressed);
-    if (r->end_reason[0])
-        json_object_set_new(o, "end_reason", json_string(r->end_reason));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "id", r->id, "kind", r->kind, "pool",
+                          r->pool, "state", session_state_name(r->state), "timeout_s",
+                          (json_int_t) (r->timeout_usec / 1000000), "output_bytes",
+                          (json_int_t) r->output_bytes, "last_seq", (json_int_t) r->last_seq,
+                          "events_suppressed", (json_int_t) r->events_suppressed);
+    if (r->end_reason != SESSION_END_NONE)
+        json_object_set_new(o, "end_reason", json_string(session_end_reason_name(r->end_reason)));
     if (r->guest[0]) /* the libvirt domain while it has one: operators find its QEMU by it */
         json_object_set_new(o, "guest", json_string(r->guest));
     set_time(o, "created_at", r->created_usec);

@@ -86,7 +86,7 @@ session_ended(Follower *f)
     store_reader_release(f->api->d.readers, s);
     if (rc < 0)
         return true;
-    bool over = strcmp(r.state, "ended") == 0;
+    bool over = r.state == ST_ENDED;
     session_record_clear(&r);
     return over;
 }

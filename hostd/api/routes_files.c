@@ -149,8 +149,7 @@ route_file_get(ApiCtx *c)
         api_reply_error(c, err);
         return;
     }
-    SessionState st;
-    bool running = session_state_from_name(r.state, &st) && st == ST_RUNNING;
+    bool running = r.state == ST_RUNNING;
     session_record_clear(&r);
     if (!running) { /* ended, or ending: the artifact folder is the answer */
         get_from_artifacts(c, id, path);
@@ -190,8 +189,7 @@ route_workspace(ApiCtx *c)
         api_reply_error(c, err);
         return;
     }
-    SessionState st;
-    bool ended = session_state_from_name(r.state, &st) && st == ST_ENDED;
+    bool ended = r.state == ST_ENDED;
     session_record_clear(&r);
     if (sessions_artifact_dir(c->api->d.state_dir, id, &dir, &err) < 0 ||
         tarw_new(dir, &t, &err) < 0) {

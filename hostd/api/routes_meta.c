@@ -7,11 +7,8 @@
 
 #include "api_internal.h"
 
-static const char *const session_states[] = {"pending",  "starting",   "running",
-                                             "stopping", "extracting", "ended"};
-
 typedef struct {
-    uint64_t by_state[6];
+    uint64_t by_state[ST_COUNT_]; /* every recorded state, by the store's names */
 } MetricsCtx;
 
 static void
@@ -126,8 +123,8 @@ metrics_on_loop(ApiCtx *c)
         pool_text(f, &ps);
         fprintf(f, "# HELP stockade_sessions Sessions by state.\n"
                    "# TYPE stockade_sessions gauge\n");
-        for (size_t i = 0; i < ELEMENTSOF(session_states); i++)
-            fprintf(f, "stockade_sessions{state=\"%s\"} %llu\n", session_states[i],
+        for (SessionState i = ST_PENDING; i < ST_COUNT_; i++)
+            fprintf(f, "stockade_sessions{state=\"%s\"} %llu\n", session_state_name(i),
                     (unsigned long long) m->by_state[i]);
         counter(f, "stockade_sessions_created_total", "Sessions and tasks created.", ss.created);
         counter(f, "stockade_cancels_total", "Sessions cancelled.", ss.cancels);
@@ -184,7 +181,7 @@ route_metrics(ApiCtx *c)
         return;
     }
     Store *s = store_reader_acquire(c->api->d.readers);
-    (void) store_count_by_state(s, session_states, ELEMENTSOF(session_states), m->by_state, NULL);
+    (void) store_count_by_state(s, m->by_state, NULL);
     store_reader_release(c->api->d.readers, s);
     c->extra = m;
     api_on_loop(c, metrics_on_loop);

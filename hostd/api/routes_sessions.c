@@ -47,7 +47,7 @@ create_on_loop(ApiCtx *c)
     snprintf(events, sizeof(events), "/v1/%s/%s/events", sp->is_task ? "tasks" : "sessions", id);
     json_t *o =
         json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "kind", sp->is_task ? "task" : "session",
-                  "pool", sp->pool, "state", "pending", "events", events);
+                  "pool", sp->pool, "state", session_state_name(ST_PENDING), "events", events);
     spec_free(sp);
     api_reply_json(c, 201, o);
 }
@@ -171,6 +171,7 @@ route_session_list(ApiCtx *c)
     long long before = before_s ? strtoll(before_s, NULL, 10) : 0;
     SessionRecord *v = NULL;
     size_t n = 0;
+    SessionState want;
 
     if (limit < 1 || limit > API_LIST_MAX || before < 0 || (state && strlen(state) > 15)) {
         api_reply_errorf(c, E_INVALID,
@@ -179,9 +180,12 @@ route_session_list(ApiCtx *c)
                          API_LIST_MAX);
         return;
     }
+    /* a name no session is recorded with matches none: an empty page */
+    bool none = state && !session_state_from_name(state, &want);
     Store *s = store_reader_acquire(c->api->d.readers);
-    int r = store_session_list(s, c->admin && !c->acting ? NULL : c->tenant, state, (size_t) limit,
-                               before, &v, &n, &err);
+    int r = none ? 0
+                 : store_session_list(s, c->admin && !c->acting ? NULL : c->tenant,
+                                      state ? &want : NULL, (size_t) limit, before, &v, &n, &err);
     store_reader_release(c->api->d.readers, s);
     if (r < 0) {
         api_reply_error(c, err);
@@ -219,14 +223,16 @@ end_on_loop(ApiCtx *c)
             return;
         }
         session_record_clear(&rec);
-        api_reply_json(c, 200, json_pack("{s:s,s:s}", "id", id, "state", "ended"));
+        api_reply_json(c, 200,
+                       json_pack("{s:s,s:s}", "id", id, "state", session_state_name(ST_ENDED)));
         return;
     }
     if (r < 0) {
         api_reply_error(c, err);
         return;
     }
-    api_reply_json(c, 202, json_pack("{s:s,s:s}", "id", id, "state", "stopping"));
+    api_reply_json(c, 202,
+                   json_pack("{s:s,s:s}", "id", id, "state", session_state_name(ST_STOPPING)));
 }
 
 void

@@ -1,19 +1,17 @@
 /* Sandbox create (POST /v2/sandboxes, v1 POST /sandboxes): the handler hands it to the loop
- * and returns. On the loop: the session is admitted and made, then watched (its EventHub
- * eventfd in the loop, a timer at the end of [e2b] create_wait_s) until it runs (start its E2B
- * timeout, answer 201), ends first (cancel, 503 for no_capacity, else 502), or the wait runs
- * out (cancel, 503). The sandbox's E2B timeout is the session's timer (sessions_set_timeout()),
+ * and returns. On the loop: the session is admitted and made, then watched (sessions_watch(),
+ * a timer at the end of [e2b] create_wait_s) until it runs (start its E2B timeout, answer
+ * 201), ends first (cancel, 503 for no_capacity, else 502), or the wait runs out (cancel,
+ * 503). The sandbox's E2B timeout is the session's timer (sessions_set_timeout()),
  * inside the lifetime admitted and reserved for it ([e2b] lifetime_s): Stockade's own quota
  * and ledger decide, and extensions never outlive what the tenant was charged for. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "admit.h"
 #include "e2b_internal.h"
-#include "eventhub.h"
 #include "loop.h"
 #include "store_tenants.h"
 
@@ -33,8 +31,7 @@ typedef struct CreateCall {
     json_t *metadata;
     /* loop thread, while the session starts */
     char session_id[E2B_SESSION_ID_BYTES];
-    int sub_fd; /* the session's EventHub eventfd, or -1 */
-    LoopSource *src;
+    SessionsWatch *watch; /* its state changes */
     TimerId timer;
     atomic_bool waiting; /* the session exists: a stop answers CREATE_WAIT_OVER */
     /* out */
@@ -97,10 +94,7 @@ create_end(CreateCall *cc, const Error *err)
     E2b *e = cc->c.e;
     char id[E2B_SANDBOX_ID_BYTES];
 
-    loop_source_free(TAKE_PTR(cc->src));
-    if (cc->sub_fd >= 0)
-        eventhub_unsubscribe(e->d.hub, cc->sub_fd);
-    cc->sub_fd = -1;
+    sessions_unwatch(e->d.sessions, TAKE_PTR(cc->watch));
     loop_cancel_timer(e->d.loop, cc->timer);
     if (err) {
         (void) sessions_cancel(e->d.sessions, NULL, cc->session_id, NULL);
@@ -117,28 +111,26 @@ static void
 create_check(CreateCall *cc)
 {
     _cleanup_error_ Error *err = NULL;
-    char reason[STORE_REASON_MAX_BYTES];
+    SessionEndReason reason;
     SessionState st;
 
-    if (sessions_state_of(cc->c.e->d.sessions, cc->session_id, &st, reason, &err) == 0) {
+    if (sessions_state_of(cc->c.e->d.sessions, cc->session_id, &st, &reason, &err) == 0) {
         if (st == ST_PENDING || st == ST_STARTING)
             return;
         if (st == ST_RUNNING)
             (void) create_activate(cc, &err);
         else
-            error_set(&err, strcmp(reason, "no_capacity") == 0 ? E_UNAVAILABLE : E_GUEST, 0,
-                      "the sandbox's guest did not start (%s)", reason[0] ? reason : "stopped");
+            error_set(&err, reason == SESSION_END_NO_CAPACITY ? E_UNAVAILABLE : E_GUEST, 0,
+                      "the sandbox's guest did not start (%s)",
+                      reason != SESSION_END_NONE ? session_end_reason_name(reason) : "stopped");
     }
     create_end(cc, err);
 }
 
 static void
-create_on_event(LoopSource *src, int fd, uint32_t events, void *userdata)
+create_on_change(void *userdata, const SessionsChange *change)
 {
-    uint64_t drained;
-    (void) src;
-    (void) events;
-    (void) !read(fd, &drained, sizeof(drained));
+    (void) change; /* create_check() reads where the session is now */
     create_check(userdata);
 }
 
@@ -157,8 +149,7 @@ static int
 create_watch(CreateCall *cc, Error **errp)
 {
     E2b *e = cc->c.e;
-    if ((cc->sub_fd = eventhub_subscribe(e->d.hub, cc->session_id, errp)) < 0 ||
-        loop_watch_fd(e->d.loop, cc->sub_fd, EPOLLIN, create_on_event, cc, &cc->src, errp) < 0)
+    if (sessions_watch(e->d.sessions, cc->session_id, create_on_change, cc, &cc->watch, errp) < 0)
         return -1;
     cc->timer = loop_add_timer(e->d.loop, cc->deadline_usec, create_on_deadline, cc);
     atomic_store(&cc->waiting, true);
@@ -309,7 +300,6 @@ e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool v2)
         e2b_call_unref(cc ? &cc->c : NULL);
         return;
     }
-    cc->sub_fd = -1;
     cc->deadline_usec = now_usec() + e->cfg.create_wait_usec;
     /* The loop's own timer ends the wait; the layer's timeout is only a backstop. */
     e2b_post(e, req, &cc->c, create_on_loop, create_reply,

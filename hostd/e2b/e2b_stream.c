@@ -223,9 +223,10 @@ on_event(Follower *f, const EventRecord *ev)
      * were bounded) read as none: such an event then matches no follower */
     json_t *attrs = store_event_attrs_parsable(ev) ? json_loads(ev->attrs, 0, NULL) : NULL;
     const char *state = json_string_value(json_object_get(attrs, "state"));
+    SessionState st;
 
-    if (strcmp(ev->type, "session.state") == 0 && state &&
-        (strcmp(state, "stopping") == 0 || strcmp(state, "ended") == 0)) {
+    if (strcmp(ev->type, "session.state") == 0 && state && session_state_from_name(state, &st) &&
+        (st == ST_STOPPING || st == ST_ENDED)) {
         const char *reason = json_string_value(json_object_get(attrs, "reason"));
         char msg[160];
         snprintf(msg, sizeof(msg), "the sandbox stopped (%s)", reason ? reason : state);

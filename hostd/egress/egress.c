@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "classify.h"
-#include "egress_int.h"
+#include "egress_internal.h"
 #include "timeutil.h"
 
 #define EGRESS_DETAIL_BYTES 256

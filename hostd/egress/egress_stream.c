@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "egress_int.h"
+#include "egress_internal.h"
 #include "inspect.h"
 #include "timeutil.h"
 

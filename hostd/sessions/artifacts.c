@@ -245,6 +245,20 @@ retention_on_timer(Loop *l, void *userdata)
 }
 
 void
+artifacts_retention_start(Sessions *m, uint64_t first_usec)
+{
+    loop_cancel_timer(m->loop, m->retention_timer);
+    m->retention_timer = loop_add_timer(m->loop, now_usec() + first_usec, retention_on_timer, m);
+}
+
+void
+artifacts_retention_stop(Sessions *m)
+{
+    loop_cancel_timer(m->loop, m->retention_timer);
+    m->retention_timer = 0;
+}
+
+void
 artifacts_retention_tick(Sessions *m)
 {
     SessionRecord *v = NULL;

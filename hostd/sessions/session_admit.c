@@ -30,11 +30,51 @@
 #include "store_tenants.h"
 #include "timeutil.h"
 
+/* What admission granted a session: its reservation's caps, and its lifetime (rec.timeout_usec)
+ * from the hand-out of its guest. */
+struct SessionGrant {
+    uint64_t output_limit_bytes;    /* min(global, tenant quota) */
+    uint64_t workspace_limit_bytes; /* tenant cap on the live mirror and on the salvage, each */
+    uint64_t lifetime_start_usec;   /* monotonic: when it got its guest; 0 before */
+};
+
+int
+session_grant_new(Session *s)
+{
+    return (s->grant = calloc(1, sizeof(*s->grant))) ? 0 : -1;
+}
+
+void
+session_grant_free(Session *s)
+{
+    free(s->grant);
+    s->grant = NULL;
+}
+
+uint64_t
+session_output_limit_bytes(const Session *s)
+{
+    return s->grant->output_limit_bytes;
+}
+
+void
+session_lifetime_begins(Session *s)
+{
+    s->grant->lifetime_start_usec = now_usec();
+}
+
+uint64_t
+session_lifetime_end_usec(const Session *s)
+{
+    uint64_t start = s->grant->lifetime_start_usec;
+    return start ? start + s->rec.timeout_usec : 0;
+}
+
 static int
 session_shape(Sessions *m, const char *pool, AdmitRequest *rq, Error **errp)
 {
     PoolStatus st;
-    pool_status(m->pool, &st);
+    m->host.ops->status(m->host.pool, &st);
     const PoolShapeStatus *sh = pool_status_shape(&st, pool);
     if (!sh)
         return error_set(errp, E_INVALID, 0, "no pool (image) named '%.32s'", pool);
@@ -103,8 +143,8 @@ session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
     if (store_reservation_insert(m->store, &res, errp) < 0 ||
         store_bucket_put(m->store, s->rec.tenant_id, &d.bucket, errp) < 0)
         return -1;
-    s->output_limit_bytes = res.output_bytes;
-    s->workspace_limit_bytes = res.workspace_bytes;
+    s->grant->output_limit_bytes = res.output_bytes;
+    s->grant->workspace_limit_bytes = res.workspace_bytes;
     return 0;
 }
 
@@ -131,8 +171,8 @@ session_admit_cluster(Session *s, AdmitRefusal *ret_refusal, Error **errp)
         return -1;
     if (d.refusal.limit_id != ADMIT_OK)
         return admit_refused(&d, ret_refusal, errp);
-    s->output_limit_bytes = res.output_bytes;
-    s->workspace_limit_bytes = res.workspace_bytes;
+    s->grant->output_limit_bytes = res.output_bytes;
+    s->grant->workspace_limit_bytes = res.workspace_bytes;
     return 0;
 }
 
@@ -248,12 +288,13 @@ session_admit_adopt(Session *s)
     ReservationRecord res;
     Sessions *m = s->mgr;
     if (ledger_for_session(m, s->rec.id, &res, NULL) == 0) {
-        s->output_limit_bytes = res.output_bytes;
-        s->workspace_limit_bytes = res.workspace_bytes;
+        s->grant->output_limit_bytes = res.output_bytes;
+        s->grant->workspace_limit_bytes = res.workspace_bytes;
         return;
     }
-    s->output_limit_bytes = m->cfg.output_limit_bytes; /* admitted before the ledger existed */
-    s->workspace_limit_bytes = UINT64_MAX;
+    s->grant->output_limit_bytes =
+        m->cfg.output_limit_bytes; /* admitted before the ledger existed */
+    s->grant->workspace_limit_bytes = UINT64_MAX;
 }
 
 /* A reservation without a live session: its session ended (settle from the record) or is
@@ -271,7 +312,7 @@ reconcile_one(Sessions *m, const ReservationRecord *res, Error **errp)
             return error_set(errp, get_err->category, 0, "%s", get_err->message);
         return reservation_settle(m, res, NULL, errp) < 0 ? -1 : 1;
     }
-    if (strcmp(rec.state, "ended") == 0)
+    if (rec.state == ST_ENDED)
         r = reservation_settle(m, res, &rec, errp) < 0 ? -1 : 1;
     session_record_clear(&rec);
     return r;
@@ -364,12 +405,12 @@ sessions_set_cluster(Sessions *m, Cluster *c)
 uint64_t
 session_mirror_budget(const Session *s)
 {
-    return MIN(s->mgr->cfg.mirror_budget_bytes, s->workspace_limit_bytes);
+    return MIN(s->mgr->cfg.mirror_budget_bytes, s->grant->workspace_limit_bytes);
 }
 
 void
 session_extract_limits(const Session *s, ExtractLimits *ret)
 {
     *ret = s->mgr->cfg.extract;
-    ret->max_total_bytes = MIN(ret->max_total_bytes, s->workspace_limit_bytes);
+    ret->max_total_bytes = MIN(ret->max_total_bytes, s->grant->workspace_limit_bytes);
 }

@@ -15,6 +15,8 @@
 _Static_assert(CODE_LINE_MAX_DEPTH == STORE_EVENT_ATTRS_MAX_DEPTH,
                "the readers' bound is the deepest event attrs written");
 
+typedef struct CodeContext CodeContext;
+
 struct CodeContext {
     uint32_t id, exec_id; /* exec_id 0: no kernel (exited); the next run starts one */
     char *cwd;            /* NULL = /workspace */
@@ -29,6 +31,16 @@ struct CodeContext {
     CodeContext *next;
 };
 
+struct SessionCode {
+    CodeContext *contexts;
+    uint32_t next_context_id, next_run_id, default_context;
+};
+
+static void kernel_over(Session *s, uint32_t exec_id);
+static bool kernel_output(Session *s, uint32_t exec_id, const Stockade__Runner__Output *o);
+/* A kernel's exec is read here, not recorded as exec.stdout (session_exec.c). */
+static const SessionExecSink kernel_sink = {kernel_output, kernel_over};
+
 static void
 context_free(CodeContext *c)
 {
@@ -42,20 +54,30 @@ context_free(CodeContext *c)
     free(c);
 }
 
-void
-session_code_free_all(Session *s)
+int
+session_code_new(Session *s)
 {
-    while (s->contexts) {
-        CodeContext *c = s->contexts;
-        s->contexts = c->next;
+    return (s->code = calloc(1, sizeof(*s->code))) ? 0 : -1;
+}
+
+void
+session_code_free(Session *s)
+{
+    if (!s->code)
+        return;
+    while (s->code->contexts) {
+        CodeContext *c = s->code->contexts;
+        s->code->contexts = c->next;
         context_free(c);
     }
+    free(s->code);
+    s->code = NULL;
 }
 
 static CodeContext *
 context_by_id(Session *s, uint32_t id)
 {
-    for (CodeContext *c = s->contexts; c; c = c->next)
+    for (CodeContext *c = s->code->contexts; c; c = c->next)
         if (c->id == id)
             return c;
     return NULL;
@@ -64,7 +86,7 @@ context_by_id(Session *s, uint32_t id)
 static CodeContext *
 context_by_exec(Session *s, uint32_t exec_id)
 {
-    for (CodeContext *c = exec_id ? s->contexts : NULL; c; c = c->next)
+    for (CodeContext *c = exec_id ? s->code->contexts : NULL; c; c = c->next)
         if (c->exec_id == exec_id)
             return c;
     return NULL;
@@ -96,7 +118,7 @@ kernel_start(Session *s, CodeContext *c, Error **errp)
                      .cwd = c->cwd, .timeout_usec = s->mgr->cfg.max_timeout_usec,
                      .stdin_open = true, .adopt = true};
     uint32_t exec_id;
-    if (session_send_exec(s, &spec, &exec_id, errp) < 0)
+    if (session_exec_start(s, &spec, false, &kernel_sink, &exec_id, errp) < 0)
         return -1;
     c->exec_id = exec_id;
     c->line_len = 0;
@@ -113,7 +135,7 @@ kernel_signal(Session *s, CodeContext *c, int signo)
     sig.signo = signo;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_SIGNAL;
     m.signal = &sig;
-    (void) guest_send(s->guest, &m, NULL, NULL); /* a lost guest ends the session anyway */
+    (void) session_send(s, &m, NULL, NULL); /* a lost guest ends the session anyway */
 }
 
 /* Every queued run ends with an error: its kernel is gone. */
@@ -143,16 +165,17 @@ context_kill(Session *s, CodeContext *c, const char *name, const char *value)
     context_fail_runs(s, c, name, value);
 }
 
-bool
-session_code_on_exit(Session *s, uint32_t exec_id)
+/* The kernel exited (or never started): its queued runs fail; the next run starts another. A
+ * kernel killed by a restart or a delete belongs to no context any more. */
+static void
+kernel_over(Session *s, uint32_t exec_id)
 {
     CodeContext *c = context_by_exec(s, exec_id);
     if (!c)
-        return false;
+        return;
     context_fail_runs(s, c, "KernelExited", "the context's interpreter exited");
     context_event(s, c, "exited");
     c->exec_id = 0;
-    return true;
 }
 
 static void
@@ -247,8 +270,10 @@ on_stdout(Session *s, CodeContext *c, const uint8_t *p, size_t n)
     }
 }
 
-bool
-session_code_on_output(Session *s, uint32_t exec_id, const Stockade__Runner__Output *o)
+/* A kernel's output: its stdout is the line protocol; false for one no context has any more
+ * (recorded as an exec's). */
+static bool
+kernel_output(Session *s, uint32_t exec_id, const Stockade__Runner__Output *o)
 {
     CodeContext *c = context_by_exec(s, exec_id);
     if (!c)
@@ -283,7 +308,7 @@ static CodeContext *
 context_new(Session *s, const char *cwd, const EnvPair *env, size_t n_env, Error **errp)
 {
     unsigned n = 0;
-    for (CodeContext *c = s->contexts; c; c = c->next)
+    for (CodeContext *c = s->code->contexts; c; c = c->next)
         n++;
     if (n >= SESSIONS_CODE_CONTEXTS_MAX)
         return error_set(errp, E_QUOTA, 0, "at most %d code contexts a session",
@@ -297,13 +322,13 @@ context_new(Session *s, const char *cwd, const EnvPair *env, size_t n_env, Error
             context_free(c);
         return error_set(errp, E_INTERNAL, ENOMEM, "code context"), NULL;
     }
-    c->id = ++s->next_context_id;
+    c->id = ++s->code->next_context_id;
     if (kernel_start(s, c, errp) < 0) {
         context_free(c);
         return NULL;
     }
-    c->next = s->contexts;
-    s->contexts = c;
+    c->next = s->code->contexts;
+    s->code->contexts = c;
     context_event(s, c, "started");
     return c;
 }
@@ -368,13 +393,13 @@ sessions_code_context_delete(Sessions *m, const char *tenant, const char *id, ui
         return -1;
     context_kill(s, c, "KernelDeleted", "the context was deleted");
     context_event(s, c, "deleted");
-    for (CodeContext **pp = &s->contexts; *pp; pp = &(*pp)->next)
+    for (CodeContext **pp = &s->code->contexts; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
         }
-    if (s->default_context == c->id)
-        s->default_context = 0;
+    if (s->code->default_context == c->id)
+        s->code->default_context = 0;
     context_free(c);
     return 0;
 }
@@ -400,12 +425,11 @@ sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t *
     if (!s)
         return -1;
     json_t *a = json_array();
-    for (CodeContext *c = s->contexts; c; c = c->next)
-        json_array_append_new(a, json_pack("{s:I,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id,
-                                           "exec_id", (json_int_t) c->exec_id, "cwd",
-                                           c->cwd ? c->cwd : "/workspace", "queued",
-                                           (json_int_t) c->n_runs, "default",
-                                           c->id == s->default_context));
+    for (CodeContext *c = s->code->contexts; c; c = c->next)
+        json_array_append_new(
+            a, json_pack("{s:I,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id, "exec_id",
+                         (json_int_t) c->exec_id, "cwd", c->cwd ? c->cwd : "/workspace", "queued",
+                         (json_int_t) c->n_runs, "default", c->id == s->code->default_context));
     *ret = a;
     return 0;
 }
@@ -422,7 +446,7 @@ kernel_write(Session *s, CodeContext *c, const char *line, size_t len, Error **e
         in.data.len = MIN(len - off, (size_t) STDIN_CHUNK_MAX_BYTES);
         msg.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_STDIN;
         msg.stdin = &in;
-        if (guest_send(s->guest, &msg, NULL, errp) < 0)
+        if (session_send(s, &msg, NULL, errp) < 0)
             return -1;
     }
     return 0;
@@ -431,12 +455,12 @@ kernel_write(Session *s, CodeContext *c, const char *line, size_t len, Error **e
 static CodeContext *
 run_context(Session *s, uint32_t context, Error **errp)
 {
-    if (context == 0 && s->default_context)
-        context = s->default_context;
+    if (context == 0 && s->code->default_context)
+        context = s->code->default_context;
     if (context == 0) {
         CodeContext *c = context_new(s, NULL, NULL, 0, errp);
         if (c)
-            s->default_context = c->id;
+            s->code->default_context = c->id;
         return c;
     }
     CodeContext *c = context_by_id(s, context);
@@ -464,7 +488,7 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     if (c->n_runs >= SESSIONS_CODE_QUEUED_MAX)
         return error_set(errp, E_QUOTA, 0, "at most %d runs wait in a context",
                          SESSIONS_CODE_QUEUED_MAX);
-    uint32_t run = s->next_run_id + 1;
+    uint32_t run = s->code->next_run_id + 1;
     size_t n;
     _cleanup_free_ char *line = code_request_line(run, code, len, timeout_ms, env, &n);
     if (!line)
@@ -472,7 +496,7 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     uint64_t after = s->rec.last_seq;
     if (kernel_write(s, c, line, n, errp) < 0)
         return -1;
-    s->next_run_id = run;
+    s->code->next_run_id = run;
     c->runs[c->n_runs++] = run;
     session_event(s, "code.requested", c->exec_id, NULL, 0,
                   run_attrs(c, run, json_pack("{s:I}", "timeout_ms", (json_int_t) timeout_ms)));

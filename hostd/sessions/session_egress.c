@@ -2,7 +2,7 @@
  * operator's allowed set when it is created; the EgressConfig its Hello carries; the
  * EgressSession that serves its guest's tunnel from Hello until the guest is released; and
  * the events that records. A guest that sends tunnel messages without egress, or breaks the
- * tunnel protocol, is destroyed (reason guest_error). */
+ * tunnel protocol, is told (-1: the dispatch ends the session guest_error). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,15 +103,14 @@ session_egress_spec_json(const SessionSpec *sp)
 static int
 egress_op_send(void *userdata, HostMsg *m, Error **errp)
 {
-    Session *s = userdata;
-    return guest_send(s->guest, m, NULL, errp);
+    return session_send(userdata, m, NULL, errp);
 }
 
 static size_t
 egress_op_backlog(void *userdata)
 {
     Session *s = userdata;
-    return guest_send_backlog_bytes(s->guest);
+    return s->mgr->host.ops->send_backlog_bytes(s->guest);
 }
 
 static void
@@ -159,7 +158,7 @@ session_egress_is_tunnel(int body_case)
            body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CLOSE;
 }
 
-void
+int
 session_egress_on_message(Session *s, const GuestMsg *m)
 {
     _cleanup_error_ Error *err = NULL;
@@ -167,9 +166,9 @@ session_egress_on_message(Session *s, const GuestMsg *m)
     if (!s->egress)
         error_set(&err, E_GUEST, 0, "tunnel message in a session without egress");
     else if (egress_session_on_message(s->egress, m, &err) == 0)
-        return;
+        return 0;
     log_warn("session %s: guest broke the tunnel protocol: %s", s->rec.id, err->message);
     session_event(s, "guest.error", 0, NULL, 0,
                   json_pack("{s:s,s:s}", "message", err->message, "code", "tunnel"));
-    session_end(s, "guest_error");
+    return -1;
 }

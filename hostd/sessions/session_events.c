@@ -10,49 +10,57 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
-static const char *const state_names[] = {
-    [ST_PENDING] = "pending",   [ST_STARTING] = "starting",     [ST_RUNNING] = "running",
-    [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended",
+#define SESSION_COMMIT_DELAY_USEC (5 * 1000) /* events are batched this long at most */
+
+struct SessionsCommit {
+    Session *touched; /* sessions with uncommitted events */
+    TimerId timer;
 };
 
-/* API.md "Sessions": pending -> starting -> running -> stopping -> extracting -> ended, and
- * the shortcuts: a pending session ends unbound; a starting one whose guest fails stops; a
- * stopping one whose guest is gone without a disk to read ends. */
-static const bool transitions[ST_COUNT_][ST_COUNT_] = {
-    [ST_PENDING] = {[ST_STARTING] = true, [ST_ENDED] = true},
-    [ST_STARTING] = {[ST_RUNNING] = true, [ST_STOPPING] = true},
-    [ST_RUNNING] = {[ST_STOPPING] = true},
-    [ST_STOPPING] = {[ST_EXTRACTING] = true, [ST_ENDED] = true},
-    [ST_EXTRACTING] = {[ST_ENDED] = true},
+struct SessionEvents {
+    bool touched;
+    Session *next_touched;
+    uint64_t guest_events; /* recorded by session_guest_event(); rec.events_suppressed after */
 };
 
-const char *
-session_state_name(SessionState st)
+int
+sessions_commit_new(Sessions *m)
 {
-    return state_names[st];
-}
-
-bool
-session_state_from_name(const char *name, SessionState *ret)
-{
-    for (size_t i = 0; i < ELEMENTSOF(state_names); i++)
-        if (strcmp(name, state_names[i]) == 0) {
-            *ret = (SessionState) i;
-            return true;
-        }
-    return false;
-}
-
-bool
-session_state_can_go(SessionState from, SessionState to)
-{
-    return from < ST_COUNT_ && to < ST_COUNT_ && transitions[from][to];
+    return (m->commit = calloc(1, sizeof(*m->commit))) ? 0 : -1;
 }
 
 void
-session_state_adopt(Session *s)
+sessions_commit_free(Sessions *m)
 {
-    s->state = ST_RUNNING;
+    if (!m->commit)
+        return;
+    loop_cancel_timer(m->loop, m->commit->timer);
+    free(m->commit);
+    m->commit = NULL;
+}
+
+int
+session_events_new(Session *s)
+{
+    return (s->events = calloc(1, sizeof(*s->events))) ? 0 : -1;
+}
+
+/* A session freed with events not yet committed leaves the batch's list (its events stay in
+ * the batch). */
+void
+session_events_free(Session *s)
+{
+    SessionsCommit *c = s->mgr->commit;
+    if (!s->events)
+        return;
+    for (Session **pp = c ? &c->touched : NULL; s->events->touched && pp && *pp;
+         pp = &(*pp)->events->next_touched)
+        if (*pp == s) {
+            *pp = s->events->next_touched;
+            break;
+        }
+    free(s->events);
+    s->events = NULL;
 }
 
 static void
@@ -60,7 +68,7 @@ sessions_on_commit_timer(Loop *l, void *userdata)
 {
     Sessions *m = userdata;
     (void) l;
-    m->commit_timer = 0;
+    m->commit->timer = 0;
     sessions_commit_now(m);
 }
 
@@ -69,15 +77,15 @@ sessions_commit_now(Sessions *m)
 {
     _cleanup_error_ Error *err = NULL;
 
-    loop_cancel_timer(m->loop, m->commit_timer);
-    m->commit_timer = 0;
+    loop_cancel_timer(m->loop, m->commit->timer);
+    m->commit->timer = 0;
     if (store_commit(m->store, &err) < 0)
         log_error("events could not be committed: %s", err->message);
-    while (m->touched) {
-        Session *s = m->touched;
-        m->touched = s->next_touched;
-        s->touched = false;
-        s->next_touched = NULL;
+    while (m->commit->touched) {
+        Session *s = m->commit->touched;
+        m->commit->touched = s->events->next_touched;
+        s->events->touched = false;
+        s->events->next_touched = NULL;
         eventhub_publish(m->hub, s->rec.id, s->rec.last_seq, s->state == ST_ENDED);
     }
 }
@@ -86,14 +94,14 @@ static void
 session_touch(Session *s)
 {
     Sessions *m = s->mgr;
-    if (!s->touched) {
-        s->touched = true;
-        s->next_touched = m->touched;
-        m->touched = s;
+    if (!s->events->touched) {
+        s->events->touched = true;
+        s->events->next_touched = m->commit->touched;
+        m->commit->touched = s;
     }
-    if (!m->commit_timer)
-        m->commit_timer = loop_add_timer(m->loop, now_usec() + SESSION_COMMIT_DELAY_USEC,
-                                         sessions_on_commit_timer, m);
+    if (!m->commit->timer)
+        m->commit->timer = loop_add_timer(m->loop, now_usec() + SESSION_COMMIT_DELAY_USEC,
+                                          sessions_on_commit_timer, m);
 }
 
 static void
@@ -132,8 +140,8 @@ session_guest_event(Session *s, const char *type, json_t *attrs)
 {
     json_int_t cap = (json_int_t) s->mgr->cfg.max_guest_events;
 
-    if (s->guest_events < s->mgr->cfg.max_guest_events) {
-        s->guest_events++;
+    if (s->events->guest_events < s->mgr->cfg.max_guest_events) {
+        s->events->guest_events++;
         session_event(s, type, 0, NULL, 0, attrs);
         return;
     }
@@ -156,35 +164,9 @@ void
 session_persist(Session *s)
 {
     _cleanup_error_ Error *err = NULL;
+    s->rec.state = s->state; /* the record's is derived, never set on its own */
     session_store_begin(s);
     if (store_session_update(s->mgr->store, &s->rec, &err) < 0)
         log_error("session %s: record not updated: %s", s->rec.id, err->message);
     session_touch(s);
-}
-
-void
-session_set_state(Session *s, SessionState st, const char *reason)
-{
-    json_t *attrs = json_pack("{s:s}", "state", state_names[st]);
-
-    if (!session_state_can_go(s->state, st))
-        log_error("session %s: %s -> %s is not a session state transition", s->rec.id,
-                  state_names[s->state], state_names[st]);
-    s->state = st;
-    snprintf(s->rec.state, sizeof(s->rec.state), "%s", state_names[st]);
-    if (reason) {
-        snprintf(s->rec.end_reason, sizeof(s->rec.end_reason), "%s", reason);
-        json_object_set_new(attrs, "reason", json_string(reason));
-    }
-    if (st == ST_RUNNING && s->rec.started_usec == 0)
-        s->rec.started_usec = (int64_t) wall_usec();
-    if (st == ST_ENDED)
-        s->rec.ended_usec = (int64_t) wall_usec();
-    if (st == ST_ENDED && s->rec.has_exit_code)
-        json_object_set_new(attrs, "exit_code", json_integer(s->rec.exit_code));
-    session_event(s, "session.state", 0, NULL, 0, attrs);
-    session_persist(s);
-    if (st == ST_ENDED)
-        session_admit_settle(s); /* the ledger ends in the final state's transaction */
-    sessions_commit_now(s->mgr); /* state changes are durable before anything acts on them */
 }

@@ -39,6 +39,7 @@
 #define MIB (1024.0 * 1024.0)
 
 struct Finalize {
+    const SessionFinalizeEnd *end; /* the end path that started it */
     uint32_t req_id;  /* the Finalize: its Manifest frames carry it */
     uint32_t get_req; /* the FileGet in flight, 0 when none */
     Manifest manifest;
@@ -67,10 +68,10 @@ struct Finalize {
 };
 
 bool
-session_finalize_wanted(const Session *s, const char *reason)
+session_finalize_wanted(const Session *s, SessionEndReason reason)
 {
     return s->guest && s->state == ST_RUNNING && s->mgr->cfg.finalize_base_usec > 0 &&
-           (strcmp(reason, "completed") == 0 || strcmp(reason, "closed") == 0);
+           (reason == SESSION_END_COMPLETED || reason == SESSION_END_CLOSED);
 }
 
 void
@@ -89,16 +90,21 @@ session_finalize_free(Session *s)
     s->fin = NULL;
 }
 
-/* The runner did not cooperate: destroy the guest and salvage its disk instead. */
+/* The runner did not cooperate: the end path destroys the guest and salvages its disk. */
 static void
-finalize_fail(Session *s, const char *why)
+finalize_give_way(Session *s, const SessionFinalizeEnd *end, const char *why)
 {
     s->mgr->stats.finalize_fallbacks++;
-    s->fin_fallback = why;
     log_info("session %s: finalize over the channel failed (%s); salvaging the disk", s->rec.id,
              why);
     session_finalize_free(s);
-    session_release_guest(s);
+    end->gave_way(s, why);
+}
+
+static void
+finalize_fail(Session *s, const char *why)
+{
+    finalize_give_way(s, s->fin->end, why);
 }
 
 static void
@@ -125,11 +131,12 @@ static uint64_t
 finalize_ceiling(const Session *s, const Finalize *f)
 {
     uint64_t budget = session_mirror_budget(s);
-    uint64_t mirror_left = budget > s->mirror_bytes ? budget - s->mirror_bytes : 0;
+    uint64_t mirrored = session_mirror_bytes(s);
+    uint64_t mirror_left = budget > mirrored ? budget - mirrored : 0;
     uint64_t fetch_max = MIN(f->lim.max_total_bytes, f->caps.disk_bytes);
     uint64_t base_end = f->started_usec + s->mgr->cfg.finalize_base_usec;
     uint64_t most = base_end + finalize_usec_for(s, mirror_left) + finalize_usec_for(s, fetch_max);
-    uint64_t lifetime_end = s->lifetime_start_usec + s->rec.timeout_usec;
+    uint64_t lifetime_end = session_lifetime_end_usec(s);
     return MIN(most, MAX(lifetime_end, base_end));
 }
 
@@ -164,21 +171,23 @@ finalize_caps(Session *s, Finalize *f)
     f->caps.max_path_bytes = MIN(f->lim.max_name_bytes, (uint32_t) PATH_MAX_BYTES);
     f->caps.max_depth = MIN(f->lim.max_depth, (uint32_t) PATH_MAX_DEPTH);
     f->caps.max_path_bytes_total = FINALIZE_MAX_PATH_BYTES_TOTAL;
-    f->caps.disk_bytes = stat(guest_workspace_path(s->guest), &st) == 0 ? (uint64_t) st.st_size : 0;
+    const char *disk = s->mgr->host.ops->workspace_path(s->guest);
+    f->caps.disk_bytes = stat(disk, &st) == 0 ? (uint64_t) st.st_size : 0;
 }
 
 void
-session_finalize_start(Session *s)
+session_finalize_start(Session *s, const SessionFinalizeEnd *end)
 {
     Stockade__Runner__Finalize fm = STOCKADE__RUNNER__FINALIZE__INIT;
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
     Finalize *f = calloc(1, sizeof(*f));
 
     if (!f) {
-        finalize_fail(s, "out of memory");
+        finalize_give_way(s, end, "out of memory");
         return;
     }
-    *f = (Finalize){.cur_fd = -1, .dir_fd = -1, .files_fd = -1, .started_usec = now_usec()};
+    *f = (Finalize){
+        .end = end, .cur_fd = -1, .dir_fd = -1, .files_fd = -1, .started_usec = now_usec()};
     s->fin = f;
     session_egress_stop(s); /* the runner stops its proxy too */
     finalize_caps(s, f);
@@ -191,7 +200,7 @@ session_finalize_start(Session *s)
     fm.max_depth = f->caps.max_depth;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE;
     m.finalize = &fm;
-    if (guest_send(s->guest, &m, &f->req_id, NULL) < 0) {
+    if (session_send(s, &m, &f->req_id, NULL) < 0) {
         finalize_fail(s, "send");
         return;
     }
@@ -261,10 +270,7 @@ finalize_merge_done(void *userdata)
     s->rec.artifact_files = f->merged_files;
     s->rec.artifacts_truncated = truncated;
     session_event(s, "artifacts", 0, NULL, 0, attrs);
-    session_set_state(s, ST_ENDED, NULL); /* the files are on disk: ended now */
-    m->stats.ended++;
-    session_free(s);
-    sessions_check_stopped(m);
+    s->fin->end->ended(s); /* the files are on disk: ended now */
 }
 
 static void
@@ -274,17 +280,8 @@ finalize_merge(Session *s)
 
     loop_cancel_timer(s->mgr->loop, f->timer);
     f->timer = 0;
-    s->accepting = false; /* the folder is the worker's now */
-    mirror_abort(s);
-    session_guest_events_summary(s); /* nothing from the guest counts from here on */
-    /* Every file is on the host: the guest's life, and its charge, end here (the merge is the
-     * host's work); its destroy and the slot's reset run while the merge does. */
-    s->rec.stopped_usec = (int64_t) wall_usec();
-    Guest *g = s->guest;
-    s->guest = NULL;
-    s->rec.guest[0] = '\0';
-    pool_release(s->mgr->pool, g, NULL, NULL);
-    session_set_state(s, ST_EXTRACTING, NULL);
+    if (!f->end->files_in(s)) /* the folder is the worker's now */
+        return;
     if (workq_submit(s->mgr->q, finalize_merge_work, finalize_merge_done, s) < 0) {
         error_set(&f->err, E_INTERNAL, ENOMEM, "queue the merge");
         finalize_merge_done(s);
@@ -307,7 +304,7 @@ finalize_send_get(Session *s)
     get.max_bytes = FILE_CHUNK_MAX_BYTES;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_GET;
     m.file_get = &get;
-    return guest_send(s->guest, &m, &f->get_req, NULL);
+    return session_send(s, &m, &f->get_req, NULL);
 }
 
 /* The current file is whole (ok: its mode and mtime as listed, modes as the salvage keeps
@@ -483,9 +480,9 @@ session_finalize_on_message(Session *s, const GuestMsg *m)
         if (f->listed)
             return true; /* the runner flushed its mirror before the manifest: a late record lies */
         {
-            uint64_t stored = s->mirror_bytes;
-            mirror_on_changed(s, m->file_changed);
-            finalize_extend(s, s->mirror_bytes - stored); /* only what the mirror kept */
+            uint64_t stored = session_mirror_bytes(s);
+            session_mirror_on_changed(s, m->file_changed);
+            finalize_extend(s, session_mirror_bytes(s) - stored); /* only what the mirror kept */
         }
         return true;
     default:

@@ -12,13 +12,69 @@
 #include "session_internal.h"
 #include "timeutil.h"
 
+#define SESSION_OP_TIMEOUT_USEC (30 * 1000000) /* a file chunk round trip */
+
+typedef enum { OP_FILE_PUT, OP_FILE_GET, OP_FS } OpKind;
+
+typedef struct Op {
+    OpKind kind;
+    uint32_t req_id;
+    Session *session;
+    char *path;
+    uint8_t *data; /* put: the whole file; get: what arrived */
+    size_t len, off, cap;
+    uint32_t mode;
+    SessionsDoneFn put_done;
+    SessionsDataFn get_done;
+    void *userdata;
+    TimerId timer;
+    bool task;              /* part of a task's upload: its completion moves the task on */
+    bool mkdir_first;       /* put: make the parent directories before the first chunk */
+    SessionsFsKind fs_kind; /* OP_FS: sessions_fs_op() */
+    char *path2;
+    SessionsFsFn fs_done;
+    struct Op *next;
+} Op;
+
+struct SessionOps {
+    Op *list;
+    size_t task_next_file; /* the task's files go in one after another */
+    bool task_command;     /* then its command, once */
+};
+
 static void op_send(Op *op);
+
+int
+session_ops_new(Session *s)
+{
+    return (s->ops = calloc(1, sizeof(*s->ops))) ? 0 : -1;
+}
+
+/* The end failed every operation (session_ops_fail_all): one still here is dropped unheard,
+ * as the module itself goes (sessions_free). */
+void
+session_ops_free(Session *s)
+{
+    if (!s->ops)
+        return;
+    while (s->ops->list) {
+        Op *op = s->ops->list;
+        s->ops->list = op->next;
+        loop_cancel_timer(s->mgr->loop, op->timer);
+        free(op->path);
+        free(op->path2);
+        free(op->data);
+        free(op);
+    }
+    free(s->ops);
+    s->ops = NULL;
+}
 
 static void
 op_unlink(Op *op)
 {
     Session *s = op->session;
-    for (Op **pp = &s->ops; *pp; pp = &(*pp)->next)
+    for (Op **pp = &s->ops->list; *pp; pp = &(*pp)->next)
         if (*pp == op) {
             *pp = op->next;
             break;
@@ -50,7 +106,7 @@ op_finish(Op *op, const Error *err)
     if (task && !err && s->state == ST_RUNNING)
         session_task_advance(s);
     else if (task && err && s->state == ST_RUNNING)
-        session_end(s, "failed");
+        session_end(s, SESSION_END_FAILED);
 }
 
 static void op_fail(Op *op, ErrorCategory cat, const char *fmt, ...) _printf_(3, 4);
@@ -69,10 +125,10 @@ op_fail(Op *op, ErrorCategory cat, const char *fmt, ...)
 }
 
 void
-session_ops_fail_all(Session *s, const char *why)
+session_ops_fail_all(Session *s, SessionEndReason why)
 {
-    while (s->ops)
-        op_fail(s->ops, E_CONFLICT, "session is stopping (%s)", why);
+    while (s->ops->list)
+        op_fail(s->ops->list, E_CONFLICT, "session is stopping (%s)", session_end_reason_name(why));
 }
 
 static void
@@ -130,7 +186,7 @@ op_send(Op *op)
         m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_GET;
         m.file_get = &get;
     }
-    if (guest_send(s->guest, &m, &op->req_id, &err) < 0) {
+    if (session_send(s, &m, &op->req_id, &err) < 0) {
         op_finish(op, err);
         return;
     }
@@ -209,7 +265,7 @@ bool
 session_ops_on_reply(Session *s, const GuestMsg *m)
 {
     Op *op = NULL;
-    for (Op *o = s->ops; o; o = o->next)
+    for (Op *o = s->ops->list; o; o = o->next)
         if (o->req_id == m->req_id && m->req_id != 0)
             op = o;
     if (!op)
@@ -256,8 +312,8 @@ op_new(Session *s, OpKind kind, const char *path)
     }
     op->kind = kind;
     op->session = s;
-    op->next = s->ops;
-    s->ops = op;
+    op->next = s->ops->list;
+    s->ops->list = op;
     return op;
 }
 
@@ -319,18 +375,20 @@ session_task_advance(Session *s)
 {
     _cleanup_error_ Error *err = NULL;
 
-    if (s->task_next_file < s->spec.n_files) {
-        TaskFile *f = &s->spec.files[s->task_next_file++];
+    if (s->ops->task_next_file < s->spec.n_files) {
+        TaskFile *f = &s->spec.files[s->ops->task_next_file++];
         if (session_start_put(s, f->path, f->data, f->len, f->mode, NULL, NULL, true, &err) < 0)
-            session_end(s, "failed");
+            session_end(s, SESSION_END_FAILED);
         return;
     }
-    if (s->task_exec_id != 0)
+    if (s->ops->task_command)
         return;
     ExecSpec e = {.argv = s->spec.argv, .argc = s->spec.argc, .env = NULL, .n_env = 0,
                   .cwd = s->spec.cwd, .timeout_usec = s->rec.timeout_usec};
-    if (session_send_exec(s, &e, &s->task_exec_id, &err) < 0) {
+    uint32_t exec_id;
+    s->ops->task_command = true;
+    if (session_exec_start(s, &e, true, NULL, &exec_id, &err) < 0) {
         log_warn("session %s: task command not started: %s", s->rec.id, err->message);
-        session_end(s, "failed");
+        session_end(s, SESSION_END_FAILED);
     }
 }

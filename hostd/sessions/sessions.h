@@ -12,8 +12,12 @@
  * appliance, merges it with the live mirror, and ends with a reason. Nothing from the guest is
  * accepted after a cancel event.
  *
+ * The states and their moves, each end's reason, and what may be added: README.md. A move
+ * the machine's table lacks is refused, never made.
+ *
  * Every change is an event with a strictly increasing seq, stored (SQLite) in batches;
- * readers on other threads follow committed events through the EventHub.
+ * readers on other threads follow committed events through the EventHub; code on the loop
+ * thread learns of state changes with sessions_watch().
  * All functions run on the loop thread unless noted. Errors: E_NOT_FOUND for an unknown
  * session or one of another tenant, E_CONFLICT for the wrong state, E_INVALID for bad input. */
 #pragma once
@@ -29,7 +33,6 @@
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
-#include "extract_service.h"
 #include "loop.h"
 #include "policy.h"
 #include "store.h"
@@ -37,25 +40,11 @@
 #include "task_input.h"
 #include "workq.h"
 
-/* A session's state (API.md "Sessions"); SessionRecord.state holds its name. */
-typedef enum {
-    ST_PENDING,
-    ST_STARTING,
-    ST_RUNNING,
-    ST_STOPPING,
-    ST_EXTRACTING,
-    ST_ENDED,
-    ST_COUNT_,
-} SessionState;
-
-/* The state a record's name means; false for a name no state has (a record is input too). */
-bool session_state_from_name(const char *name, SessionState *ret);
-
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
 #define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
-typedef struct Pool Pool;
+typedef struct SessionsHost SessionsHost; /* sessions_host.h */
 
 typedef struct SessionSpec {
     const char *tenant_id;
@@ -88,10 +77,11 @@ typedef struct ExecSpec {
     bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
 } ExecSpec;
 
-/* pool and extract are borrowed and must outlive the sessions; salvages go to extract (which
- * the daemon starts, and stops once the sessions stopped). */
-int sessions_new(Loop *l, WorkQueue *q, Pool *pool, ExtractService *extract, Store *store,
-                 EventHub *hub, const SessionsConfig *cfg, Sessions **ret, Error **errp);
+/* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
+ * points to is borrowed and must outlive the sessions (the daemon starts the salvage service,
+ * and stops it once the sessions stopped). */
+int sessions_new(Loop *l, WorkQueue *q, const SessionsHost *host, Store *store, EventHub *hub,
+                 const SessionsConfig *cfg, Sessions **ret, Error **errp);
 /* Cluster mode (issue 16): admission, settlement and restart reconciliation use the cluster's
  * ledger instead of the store's. c is borrowed and must outlive s; call before
  * sessions_start(). Without it (the default) nothing changes. */
@@ -149,10 +139,30 @@ bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
  * and has not begun to stop). */
 bool sessions_is_running(Sessions *s, const char *tenant, const char *id);
 
-/* The session's state and why it ends ("" until known): from the live table, else from the
- * store (an ended session). E_NOT_FOUND for no such session. */
+/* The session's state and why it ends (SESSION_END_NONE until known): from the live table,
+ * else from the store (an ended session). E_NOT_FOUND for no such session. */
 int sessions_state_of(Sessions *s, const char *id, SessionState *ret_state,
-                      char ret_reason[STORE_REASON_MAX_BYTES], Error **errp);
+                      SessionEndReason *ret_reason, Error **errp);
+
+/* Whoever must learn of a session's state change (E2B's create waits for its session to run)
+ * watches it: fn(userdata, change) runs on the loop thread after a change, never inside it (fn
+ * may call any sessions_* function, sessions_unwatch() of this watch included). Changes made
+ * before the loop turns are folded into one call: from is the state the last call reported
+ * (or the one at sessions_watch()), to the state now, reason its end reason once it has one.
+ * The watch stays until sessions_unwatch(), past ST_ENDED too. id need not be live: a watch
+ * of an ended or unknown session never fires, so watch first, then read sessions_state_of().
+ * E_UNAVAILABLE beyond SESSIONS_WATCHES_MAX watches. */
+#define SESSIONS_WATCHES_MAX 1024
+typedef struct SessionsChange {
+    const char *id; /* valid during the call */
+    SessionState from, to;
+    SessionEndReason reason;
+} SessionsChange;
+typedef void (*SessionsWatchFn)(void *userdata, const SessionsChange *change);
+typedef struct SessionsWatch SessionsWatch;
+int sessions_watch(Sessions *s, const char *id, SessionsWatchFn fn, void *userdata,
+                   SessionsWatch **ret, Error **errp);
+void sessions_unwatch(Sessions *s, SessionsWatch *w); /* NULL: nothing */
 
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it

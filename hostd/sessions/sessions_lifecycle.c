@@ -16,52 +16,26 @@
  * being salvaged are live and never picked. */
 #define RETENTION_FIRST_RUN_USEC (10ull * 1000000)
 
-static void
-sessions_on_retention_start(Loop *l, void *userdata)
+struct SessionsStop {
+    TimerId timer; /* the grace's end */
+    void (*done)(void *userdata);
+    void *userdata;
+};
+
+int
+sessions_stop_new(Sessions *m)
 {
-    Sessions *m = userdata;
-    (void) l;
-    m->retention_timer = 0;
-    artifacts_retention_tick(m);
+    return (m->stop = calloc(1, sizeof(*m->stop))) ? 0 : -1;
 }
 
-/* Takes over a record an earlier run left unfinished. */
-static void
-sessions_adopt(Sessions *m, SessionRecord *r)
+void
+sessions_stop_free(Sessions *m)
 {
-    _cleanup_error_ Error *err = NULL;
-    Session *s = calloc(1, sizeof(*s));
-    if (!s || !(s->spec.pool = strdup(r->pool)) || !(s->spec.tenant_id = strdup(r->tenant_id))) {
-        free(s);
-        log_error("session %s: out of memory during restart reconciliation", r->id);
+    if (!m->stop)
         return;
-    }
-    s->mgr = m;
-    s->rec = *r;
-    r->spec = NULL; /* moved */
-    s->mirror.fd = -1;
-    session_state_adopt(s); /* so that the end path runs; nothing is accepted from anyone */
-    if (s->rec.started_usec > 0 && s->rec.stopped_usec == 0) /* its guest ran until now */
-        s->rec.stopped_usec = (int64_t) wall_usec();
-    session_admit_adopt(s);
-    uint64_t seq;
-    if (store_event_max_seq(m->store, s->rec.id, &seq, &err) == 0 && seq > s->rec.last_seq)
-        s->rec.last_seq = seq; /* events written after the record's last update */
-    s->next = m->all;
-    m->all = s;
-    ssize_t disk = s->rec.guest[0] ? pool_hold_disk(m->pool, s->rec.guest) : -1;
-    session_set_state(s, ST_STOPPING, session_adopt_reason(s)); /* host_lost: taken over */
-    if (disk < 0) {
-        session_set_state(s, ST_ENDED, NULL);
-        m->stats.ended++;
-        session_free(s);
-        return;
-    }
-    s->held_disk = true;
-    s->disk_index = (size_t) disk;
-    s->extract_started_usec = now_usec();
-    session_set_state(s, ST_EXTRACTING, NULL);
-    session_extract(s); /* waits for the appliance */
+    loop_cancel_timer(m->loop, m->stop->timer);
+    free(m->stop);
+    m->stop = NULL;
 }
 
 void
@@ -77,22 +51,21 @@ sessions_start(Sessions *m)
         log_info("%zu session(s) were live when the daemon last stopped: ending them "
                  "(host_restart) and salvaging their files", n);
     for (size_t i = 0; i < n; i++)
-        sessions_adopt(m, &v[i]); /* ends each (settling its reservation) or starts salvage */
+        session_end_recorded(m, &v[i], session_adopt_reason(m, v[i].id)); /* or its salvage */
     session_records_free(v, n);
     sessions_admit_reconcile(m); /* after the adoption: only what no live session holds */
-    m->retention_timer = loop_add_timer(m->loop, now_usec() + RETENTION_FIRST_RUN_USEC,
-                                        sessions_on_retention_start, m);
+    artifacts_retention_start(m, RETENTION_FIRST_RUN_USEC);
 }
 
 static void
 sessions_on_stopped(Sessions *m)
 {
-    void (*done)(void *) = m->stop_done;
-    m->stop_done = NULL;
-    loop_cancel_timer(m->loop, m->stop_timer);
-    m->stop_timer = 0;
+    void (*done)(void *) = m->stop->done;
+    m->stop->done = NULL;
+    loop_cancel_timer(m->loop, m->stop->timer);
+    m->stop->timer = 0;
     if (done)
-        done(m->stop_userdata);
+        done(m->stop->userdata);
 }
 
 /* Sessions still extracting stay in memory (their jobs hold them) and in the store as
@@ -102,20 +75,20 @@ sessions_on_stop_deadline(Loop *l, void *userdata)
 {
     Sessions *m = userdata;
     (void) l;
-    m->stop_timer = 0;
+    m->stop->timer = 0;
     log_warn("stop: extraction still running after %llu s; the next start finishes it",
              (unsigned long long) (SESSIONS_STOP_GRACE_USEC / 1000000));
     sessions_commit_now(m);
     sessions_on_stopped(m);
 }
 
-void
+/* Sessions.emptied while stopping: the stop that waited on the last session ends. */
+static void
 sessions_check_stopped(Sessions *m)
 {
-    if (!m->stopping || m->all || !m->stop_done)
+    if (!m->stopping || m->all || !m->stop->done)
         return;
-    loop_cancel_timer(m->loop, m->retention_timer);
-    m->retention_timer = 0;
+    artifacts_retention_stop(m);
     sessions_commit_now(m);
     sessions_on_stopped(m);
 }
@@ -124,17 +97,17 @@ void
 sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
 {
     m->stopping = true;
-    m->stop_done = done;
-    m->stop_userdata = userdata;
-    loop_cancel_timer(m->loop, m->retention_timer);
-    m->retention_timer = 0;
-    m->stop_timer = loop_add_timer(m->loop, now_usec() + SESSIONS_STOP_GRACE_USEC,
-                                   sessions_on_stop_deadline, m);
+    m->emptied = sessions_check_stopped;
+    m->stop->done = done;
+    m->stop->userdata = userdata;
+    artifacts_retention_stop(m);
+    m->stop->timer = loop_add_timer(m->loop, now_usec() + SESSIONS_STOP_GRACE_USEC,
+                                    sessions_on_stop_deadline, m);
     Session *next;
     for (Session *s = m->all; s; s = next) {
         next = s->next; /* session_end may free s */
-        if (s->state < ST_STOPPING)
-            session_end(s, "host_shutdown");
+        if (!session_state_is_ending(s->state))
+            session_end(s, SESSION_END_HOST_SHUTDOWN);
     }
     sessions_check_stopped(m);
 }

@@ -17,19 +17,20 @@
  * that cannot be read says no: the session then ends as host_restart (at start) or keeps
  * running until the next heartbeat asks again. */
 static bool
-session_taken_over(Session *s)
+session_taken_over(Sessions *m, const char *id)
 {
     _cleanup_error_ Error *err = NULL;
     bool lost = false;
-    if (cluster_session_lost(s->mgr->cluster, s->rec.id, &lost, &err) < 0)
-        log_warn("session %s: cluster index not read: %s", s->rec.id, err->message);
+    if (cluster_session_lost(m->cluster, id, &lost, &err) < 0)
+        log_warn("session %s: cluster index not read: %s", id, err->message);
     return lost;
 }
 
-const char *
-session_adopt_reason(Session *s)
+SessionEndReason
+session_adopt_reason(Sessions *m, const char *id)
 {
-    return s->mgr->cluster && session_taken_over(s) ? "host_lost" : "host_restart";
+    return m->cluster && session_taken_over(m, id) ? SESSION_END_HOST_LOST
+                                                   : SESSION_END_HOST_RESTART;
 }
 
 size_t
@@ -40,9 +41,9 @@ sessions_end_lost(Sessions *m)
         return 0;
     for (Session *s = m->all, *next; s; s = next) {
         next = s->next; /* session_end may free a pending session */
-        if (s->state >= ST_STOPPING || !session_taken_over(s))
+        if (session_state_is_ending(s->state) || !session_taken_over(m, s->rec.id))
             continue;
-        session_end(s, "host_lost");
+        session_end(s, SESSION_END_HOST_LOST);
         n++;
     }
     return n;

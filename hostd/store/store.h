@@ -17,7 +17,6 @@
 #define STORE_ID_MAX_BYTES 40
 #define STORE_TYPE_MAX_BYTES 32
 #define STORE_POOL_MAX_BYTES 33
-#define STORE_REASON_MAX_BYTES 32
 #define STORE_GUEST_MAX_BYTES 65
 /* The deepest attrs an event is written with: a code.result's (code_wire.h's
  * CODE_LINE_MAX_DEPTH; session_code.c checks that the two agree). An event stored before the
@@ -27,13 +26,51 @@
 
 typedef struct Store Store;
 
+/* A session's state and why it ended, as its record holds them (API.md "Sessions"): the
+ * record's vocabulary, one name each. The store turns a name into a value only at its own
+ * edge (the database's text columns); the faces render the same names. What moves a session
+ * from one state to another, and which moves there are, is hostd/sessions/session_state.c. */
+typedef enum {
+    ST_NEW, /* in memory only: a session the machine has not placed yet (never recorded) */
+    ST_PENDING,
+    ST_STARTING,
+    ST_RUNNING,
+    ST_STOPPING,
+    ST_EXTRACTING,
+    ST_ENDED,
+    ST_COUNT_,
+} SessionState;
+
+typedef enum {
+    SESSION_END_NONE, /* "": not ending (yet) */
+    SESSION_END_CLOSED,
+    SESSION_END_CANCELLED,
+    SESSION_END_TIMED_OUT,
+    SESSION_END_COMPLETED, /* a task's command finished */
+    SESSION_END_FAILED,    /* a task's command could not start, or its files not go in */
+    SESSION_END_OUTPUT_LIMIT,
+    SESSION_END_GUEST_ERROR,
+    SESSION_END_NO_CAPACITY, /* no warm guest within pending_timeout_s */
+    SESSION_END_HOST_ERROR,  /* what it was admitted with could not be set up */
+    SESSION_END_HOST_SHUTDOWN,
+    SESSION_END_HOST_RESTART, /* live when an earlier daemon stopped */
+    SESSION_END_HOST_LOST,    /* cluster: another host took this one over */
+    SESSION_END_COUNT_,
+} SessionEndReason;
+
+const char *session_state_name(SessionState st);
+/* The recorded state a name means; false for any other name (ST_NEW has none on record). */
+bool session_state_from_name(const char *name, SessionState *ret);
+const char *session_end_reason_name(SessionEndReason r); /* "" for SESSION_END_NONE */
+bool session_end_reason_from_name(const char *name, SessionEndReason *ret);
+
 typedef struct SessionRecord {
     char id[STORE_ID_MAX_BYTES];
     char tenant_id[STORE_ID_MAX_BYTES];
     char kind[8];                          /* "session" or "task" */
     char pool[STORE_POOL_MAX_BYTES];
-    char state[16];                        /* pending starting running stopping extracting ended */
-    char end_reason[STORE_REASON_MAX_BYTES]; /* "" until ended */
+    SessionState state;                    /* a recorded one: ST_PENDING .. ST_ENDED */
+    SessionEndReason end_reason;           /* SESSION_END_NONE until it ends */
     char guest[STORE_GUEST_MAX_BYTES];     /* domain name while it has one ("" otherwise) */
     int64_t created_usec, started_usec, ended_usec; /* wall clock; 0 = not yet */
     int64_t stopped_usec; /* wall clock: the guest's destroy was requested; the charge ends here */
@@ -74,7 +111,7 @@ int store_session_update(Store *s, const SessionRecord *r, Error **errp);
 int store_session_get(Store *s, const char *id, SessionRecord *ret, Error **errp);
 /* Newest first. tenant_id NULL = every tenant; state NULL = any; before_created_usec 0 = from
  * the newest. *ret is an array of n records (each cleared with session_record_clear). */
-int store_session_list(Store *s, const char *tenant_id, const char *state, size_t limit,
+int store_session_list(Store *s, const char *tenant_id, const SessionState *state, size_t limit,
                        int64_t before_created_usec, SessionRecord **ret, size_t *ret_n,
                        Error **errp);
 /* Every session whose state is not "ended" (for restart reconciliation). */
@@ -101,9 +138,8 @@ void event_records_free(EventRecord *v, size_t n);
  * event's attrs only then, and render it without them otherwise. */
 bool store_event_attrs_parsable(const EventRecord *e);
 
-/* Count of sessions by state (for metrics): fills counts[i] for states[i]. */
-int store_count_by_state(Store *s, const char *const *states, size_t n, uint64_t *counts,
-                         Error **errp);
+/* Count of sessions by state (for metrics): counts[st] for every recorded state. */
+int store_count_by_state(Store *s, uint64_t counts[ST_COUNT_], Error **errp);
 
 /* A small pool of read-only connections for other threads. */
 typedef struct StoreReaders StoreReaders;

@@ -5,6 +5,70 @@
 
 #include "store_internal.h"
 
+/* The one table of names (API.md "Sessions"): the database, the events and the faces say
+ * these. ST_NEW is never recorded: its name is for the daemon's log. */
+static const char *const state_names[ST_COUNT_] = {
+    [ST_NEW] = "new",         [ST_PENDING] = "pending",   [ST_STARTING] = "starting",
+    [ST_RUNNING] = "running", [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting",
+    [ST_ENDED] = "ended",
+};
+
+static const char *const end_reason_names[SESSION_END_COUNT_] = {
+    [SESSION_END_NONE] = "",
+    [SESSION_END_CLOSED] = "closed",
+    [SESSION_END_CANCELLED] = "cancelled",
+    [SESSION_END_TIMED_OUT] = "timed_out",
+    [SESSION_END_COMPLETED] = "completed",
+    [SESSION_END_FAILED] = "failed",
+    [SESSION_END_OUTPUT_LIMIT] = "output_limit",
+    [SESSION_END_GUEST_ERROR] = "guest_error",
+    [SESSION_END_NO_CAPACITY] = "no_capacity",
+    [SESSION_END_HOST_ERROR] = "host_error",
+    [SESSION_END_HOST_SHUTDOWN] = "host_shutdown",
+    [SESSION_END_HOST_RESTART] = "host_restart",
+    [SESSION_END_HOST_LOST] = "host_lost",
+};
+
+/* The index of name in names[first..n), or -1. */
+static int
+name_index(const char *const *names, int first, int n, const char *name)
+{
+    for (int i = first; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *
+session_state_name(SessionState st)
+{
+    return st < ST_COUNT_ ? state_names[st] : "?";
+}
+
+bool
+session_state_from_name(const char *name, SessionState *ret)
+{
+    int i = name_index(state_names, ST_PENDING, ST_COUNT_, name); /* recorded ones only */
+    if (i >= 0)
+        *ret = (SessionState) i;
+    return i >= 0;
+}
+
+const char *
+session_end_reason_name(SessionEndReason r)
+{
+    return r < SESSION_END_COUNT_ ? end_reason_names[r] : "?";
+}
+
+bool
+session_end_reason_from_name(const char *name, SessionEndReason *ret)
+{
+    int i = name_index(end_reason_names, SESSION_END_NONE, SESSION_END_COUNT_, name);
+    if (i >= 0)
+        *ret = (SessionEndReason) i;
+    return i >= 0;
+}
+
 static void
 bind_session(sqlite3_stmt *st, const SessionRecord *r)
 {
@@ -12,8 +76,8 @@ bind_session(sqlite3_stmt *st, const SessionRecord *r)
     sqlite3_bind_text(st, 2, r->tenant_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, r->kind, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, r->pool, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, r->state, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, r->end_reason, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, session_state_name(r->state), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, session_end_reason_name(r->end_reason), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, r->guest, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, r->created_usec);
     sqlite3_bind_int64(st, 9, r->started_usec);
@@ -73,6 +137,19 @@ copy_text(char *dst, size_t cap, sqlite3_stmt *st, int col)
     snprintf(dst, cap, "%s", t ? (const char *) t : "");
 }
 
+/* The file is the daemon's own, but a name it does not know (a later version's, or an edit)
+ * reads as over, with no reason: nothing is served from a guest it might still have. */
+static void
+row_state(sqlite3_stmt *st, SessionRecord *r)
+{
+    const unsigned char *state = sqlite3_column_text(st, 4);
+    const unsigned char *reason = sqlite3_column_text(st, 5);
+    if (!state || !session_state_from_name((const char *) state, &r->state))
+        r->state = ST_ENDED;
+    if (!reason || !session_end_reason_from_name((const char *) reason, &r->end_reason))
+        r->end_reason = SESSION_END_NONE;
+}
+
 static int
 row_to_session(sqlite3_stmt *st, SessionRecord *r)
 {
@@ -81,8 +158,7 @@ row_to_session(sqlite3_stmt *st, SessionRecord *r)
     copy_text(r->tenant_id, sizeof(r->tenant_id), st, 1);
     copy_text(r->kind, sizeof(r->kind), st, 2);
     copy_text(r->pool, sizeof(r->pool), st, 3);
-    copy_text(r->state, sizeof(r->state), st, 4);
-    copy_text(r->end_reason, sizeof(r->end_reason), st, 5);
+    row_state(st, r);
     copy_text(r->guest, sizeof(r->guest), st, 6);
     r->created_usec = sqlite3_column_int64(st, 7);
     r->started_usec = sqlite3_column_int64(st, 8);
@@ -179,9 +255,8 @@ fail_free:
     " artifacts_truncated, last_seq, spec, stopped_usec, events_suppressed"
 
 int
-store_session_list(Store *s, const char *tenant_id, const char *state, size_t limit,
-                   int64_t before_created_usec, SessionRecord **ret, size_t *ret_n,
-                   Error **errp)
+store_session_list(Store *s, const char *tenant_id, const SessionState *state, size_t limit,
+                   int64_t before_created_usec, SessionRecord **ret, size_t *ret_n, Error **errp)
 {
     sqlite3_stmt *st;
     const char *sql = "SELECT " SESSION_COLUMNS " FROM sessions"
@@ -193,7 +268,7 @@ store_session_list(Store *s, const char *tenant_id, const char *state, size_t li
     if (tenant_id)
         sqlite3_bind_text(st, 1, tenant_id, -1, SQLITE_STATIC);
     if (state)
-        sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, session_state_name(*state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, before_created_usec);
     sqlite3_bind_int64(st, 4, (sqlite3_int64) limit);
     int r = collect_sessions(s, st, limit, ret, ret_n, errp);
@@ -225,16 +300,16 @@ store_session_delete(Store *s, const char *id, Error **errp)
 }
 
 int
-store_count_by_state(Store *s, const char *const *states, size_t n, uint64_t *counts,
-                     Error **errp)
+store_count_by_state(Store *s, uint64_t counts[ST_COUNT_], Error **errp)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sessions WHERE state=?1", -1, &st,
                            NULL) != SQLITE_OK)
         return store_fail(s, errp, "count sessions");
-    for (size_t i = 0; i < n; i++) {
+    counts[ST_NEW] = 0;
+    for (SessionState i = ST_PENDING; i < ST_COUNT_; i++) {
         sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, states[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, session_state_name(i), -1, SQLITE_STATIC);
         counts[i] = sqlite3_step(st) == SQLITE_ROW ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
     }
     sqlite3_finalize(st);

@@ -4,8 +4,11 @@
   module graph   which module includes a header of which (hostd/<module>/, proto/; api/'s
                  http*.{c,h} count as the module "http")
   sessions/      the calls between its .c files (a function defined in one and called in
-                 another, comments and strings stripped), and the pairs of files that call
-                 each other
+                 another, comments and strings stripped), the pairs of files that call each
+                 other, and the groups of files that call each other round a cycle
+  structs        the largest structs defined in hostd/ headers (fields counted per declarator,
+                 a nested struct or union as one), with the files that include their header
+                 (hostd/ and tests/, directly)
 
     module_graph.py [repo root]          e.g. in a worktree of an older commit, to compare
 """
@@ -69,6 +72,84 @@ def sessions_calls(root):
     return files, calls
 
 
+def cycles(files, calls):
+    """Groups of files that reach each other through calls (strongly connected, 2 or more)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(calls.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for f in files:
+        if f not in index:
+            visit(f)
+    return out
+
+
+STRUCT = re.compile(r"\bstruct\s+(\w+)\s*\{")
+
+
+def fields(body):
+    """Members of a struct body: one per declarator; a nested struct or union counts once."""
+    n, depth, decl = 0, 0, ""
+    for ch in body:
+        if ch in "{(":
+            depth += 1
+        elif ch in "})":
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            if decl.strip():
+                n += 1 if "(" in decl else decl.count(",") + 1
+            decl = ""
+            continue
+        if depth == 0 or ch in "{(" and depth == 1:
+            decl += ch if depth == 0 else ch
+    return n
+
+
+def structs(root):
+    """[(fields, struct name, header, includers)] for every struct defined in a hostd header."""
+    sources = []
+    for top in ("hostd", "tests"):
+        for d, _, names in os.walk(os.path.join(root, top)):
+            sources += [os.path.join(d, n) for n in names if n.endswith((".c", ".h"))]
+    text = {}
+    for path in sources:
+        with open(path, errors="replace") as f:
+            text[path] = f.read()
+    out = []
+    for path in sources:
+        if not path.endswith(".h") or os.sep + "hostd" + os.sep not in path:
+            continue
+        src = code(path)
+        name = os.path.basename(path)
+        users = sum(1 for p, t in text.items() if p != path and f'#include "{name}"' in t)
+        for m in STRUCT.finditer(src):
+            depth, i = 1, m.end()
+            while depth and i < len(src):
+                depth += {"{": 1, "}": -1}.get(src[i], 0)
+                i += 1
+            out.append((fields(src[m.end():i - 1]), m.group(1), name, users))
+    return sorted(out, reverse=True)
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     graph = module_graph(root)
@@ -83,6 +164,17 @@ def main():
           f"arrows between them, {len(mutual)} pairs that call each other")
     for a, b in mutual:
         print(f"  {a} <-> {b}")
+    groups = cycles(files, calls)
+    print(f"  {len(groups)} group(s) of files that call each other round a cycle"
+          + "".join(f"\n    {len(g)}: {', '.join(g)}" for g in groups))
+    print("largest structs in hostd/ headers (fields, struct, header, files including it):")
+    all_structs = structs(root)
+    for n, name, header, users in all_structs[:6]:
+        print(f"  {n:3d}  {name} ({header}, {users} files)")
+    sd = os.listdir(os.path.join(root, "hostd", "sessions"))
+    print("  in sessions/ headers:")
+    for n, name, header, users in [x for x in all_structs if x[2] in sd][:4]:
+        print(f"  {n:3d}  {name} ({header}, {users} files)")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ setup(void **state)
     snprintf(r.tenant_id, sizeof(r.tenant_id), "t1");
     snprintf(r.kind, sizeof(r.kind), "task");
     snprintf(r.pool, sizeof(r.pool), "python");
-    snprintf(r.state, sizeof(r.state), "ended");
+    r.state = ST_ENDED;
     r.created_usec = 1;
     r.timeout_usec = 60000000;
     if (store_session_insert(f->store, &r, NULL) < 0)

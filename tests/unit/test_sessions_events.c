@@ -8,21 +8,24 @@
  *
  * Nothing from the guest after a session's end (API.md, cancel): frames of every kind that
  * arrive after the cancel's session.state event, between repeated cancels, are dropped. The
- * guest is a token pointer: pool_release() is wrapped at link time (sessions.cmake) so the
- * end path runs for real up to the pool and the guest stays "being destroyed".
+ * session is the real module's, on the fake host of sessions_fake.c: the end path runs for
+ * real up to the pool, and the guest stays "being destroyed".
  *
  * A finalize the runner never answers (issue 13): a completed task's clean end asks the
- * runner to finalize (guest_send is wrapped: the request goes nowhere) and the loop runs for
- * real; the deadline gives way to the salvage (the guest is released, the fallback counted
- * with its reason) no earlier than finalize_base and well before twice it.
+ * runner to finalize (the fake channel answers nothing) and the loop runs for real; the
+ * deadline gives way to the salvage (the guest is released, the fallback counted with its
+ * reason) no earlier than finalize_base and well before twice it.
  * A lying runner that never sends its manifest (issue 25, finding 4): junk FileChanged records
  * the mirror ignores, streamed without end, no longer move the deadline; records it stores do,
  * but never past the session's reserved lifetime; a cancel during the finalize gives way to
  * the salvage at once.
  *
+ * A task cancelled during its upload ends cancelled, once (issue 26).
+ *
  * Never a guest without what the session was admitted with (issue 17): when its egress
- * cannot be set up (egress_session_new wrapped to fail), the guest gets no Hello and the
- * session ends host_error. And the state transition table itself. */
+ * cannot be set up (egress_session_new wrapped to fail: an allocation in another module, the
+ * one link-time seam left), the guest gets no Hello and the session ends host_error. And the
+ * state transition table itself (every move is driven in test_sessions_states.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +42,7 @@
 #include "eventhub.h"
 #include "render.h"
 #include "runner_limits.h"
-#include "session_internal.h"
+#include "sessions_fake.h"
 #include "testlib.h"
 #include "timeutil.h"
 
@@ -48,61 +51,26 @@
 #define OVER_BUDGET 10
 
 typedef struct {
-    char *dir;
-    Loop *loop;
-    Store *store;
-    Sessions m;
-    Session s;
+    FakeWorld w;
+    Session *s;      /* running, on a fake guest */
+    uint64_t before; /* its last seq once running: what the tests look at comes after */
 } Fixture;
+
+static void
+tune(SessionsConfig *c)
+{
+    c->max_guest_events = CAP;
+}
 
 static int
 setup(void **state)
 {
     static Fixture fx;
-    char path[512];
-    Error *e = NULL;
 
-    memset(&fx, 0, sizeof(fx));
-    fx.dir = test_mkdtemp("stockade-sessions-events");
-    snprintf(path, sizeof(path), "%s/stockade.db", fx.dir);
-    assert_int_equal(loop_new(&fx.loop, &e), 0);
-    assert_int_equal(store_open(path, &fx.store, &e), 0);
-    sessions_config_defaults(&fx.m.cfg);
-    fx.m.cfg.max_guest_events = CAP;
-    fx.m.loop = fx.loop;
-    fx.m.store = fx.store;
-    fx.m.artifacts_dir = fx.dir;
-    assert_int_equal(eventhub_new(&fx.m.hub, &e), 0); /* commits publish to followers */
-
-    Session *s = &fx.s;
-    s->mgr = &fx.m;
-    s->state = ST_RUNNING;
-    s->accepting = true;
-    s->mirror.fd = -1;
-    snprintf(s->rec.id, sizeof(s->rec.id), "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa");
-    snprintf(s->rec.tenant_id, sizeof(s->rec.tenant_id), "default");
-    snprintf(s->rec.kind, sizeof(s->rec.kind), "task");
-    snprintf(s->rec.pool, sizeof(s->rec.pool), "minimal");
-    snprintf(s->rec.state, sizeof(s->rec.state), "running");
-    s->rec.timeout_usec = 60000000;
-    assert_int_equal(store_session_insert(fx.store, &s->rec, &e), 0);
-    snprintf(path, sizeof(path), "%s/%s", fx.dir, s->rec.id); /* the mirror's folders */
-    assert_int_equal(mkdir(path, 0700), 0);
-    snprintf(path, sizeof(path), "%s/%s/files", fx.dir, s->rec.id);
-    assert_int_equal(mkdir(path, 0700), 0);
+    fake_world_open(&fx.w, tune);
+    fx.s = fake_running(&fx.w, NULL);
+    fx.before = fx.s->rec.last_seq;
     *state = &fx;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    Fixture *fx = *state;
-    store_close(fx->store);
-    eventhub_free(fx->m.hub);
-    loop_free(fx->loop);
-    test_rm_rf(fx->dir);
-    free(fx->dir);
     return 0;
 }
 
@@ -114,7 +82,7 @@ file_changed(Session *s, const char *path, bool removed)
     c.removed = removed;
     c.over_budget = !removed;
     c.size = removed ? 0 : 1u << 30;
-    mirror_on_changed(s, &c);
+    session_mirror_on_changed(s, &c);
 }
 
 static json_int_t
@@ -127,11 +95,11 @@ attr_int(const EventRecord *ev, const char *key)
     return n;
 }
 
-/* Every stored event of the session, page by page (a read returns at most a page). */
+/* Every stored event of the session after seq `after`, page by page (a read returns at most a
+ * page). */
 static size_t
-count_events(Store *store, const char *id)
+count_events(Store *store, const char *id, uint64_t after)
 {
-    uint64_t after = 0;
     size_t total = 0, n;
     Error *e = NULL;
     do {
@@ -149,7 +117,8 @@ static void
 test_removed_files_are_capped(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
+    Session *s = fx->s;
+    Store *store = fx->w.store;
     Error *e = NULL;
     char path[32];
 
@@ -160,16 +129,16 @@ test_removed_files_are_capped(void **state)
             file_changed(s, path, false);
     }
     session_guest_events_summary(s); /* what releasing the guest does */
-    assert_int_equal(store_session_update(fx->store, &s->rec, &e), 0);
-    assert_int_equal(store_commit(fx->store, &e), 0);
+    assert_int_equal(store_session_update(store, &s->rec, &e), 0);
+    assert_int_equal(store_commit(store, &e), 0);
 
-    size_t stored = count_events(fx->store, s->rec.id);
+    size_t stored = count_events(store, s->rec.id, fx->before);
     printf("# %u records sent, %zu events stored (cap %d)\n", REMOVED + OVER_BUDGET, stored, CAP);
     assert_true(stored <= CAP + 2);
 
     EventRecord *v = NULL;
     size_t n = 0, changed = 0, suppressed = 0;
-    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, CAP + 2, &v, &n, &e), 0);
+    assert_int_equal(store_events_read(store, s->rec.id, fx->before, CAP + 2, &v, &n, &e), 0);
     assert_int_equal(n, stored);
     const uint64_t dropped = REMOVED + OVER_BUDGET - CAP;
     for (size_t i = 0; i < n; i++) {
@@ -189,7 +158,7 @@ test_removed_files_are_capped(void **state)
     event_records_free(v, n);
 
     SessionRecord r;
-    assert_int_equal(store_session_get(fx->store, s->rec.id, &r, &e), 0);
+    assert_int_equal(store_session_get(store, s->rec.id, &r, &e), 0);
     assert_int_equal(r.events_suppressed, dropped);
     json_t *o = render_session(&r);
     assert_int_equal(json_integer_value(json_object_get(o, "events_suppressed")), dropped);
@@ -202,17 +171,18 @@ static void
 test_below_cap_all_recorded(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
+    Session *s = fx->s;
+    Store *store = fx->w.store;
     Error *e = NULL;
 
     for (unsigned i = 0; i < CAP; i++)
         file_changed(s, "again", true);
     session_guest_events_summary(s);
-    assert_int_equal(store_commit(fx->store, &e), 0);
-    assert_int_equal(count_events(fx->store, s->rec.id), CAP);
+    assert_int_equal(store_commit(store, &e), 0);
+    assert_int_equal(count_events(store, s->rec.id, fx->before), CAP);
     EventRecord *v = NULL;
     size_t n = 0;
-    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, CAP, &v, &n, &e), 0);
+    assert_int_equal(store_events_read(store, s->rec.id, fx->before, CAP, &v, &n, &e), 0);
     assert_int_equal(n, CAP);
     for (size_t i = 0; i < n; i++)
         assert_string_equal(v[i].type, "file.changed");
@@ -222,19 +192,8 @@ test_below_cap_all_recorded(void **state)
 
 /* ------------------------------------------------------------------ after the end */
 
-static unsigned releases;
-static Loop *quit_on_release; /* set: a release ends loop_run() */
-
-void __wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata);
-void
-__wrap_pool_release(Pool *p, Guest *g, GuestGoneFn gone, void *userdata)
-{
-    (void) p, (void) g, (void) gone, (void) userdata;
-    releases++; /* the destroy is under way; the gone callback never comes here */
-    if (quit_on_release)
-        loop_quit(quit_on_release, 0);
-}
-
+/* Straight to the session's handler, as frames already read from the channel would come:
+ * the pool itself stops delivering once the guest is released. */
 static void
 guest_sends(Session *s, GuestMsg *m)
 {
@@ -273,36 +232,52 @@ guest_sends_everything(Session *s, uint32_t exec_id)
     guest_sends(s, &m);
 }
 
+/* An exec of s, started on the runner: its id. */
+static uint32_t
+exec_running(Fixture *fx, Session *s)
+{
+    char *argv[] = {"sh"};
+    ExecSpec spec = {.argv = argv, .argc = 1};
+    Stockade__Runner__ExecStarted st = STOCKADE__RUNNER__EXEC_STARTED__INIT;
+    GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    uint32_t id;
+    Error *e = NULL;
+
+    assert_int_equal(sessions_exec(fx->w.m, "default", s->rec.id, &spec, &id, &e), 0);
+    st.exec_id = id;
+    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED;
+    m.exec_started = &st;
+    m.req_id = fake.next_req; /* the Exec's */
+    guest_sends(s, &m);
+    SessionsExecState es;
+    assert_int_equal(sessions_exec_state(fx->w.m, "default", s->rec.id, id, &es, &e), 0);
+    assert_int_equal(es, SESSIONS_EXEC_RUNNING);
+    return id;
+}
+
 static void
 test_nothing_from_the_guest_after_a_cancel(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
-    Error *e = NULL;
-    static char token_guest; /* never dereferenced: pool_release() is wrapped */
-    Exec ex = {.id = 1, .req_id = 7, .running = true, .session = s};
+    Session *s = fx->s;
     GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
     Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT;
+    uint32_t exec_id = exec_running(fx, s);
+    uint64_t before = s->rec.last_seq;
 
-    s->execs = &ex;
-    s->guest = (Guest *) &token_guest;
-    s->output_limit_bytes = 1 << 20;
-    releases = 0;
-    o.exec_id = ex.id;
+    o.exec_id = exec_id;
     o.data.data = (uint8_t *) "before\n";
     o.data.len = 7;
     m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT;
     m.output = &o;
     guest_sends(s, &m); /* the control: a live session records it */
     for (int i = 0; i < 3; i++) {
-        session_end(s, "cancelled");
-        guest_sends_everything(s, ex.id); /* a tight loop's frames, already on the channel */
+        session_end(s, SESSION_END_CANCELLED);
+        guest_sends_everything(s, exec_id); /* a tight loop's frames, already on the channel */
     }
-    assert_int_equal(store_commit(fx->store, &e), 0);
 
-    EventRecord *v = NULL;
     size_t n = 0;
-    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    EventRecord *v = fake_events(&fx->w, s->rec.id, before, &n);
     for (size_t i = 0; i < n; i++)
         printf("# event %zu: %s %s\n", i, v[i].type, v[i].attrs ? v[i].attrs : "");
     assert_int_equal(n, 2);
@@ -310,78 +285,39 @@ test_nothing_from_the_guest_after_a_cancel(void **state)
     assert_string_equal(v[1].type, "session.state");
     assert_non_null(strstr(v[1].attrs, "\"cancelled\""));
     event_records_free(v, n);
-    assert_int_equal(releases, 1); /* one destroy, whatever the number of cancels */
+    assert_int_equal(fake.releases, 1); /* one destroy, whatever the number of cancels */
     assert_int_equal(s->rec.output_bytes, 7);
-    s->execs = NULL;
 }
 
 /* ------------------------------------------------------------------ finalize deadline */
 
 #define FINALIZE_BASE_USEC 300000
-static char workspace_path[512]; /* a sparse file: the finalize caps sizes by the disk's */
-static uint32_t finalize_requests;
-
-int __wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp);
-int
-__wrap_guest_send(Guest *g, HostMsg *m, uint32_t *ret_req_id, Error **errp)
-{
-    (void) g, (void) errp;
-    finalize_requests += m->body_case == STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE;
-    if (ret_req_id)
-        *ret_req_id = 41;
-    return 0; /* sent, and never answered */
-}
-
-const char *__wrap_guest_workspace_path(const Guest *g);
-const char *
-__wrap_guest_workspace_path(const Guest *g)
-{
-    (void) g;
-    return workspace_path;
-}
-
-static void
-quit_loop(Loop *l, void *userdata)
-{
-    (void) userdata;
-    loop_quit(l, 1);
-}
 
 static void
 test_finalize_never_answered(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
-    static char token_guest;
+    Session *s = fx->s;
+    Sessions *m = fx->w.m;
 
-    snprintf(workspace_path, sizeof(workspace_path), "%s/workspace.raw", fx->dir);
-    FILE *f = fopen(workspace_path, "w");
-    assert_non_null(f);
-    assert_int_equal(ftruncate(fileno(f), 64 << 20), 0);
-    fclose(f);
-    fx->m.cfg.finalize_base_usec = FINALIZE_BASE_USEC;
-    fx->m.cfg.finalize_usec_per_mib = 0;
-    s->guest = (Guest *) &token_guest;
-    releases = 0;
-    finalize_requests = 0;
-    quit_on_release = fx->loop;
+    m->cfg.finalize_base_usec = FINALIZE_BASE_USEC;
+    m->cfg.finalize_usec_per_mib = 0;
+    fake.quit_on_release = fx->w.loop;
 
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
-    assert_int_equal(finalize_requests, 1);
-    assert_int_equal(releases, 0); /* the guest is kept while the runner finalizes */
-    (void) loop_add_timer(fx->loop, t0 + 20 * FINALIZE_BASE_USEC, quit_loop, NULL);
-    assert_int_equal(loop_run(fx->loop), 0); /* 0: the release quit it, not the guard */
+    session_end(s, SESSION_END_COMPLETED);
+    assert_int_equal(fake.sent[STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE], 1);
+    assert_int_equal(fake.releases, 0); /* the guest is kept while the runner finalizes */
+    assert_int_equal(fake_run(&fx->w, 20 * FINALIZE_BASE_USEC), 0); /* the release quit it */
     uint64_t took = now_usec() - t0;
     printf("# finalize never answered: salvage after %.0f ms (deadline %d ms)\n",
            (double) took / 1000.0, FINALIZE_BASE_USEC / 1000);
-    assert_int_equal(releases, 1);
-    assert_non_null(s->fin_fallback);
-    assert_string_equal(s->fin_fallback, "deadline");
-    assert_int_equal(fx->m.stats.finalize_fallbacks, 1);
+    assert_int_equal(fake.releases, 1);
+    assert_non_null(session_salvage_fallback(s));
+    assert_string_equal(session_salvage_fallback(s), "deadline");
+    assert_int_equal(m->stats.finalize_fallbacks, 1);
     assert_true(took >= FINALIZE_BASE_USEC);
     assert_null(s->fin);
-    quit_on_release = NULL;
 }
 
 /* A lying runner: FileChanged records on a timer, for ever, and never a manifest. */
@@ -426,37 +362,28 @@ liar_tick(Loop *l, void *userdata)
 }
 
 static void
-finalize_fixture(Fixture *fx, uint64_t base_usec, unsigned usec_per_mib)
+finalize_config(Fixture *fx, uint64_t base_usec, unsigned usec_per_mib)
 {
-    static char token_guest;
-    char path[512];
+    fx->w.m->cfg.finalize_base_usec = base_usec;
+    fx->w.m->cfg.finalize_usec_per_mib = usec_per_mib;
+}
 
-    snprintf(workspace_path, sizeof(workspace_path), "%s/workspace.raw", fx->dir);
-    FILE *f = fopen(workspace_path, "w");
-    assert_non_null(f);
-    assert_int_equal(ftruncate(fileno(f), 64 << 20), 0);
-    fclose(f);
-    snprintf(path, sizeof(path), "%s/%s/.mirror", fx->dir, fx->s.rec.id);
-    assert_int_equal(mkdir(path, 0700), 0);
-    fx->m.cfg.finalize_base_usec = base_usec;
-    fx->m.cfg.finalize_usec_per_mib = usec_per_mib;
-    fx->s.guest = (Guest *) &token_guest;
-    fx->s.workspace_limit_bytes = UINT64_MAX;
-    fx->s.lifetime_start_usec = now_usec();
-    fx->s.rec.timeout_usec = 3600ull * 1000000; /* an hour reserved */
-    releases = 0;
-    finalize_requests = 0;
+/* A running session whose reserved lifetime ends lifetime_usec after now. */
+static Session *
+session_with_lifetime(Fixture *fx, uint64_t lifetime_usec)
+{
+    SessionSpec spec = {
+        .tenant_id = "default", .pool = "minimal", .mirror = true, .timeout_usec = lifetime_usec};
+    return fake_running(&fx->w, &spec);
 }
 
 /* Runs the loop until the guest is released; 0 when it was, 1 when the guard quit first. */
 static int
 run_until_release(Fixture *fx, uint64_t guard_usec)
 {
-    quit_on_release = fx->loop;
-    TimerId guard = loop_add_timer(fx->loop, now_usec() + guard_usec, quit_loop, NULL);
-    int r = loop_run(fx->loop);
-    loop_cancel_timer(fx->loop, guard);
-    quit_on_release = NULL;
+    fake.quit_on_release = fx->w.loop;
+    int r = fake_run(&fx->w, guard_usec);
+    fake.quit_on_release = NULL;
     return r;
 }
 
@@ -467,14 +394,14 @@ static void
 test_finalize_junk_records_do_not_extend(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
-    Liar z = {.s = s, .loop = fx->loop, .period_usec = 50000};
+    Session *s = fx->s;
+    Liar z = {.s = s, .loop = fx->w.loop, .period_usec = 50000};
 
-    finalize_fixture(fx, FINALIZE_BASE_USEC, SESSIONS_FINALIZE_USEC_PER_MIB);
+    finalize_config(fx, FINALIZE_BASE_USEC, SESSIONS_FINALIZE_USEC_PER_MIB);
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
-    assert_int_equal(finalize_requests, 1);
-    liar_tick(fx->loop, &z);
+    session_end(s, SESSION_END_COMPLETED);
+    assert_int_equal(fake.sent[STOCKADE__RUNNER__HOST_MSG__BODY_FINALIZE], 1);
+    liar_tick(fx->w.loop, &z);
     int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
     printf("# %u junk records (%u MiB claimed) during the finalize: %s after %.0f ms "
            "(base %d ms)\n",
@@ -482,9 +409,9 @@ test_finalize_junk_records_do_not_extend(void **state)
            r == 0 ? "salvage" : "STILL FINALIZING", (double) (now_usec() - t0) / 1000.0,
            FINALIZE_BASE_USEC / 1000);
     assert_int_equal(r, 0); /* released, not the guard */
-    assert_int_equal(releases, 1);
-    assert_string_equal(s->fin_fallback, "deadline");
-    assert_int_equal(s->mirror_bytes, 0); /* nothing was stored, nothing moved the deadline */
+    assert_int_equal(fake.releases, 1);
+    assert_string_equal(session_salvage_fallback(s), "deadline");
+    assert_int_equal(session_mirror_bytes(s), 0); /* nothing was stored: nothing moved it */
     assert_null(s->fin);
 }
 
@@ -494,26 +421,26 @@ static void
 test_finalize_ends_by_the_reserved_lifetime(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
-    Liar z = {.s = s, .loop = fx->loop, .store = true, .period_usec = 50000};
+    /* reserved: ends 3 x base from now */
+    Session *s = session_with_lifetime(fx, 3 * FINALIZE_BASE_USEC);
+    Liar z = {.s = s, .loop = fx->w.loop, .store = true, .period_usec = 50000};
 
     /* each 4 KiB stored moves the deadline 1 s: 8 a tick outrun any clock */
-    finalize_fixture(fx, FINALIZE_BASE_USEC, 256u * 1000000u);
-    s->rec.timeout_usec = 3 * FINALIZE_BASE_USEC; /* reserved: ends 3 x base from now */
+    finalize_config(fx, FINALIZE_BASE_USEC, 256u * 1000000u);
     uint64_t t0 = now_usec();
-    session_end(s, "completed");
-    liar_tick(fx->loop, &z);
+    session_end(s, SESSION_END_COMPLETED);
+    liar_tick(fx->w.loop, &z);
     int r = run_until_release(fx, 20 * FINALIZE_BASE_USEC);
     printf("# %u records stored (%llu KiB) during the finalize: %s after %.0f ms (lifetime "
            "ends %.0f ms after the start)\n",
-           z.sent, (unsigned long long) (s->mirror_bytes >> 10),
+           z.sent, (unsigned long long) (session_mirror_bytes(s) >> 10),
            r == 0 ? "salvage" : "STILL FINALIZING", (double) (now_usec() - t0) / 1000.0,
-           (double) (s->lifetime_start_usec + s->rec.timeout_usec - t0) / 1000.0);
+           (double) (session_lifetime_end_usec(s) - t0) / 1000.0);
     assert_int_equal(r, 0);
-    assert_int_equal(releases, 1);
-    assert_string_equal(s->fin_fallback, "deadline");
-    assert_true(s->mirror_bytes > 0); /* they were stored: they did move the deadline */
-    assert_true(now_usec() >= s->lifetime_start_usec + s->rec.timeout_usec);
+    assert_int_equal(fake.releases, 1);
+    assert_string_equal(session_salvage_fallback(s), "deadline");
+    assert_true(session_mirror_bytes(s) > 0); /* they were stored: they did move the deadline */
+    assert_true(now_usec() >= session_lifetime_end_usec(s));
 }
 
 /* A cancel during a finalize stops waiting on the runner: the guest goes at once. */
@@ -521,58 +448,66 @@ static void
 test_cancel_during_finalize_salvages(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
+    Session *s = fx->s;
+    Sessions *m = fx->w.m;
     Error *e = NULL;
 
-    finalize_fixture(fx, 3600ull * 1000000, 0); /* the deadline alone would be an hour away */
-    fx->m.all = s;
-    session_end(s, "completed");
+    finalize_config(fx, 3600ull * 1000000, 0); /* the deadline alone would be an hour away */
+    session_end(s, SESSION_END_COMPLETED);
     assert_non_null(s->fin);
-    assert_int_equal(releases, 0);
-    assert_int_equal(sessions_close(&fx->m, "default", s->rec.id, &e), 0);
-    assert_int_equal(releases, 0); /* a close waits for the clean end as before */
-    assert_int_equal(sessions_cancel(&fx->m, "default", s->rec.id, &e), 0);
-    assert_int_equal(releases, 1); /* the guest is destroyed now, its disk salvaged */
+    assert_int_equal(fake.releases, 0);
+    assert_int_equal(sessions_close(m, "default", s->rec.id, &e), 0);
+    assert_int_equal(fake.releases, 0); /* a close waits for the clean end as before */
+    assert_int_equal(sessions_cancel(m, "default", s->rec.id, &e), 0);
+    assert_int_equal(fake.releases, 1); /* the guest is destroyed now, its disk salvaged */
     assert_null(s->fin);
-    assert_string_equal(s->fin_fallback, "cancelled");
-    assert_int_equal(fx->m.stats.finalize_fallbacks, 1);
-    assert_int_equal(sessions_cancel(&fx->m, "default", s->rec.id, &e), 0);
-    assert_int_equal(releases, 1); /* once: the guest is already going */
+    assert_string_equal(session_salvage_fallback(s), "cancelled");
+    assert_int_equal(m->stats.finalize_fallbacks, 1);
+    assert_int_equal(sessions_cancel(m, "default", s->rec.id, &e), 0);
+    assert_int_equal(fake.releases, 1); /* once: the guest is already going */
     /* the first reason stays */
-    assert_string_equal(s->rec.end_reason, "completed");
-    fx->m.all = NULL;
+    assert_int_equal(s->rec.end_reason, SESSION_END_COMPLETED);
+}
+
+/* A task cancelled while its files go in: the upload fails because the session stops, and
+ * that failure decides no second end. It did: the op's failure ended the task "failed" inside
+ * the cancel, which then made stopping -> stopping and released the guest a second time. */
+static void
+test_cancel_during_task_upload(void **state)
+{
+    Fixture *fx = *state;
+    TaskFile files[] = {{.path = "in/a.txt", .data = (uint8_t *) "x", .len = 1}};
+    char *argv[] = {"true"};
+    SessionSpec spec = {.tenant_id = "default",
+                        .pool = "minimal",
+                        .mirror = true,
+                        .is_task = true,
+                        .argv = argv,
+                        .argc = 1,
+                        .files = files,
+                        .n_files = 1};
+    Session *s = fake_running(&fx->w, &spec); /* its upload began: one op waits on the runner */
+    uint64_t before = s->rec.last_seq;
+
+    assert_int_equal(fake.sent[STOCKADE__RUNNER__HOST_MSG__BODY_FS_OP], 1); /* in/ first */
+    unsigned released = fake.releases;
+    session_end(s, SESSION_END_CANCELLED);
+    assert_int_equal(fake.releases, released + 1);
+    assert_int_equal(s->state, ST_STOPPING);
+    assert_int_equal(s->rec.end_reason, SESSION_END_CANCELLED);
+    size_t n = 0;
+    unsigned states = 0;
+    EventRecord *v = fake_events(&fx->w, s->rec.id, before, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].type, "session.state") == 0) {
+            states++;
+            assert_non_null(strstr(v[i].attrs, "\"cancelled\""));
+        }
+    event_records_free(v, n);
+    assert_int_equal(states, 1);
 }
 
 /* ------------------------------------------------------------------ bind failures */
-
-static unsigned hellos;
-
-int __wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
-                       Error **errp);
-int
-__wrap_guest_hello(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
-                   Error **errp)
-{
-    (void) g, (void) cfg, (void) ret_req_id, (void) errp;
-    hellos++;
-    return 0;
-}
-
-const char *__wrap_guest_name(const Guest *g);
-const char *
-__wrap_guest_name(const Guest *g)
-{
-    (void) g;
-    return "stktest-minimal-0";
-}
-
-size_t __wrap_guest_disk_index(const Guest *g);
-size_t
-__wrap_guest_disk_index(const Guest *g)
-{
-    (void) g;
-    return 0;
-}
 
 int __wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowed,
                               const EgressLimits *lim, const EgressOps *ops, void *userdata,
@@ -588,35 +523,37 @@ __wrap_egress_session_new(Loop *l, EgressResolver *r, const EgressPolicy *allowe
 }
 
 static void
+tune_egress(SessionsConfig *c)
+{
+    Error *e = NULL;
+    assert_int_equal(egress_policy_add(&c->egress.allowed, "example.com", &e), 0);
+}
+
+static void
 test_no_guest_without_its_egress(void **state)
 {
     Fixture *fx = *state;
-    Session *s = &fx->s;
-    Error *e = NULL;
-    static char token_guest, token_resolver;
+    SessionSpec spec = {
+        .tenant_id = "default", .pool = "minimal", .mirror = true, .egress_all = true};
 
-    fx->m.egress_resolver = (EgressResolver *) &token_resolver;
-    s->spec.egress_all = true;
-    s->state = ST_PENDING;
-    s->guest = NULL;
-    releases = hellos = 0;
-    session_bind_guest(s, (Guest *) &token_guest);
-    assert_int_equal(hellos, 0);   /* the runner was never told to start the session */
-    assert_int_equal(releases, 1); /* the guest goes */
+    fake_world_close(&fx->w); /* a server that allows some egress */
+    fake_world_open(&fx->w, tune_egress);
+    Session *s = fake_create(&fx->w, &spec);
+    uint64_t before = s->rec.last_seq;
+    fake_guest_idle();
+    assert_int_equal(fake.takes, 1);
+    assert_int_equal(fake.hellos, 0);   /* the runner was never told to start the session */
+    assert_int_equal(fake.releases, 1); /* the guest goes */
     assert_null(s->egress);
-    assert_int_equal(store_commit(fx->store, &e), 0);
 
-    EventRecord *v = NULL;
     size_t n = 0;
     bool ended_host_error = false;
-    assert_int_equal(store_events_read(fx->store, s->rec.id, 0, 100, &v, &n, &e), 0);
+    EventRecord *v = fake_events(&fx->w, s->rec.id, before, &n);
     for (size_t i = 0; i < n; i++)
         ended_host_error |= strcmp(v[i].type, "session.state") == 0 &&
                             strstr(v[i].attrs, "\"host_error\"") != NULL;
     event_records_free(v, n);
     assert_true(ended_host_error);
-    fx->m.egress_resolver = NULL;
-    s->spec.egress_all = false;
 }
 
 /* The transition table (API.md "Sessions"): nothing leaves ended, nothing skips stopping
@@ -645,16 +582,18 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_files_are_capped, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_below_cap_all_recorded, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_nothing_from_the_guest_after_a_cancel, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_finalize_junk_records_do_not_extend, setup, teardown),
+                                        fake_teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_never_answered, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_finalize_junk_records_do_not_extend, setup,
+                                        fake_teardown),
         cmocka_unit_test_setup_teardown(test_finalize_ends_by_the_reserved_lifetime, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, teardown),
+                                        fake_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_finalize_salvages, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_during_task_upload, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_no_guest_without_its_egress, setup, fake_teardown),
         cmocka_unit_test(test_state_transitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

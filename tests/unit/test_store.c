@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "eventhub.h"
 #include "render.h"
@@ -25,7 +26,7 @@ record(const char *id, const char *tenant, int64_t created)
     snprintf(r.tenant_id, sizeof(r.tenant_id), "%s", tenant);
     snprintf(r.kind, sizeof(r.kind), "session");
     snprintf(r.pool, sizeof(r.pool), "python");
-    snprintf(r.state, sizeof(r.state), "pending");
+    r.state = ST_PENDING;
     r.created_usec = created;
     r.timeout_usec = 60000000;
     return r;
@@ -44,8 +45,8 @@ test_sessions_roundtrip_and_reopen(void **state)
     assert_int_equal(store_session_insert(s, &b, NULL), 0);
     assert_int_equal(store_session_insert(s, &a, &e), -1); /* duplicate id */
     error_free(e);
-    snprintf(a.state, sizeof(a.state), "ended");
-    snprintf(a.end_reason, sizeof(a.end_reason), "cancelled");
+    a.state = ST_ENDED;
+    a.end_reason = SESSION_END_CANCELLED;
     a.has_exit_code = true;
     a.exit_code = 3;
     a.artifact_bytes = 1234;
@@ -55,8 +56,8 @@ test_sessions_roundtrip_and_reopen(void **state)
     assert_int_equal(store_open(test_db, &s, NULL), 0); /* migrations are a no-op the second time */
     SessionRecord got;
     assert_int_equal(store_session_get(s, "ses_a", &got, NULL), 0);
-    assert_string_equal(got.state, "ended");
-    assert_string_equal(got.end_reason, "cancelled");
+    assert_string_equal(session_state_name(got.state), "ended");
+    assert_string_equal(session_end_reason_name(got.end_reason), "cancelled");
     assert_true(got.has_exit_code);
     assert_int_equal(got.exit_code, 3);
     assert_string_equal(got.spec, "{\"pool\":\"python\"}");
@@ -79,6 +80,95 @@ test_sessions_roundtrip_and_reopen(void **state)
     uint64_t total;
     assert_int_equal(store_artifact_bytes_total(s, &total, NULL), 0);
     assert_int_equal(total, 1234);
+    store_close(s);
+}
+
+/* The column's text, as the database holds it. */
+static void
+raw_column(const char *sql, char *out, size_t cap)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(test_db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    snprintf(out, cap, "%s", (const char *) sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+}
+
+/* The names are the wire's and the database's (API.md "Sessions"): each state and end reason
+ * goes in and comes out by exactly its name; the list filters by it; a name the daemon does
+ * not know reads as ended with no reason; ST_NEW is never a recorded state. */
+static void
+test_state_and_reason_names(void **state)
+{
+    (void) state;
+    static const char *const states[ST_COUNT_] = {
+        [ST_PENDING] = "pending",   [ST_STARTING] = "starting",     [ST_RUNNING] = "running",
+        [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended"};
+    static const char *const reasons[SESSION_END_COUNT_] = {"",
+                                                            "closed",
+                                                            "cancelled",
+                                                            "timed_out",
+                                                            "completed",
+                                                            "failed",
+                                                            "output_limit",
+                                                            "guest_error",
+                                                            "no_capacity",
+                                                            "host_error",
+                                                            "host_shutdown",
+                                                            "host_restart",
+                                                            "host_lost"};
+    Store *s;
+    SessionRecord r = record("ses_n", "t1", 1), got, *v;
+    SessionState st;
+    SessionEndReason why;
+    size_t n;
+    char text[32];
+
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    assert_int_equal(store_session_insert(s, &r, NULL), 0);
+    for (SessionState i = ST_PENDING; i < ST_COUNT_; i++) {
+        r.state = i;
+        assert_int_equal(store_session_update(s, &r, NULL), 0);
+        raw_column("SELECT state FROM sessions WHERE id = 'ses_n'", text, sizeof(text));
+        assert_string_equal(text, states[i]);
+        assert_string_equal(session_state_name(i), states[i]);
+        assert_true(session_state_from_name(states[i], &st) && st == i);
+        assert_int_equal(store_session_get(s, "ses_n", &got, NULL), 0);
+        assert_int_equal(got.state, i);
+        assert_int_equal(store_session_list(s, NULL, &i, 10, 0, &v, &n, NULL), 0);
+        assert_int_equal(n, 1);
+        session_records_free(v, n);
+    }
+    assert_false(session_state_from_name("new", &st)); /* never recorded */
+    assert_false(session_state_from_name("", &st));
+    for (SessionEndReason i = SESSION_END_NONE; i < SESSION_END_COUNT_; i++) {
+        r.end_reason = i;
+        assert_int_equal(store_session_update(s, &r, NULL), 0);
+        raw_column("SELECT end_reason FROM sessions WHERE id = 'ses_n'", text, sizeof(text));
+        assert_string_equal(text, reasons[i]);
+        assert_string_equal(session_end_reason_name(i), reasons[i]);
+        assert_true(session_end_reason_from_name(reasons[i], &why) && why == i);
+        assert_int_equal(store_session_get(s, "ses_n", &got, NULL), 0);
+        assert_int_equal(got.end_reason, i);
+    }
+    store_close(s);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(test_db, &h), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(h, "UPDATE sessions SET state = 'paused', end_reason = 'x'", NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    assert_int_equal(store_session_get(s, "ses_n", &got, NULL), 0);
+    assert_int_equal(got.state, ST_ENDED);
+    assert_int_equal(got.end_reason, SESSION_END_NONE);
+    uint64_t counts[ST_COUNT_];
+    assert_int_equal(store_count_by_state(s, counts, NULL), 0);
+    for (SessionState i = ST_NEW; i < ST_COUNT_; i++)
+        assert_int_equal(counts[i], 0); /* counted by name: an unknown one is none of them */
     store_close(s);
 }
 
@@ -308,6 +398,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sessions_roundtrip_and_reopen, test_db_setup,
+                                        test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_state_and_reason_names, test_db_setup,
                                         test_db_teardown),
         cmocka_unit_test_setup_teardown(test_events_batches_and_readers, test_db_setup,
                                         test_db_teardown),

@@ -20,6 +20,45 @@
 #include "runner_limits.h"
 #include "session_internal.h"
 
+typedef struct MirrorFile {
+    char *path;
+    int fd; /* temp file being filled, -1 when none */
+    char tmp_name[64];
+    uint64_t size, received, mtime_ns;
+    uint32_t mode;
+} MirrorFile;
+
+struct SessionMirror {
+    MirrorFile file; /* the one being received */
+    uint64_t bytes;  /* stored so far, against session_mirror_budget() */
+    uint32_t files;  /* capped by cfg.extract.max_files, like the salvage */
+};
+
+int
+session_mirror_new(Session *s)
+{
+    if (!(s->mirror = calloc(1, sizeof(*s->mirror))))
+        return -1;
+    s->mirror->file.fd = -1;
+    return 0;
+}
+
+void
+session_mirror_free(Session *s)
+{
+    if (!s->mirror)
+        return;
+    session_mirror_abort(s);
+    free(s->mirror);
+    s->mirror = NULL;
+}
+
+uint64_t
+session_mirror_bytes(const Session *s)
+{
+    return s->mirror->bytes;
+}
+
 static int
 mirror_open_dir(Session *s, const char *sub)
 {
@@ -29,9 +68,9 @@ mirror_open_dir(Session *s, const char *sub)
 }
 
 void
-mirror_abort(Session *s)
+session_mirror_abort(Session *s)
 {
-    MirrorFile *f = &s->mirror;
+    MirrorFile *f = &s->mirror->file;
     f->fd = safe_close(f->fd);
     if (f->tmp_name[0]) {
         int tmpdir = mirror_open_dir(s, ".mirror");
@@ -108,25 +147,25 @@ mirror_install(Session *s, const char *path)
     struct stat st;
     if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
         return -1; /* never replace a directory (or anything but a file) */
-    return renameat(tmpdir, s->mirror.tmp_name, pfd, base);
+    return renameat(tmpdir, s->mirror->file.tmp_name, pfd, base);
 }
 
 static void
 mirror_finish(Session *s, const Stockade__Runner__FileChanged *c)
 {
-    MirrorFile *f = &s->mirror;
+    MirrorFile *f = &s->mirror->file;
     struct timespec times[2] = {{.tv_nsec = UTIME_OMIT},
                                 {.tv_sec = (time_t) (c->mtime_ns / 1000000000ull),
                                  .tv_nsec = (long) (c->mtime_ns % 1000000000ull)}};
     bool ok = fchmod(f->fd, (c->mode & 0744) | 0600) == 0 && futimens(f->fd, times) == 0;
     f->fd = safe_close(f->fd);
     if (!ok || mirror_install(s, c->path) < 0) {
-        mirror_abort(s);
+        session_mirror_abort(s);
         mirror_event(s, c, "failed");
         return;
     }
     mirror_event(s, c, "stored");
-    s->mirror_files++;
+    s->mirror->files++;
     free(f->path);
     memset(f, 0, sizeof(*f));
     f->fd = -1;
@@ -136,10 +175,10 @@ static int
 mirror_begin(Session *s, const Stockade__Runner__FileChanged *c)
 {
     static unsigned counter;
-    MirrorFile *f = &s->mirror;
+    MirrorFile *f = &s->mirror->file;
     _cleanup_close_ int tmpdir = mirror_open_dir(s, ".mirror");
 
-    mirror_abort(s); /* a new file starts: drop an unfinished one */
+    session_mirror_abort(s); /* a new file starts: drop an unfinished one */
     if (tmpdir < 0 || !(f->path = strdup(c->path)))
         return -1;
     snprintf(f->tmp_name, sizeof(f->tmp_name), "m%u", ++counter);
@@ -150,24 +189,24 @@ mirror_begin(Session *s, const Stockade__Runner__FileChanged *c)
 }
 
 void
-mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
+session_mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
 {
-    MirrorFile *f = &s->mirror;
+    MirrorFile *f = &s->mirror->file;
     Sessions *m = s->mgr;
 
     if (c->removed) {
         mirror_remove(s, c);
         return;
     }
-    if (c->over_budget || s->mirror_bytes + c->data.len > session_mirror_budget(s) ||
+    if (c->over_budget || s->mirror->bytes + c->data.len > session_mirror_budget(s) ||
         c->size > m->cfg.mirror_max_file_bytes ||
-        (c->offset == 0 && s->mirror_files >= m->cfg.extract.max_files)) {
+        (c->offset == 0 && s->mirror->files >= m->cfg.extract.max_files)) {
         if (c->offset == 0) /* one event per file, not per chunk */
             mirror_event(s, c, "over_budget");
         return;
     }
     if (c->offset == 0 && mirror_begin(s, c) < 0) {
-        mirror_abort(s);
+        session_mirror_abort(s);
         mirror_event(s, c, "failed");
         return;
     }
@@ -176,11 +215,11 @@ mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
         return; /* out of sequence: the salvage will bring the file */
     if (write_all(f->fd, c->data.data, c->data.len) < 0) {
         log_warn("session %s: mirror write: %s", s->rec.id, strerror(errno));
-        mirror_abort(s);
+        session_mirror_abort(s);
         return;
     }
     f->received += c->data.len;
-    s->mirror_bytes += c->data.len;
+    s->mirror->bytes += c->data.len;
     if (c->last)
         mirror_finish(s, c);
 }
