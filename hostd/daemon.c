@@ -253,7 +253,7 @@ daemon_end_removed(Daemon *d, const ClusterTenancy *t)
         if (t->tenants[i].removed_usec == 0 || !store_sync_tenant_id_is_valid(t->tenants[i].id) ||
             store_tenant_get(d->store, t->tenants[i].id, &here, NULL) < 0 || !here.removed_usec)
             continue; /* live, or a row the store refused (never logged as it came) */
-        size_t n = sessions_end_tenant(d->sessions, here.id, "tenant_removed");
+        size_t n = sessions_end_tenant(d->sessions, here.id, SESSION_END_TENANT_REMOVED);
         if (n)
             log_info("cluster: tenant %s was removed: %zu session(s) here cancelled", here.id,
                      n);

@@ -314,7 +314,7 @@ tenant_remove_on_loop(ApiCtx *c)
     }
     /* Its sessions here end now; in a cluster the other hosts end theirs when their pull
      * brings the removal (hostd/daemon.c). Nothing of a removed tenant is admitted again. */
-    size_t ended = cancel ? sessions_end_tenant(c->api->d.sessions, id, "tenant_removed") : 0;
+    size_t ended = cancel ? sessions_end_tenant(c->api->d.sessions, id, SESSION_END_TENANT_REMOVED) : 0;
     json_t *o = json_pack("{s:s,s:s}", "id", x.tenant.id, "name", x.tenant.name);
     set_time(o, "created_at", x.tenant.created_usec);
     set_time(o, "removed_at", x.tenant.removed_usec);

@@ -167,7 +167,7 @@ sessions_cancel(Sessions *m, const char *tenant, const char *id, Error **errp)
 }
 
 size_t
-sessions_end_tenant(Sessions *m, const char *tenant, const char *reason)
+sessions_end_tenant(Sessions *m, const char *tenant, SessionEndReason reason)
 {
     size_t n = 0;
     for (Session *s = m->all, *next; s; s = next) {

@@ -115,8 +115,8 @@ int sessions_close(Sessions *s, const char *tenant, const char *id, Error **errp
 int sessions_cancel(Sessions *s, const char *tenant, const char *id, Error **errp);
 /* Ends every live session of the tenant with reason (not yet stopping; as a cancel: the guest
  * destroyed without its help, its files salvaged). Returns how many. For a removed tenant
- * (reason "tenant_removed"). */
-size_t sessions_end_tenant(Sessions *s, const char *tenant, const char *reason);
+ * (SESSION_END_TENANT_REMOVED, "tenant_removed" on the wire). */
+size_t sessions_end_tenant(Sessions *s, const char *tenant, SessionEndReason reason);
 int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t exec_id, int signo,
                     Error **errp);
 int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,

@@ -55,6 +55,7 @@ typedef enum {
     SESSION_END_HOST_SHUTDOWN,
     SESSION_END_HOST_RESTART, /* live when an earlier daemon stopped */
     SESSION_END_HOST_LOST,    /* cluster: another host took this one over */
+    SESSION_END_TENANT_REMOVED, /* its tenant was removed with ?cancel=1 (API.md) */
     SESSION_END_COUNT_,
 } SessionEndReason;
 

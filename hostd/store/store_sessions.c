@@ -27,6 +27,7 @@ static const char *const end_reason_names[SESSION_END_COUNT_] = {
     [SESSION_END_HOST_SHUTDOWN] = "host_shutdown",
     [SESSION_END_HOST_RESTART] = "host_restart",
     [SESSION_END_HOST_LOST] = "host_lost",
+    [SESSION_END_TENANT_REMOVED] = "tenant_removed",
 };
 
 /* The index of name in names[first..n), or -1. */

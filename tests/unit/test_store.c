@@ -119,7 +119,8 @@ test_state_and_reason_names(void **state)
                                                             "host_error",
                                                             "host_shutdown",
                                                             "host_restart",
-                                                            "host_lost"};
+                                                            "host_lost",
+                                                            "tenant_removed"};
     Store *s;
     SessionRecord r = record("ses_n", "t1", 1), got, *v;
     SessionState st;
