@@ -304,6 +304,8 @@ test_tally(void **state)
     }
     assert_int_equal(http_tally_callers(t), 2);
     http_tally_free(t);
+}
+
 /* The TLS front door's judgment of a connection's first bytes (http_hello.c). */
 static void
 test_tls_hello(void **state)
