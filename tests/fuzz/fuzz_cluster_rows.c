@@ -220,12 +220,14 @@ check_merge(ClusterTenancy *t)
     CHECK(n.inserted + n.revoked + n.invalid + n.conflicts <= t->n_tenants + t->n_tokens);
     check_store_holds_batch(s, t);
 
-    /* Again, with every revocation taken away: nothing new, nothing undone. */
+    /* Again, with every revocation taken away (the cluster "un-revoking"): nothing new,
+     * nothing undone. */
     int64_t *revoked = calloc(t->n_tokens + 1, sizeof(*revoked));
     for (size_t i = 0; i < t->n_tokens; i++) {
         TokenRecord k;
         revoked[i] = store_token_get(s, t->tokens[i].id, &k, NULL) == 0 ? k.revoked_usec : 0;
-        t->tokens[i].revoked_usec = 0;
+        if (t->tokens[i].revoked_usec > 0) /* a negative one stays: it keeps the record invalid */
+            t->tokens[i].revoked_usec = 0;
     }
     CHECK(store_sync_apply(s, t->tenants, t->n_tenants, t->tokens, t->n_tokens, &n, NULL) == 0);
     CHECK(n.inserted == 0 && n.revoked == 0);

@@ -56,8 +56,9 @@ sign(const Tuple *t, const char *token, char out[E2B_SIGNATURE_MAX_BYTES + 1])
     uint8_t d[SHA256_BYTES];
     const char *op = t->write ? "write" : "read";
     sha256_init(&h);
-    const char *parts[] = {t->path ? t->path : "", ":", op,    ":", t->user ? t->user : "",
-                           ":",                    token, t->exp ? ":" : "", t->exp ? t->exp : ""};
+    const char *parts[] = {t->path ? t->path : "", ":", op,    ":",
+                           t->user ? t->user : "", ":", token, t->exp ? ":" : "",
+                           t->exp ? t->exp : ""};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         sha256_update(&h, parts[i], strlen(parts[i]));
     sha256_final(&h, d);
@@ -86,8 +87,8 @@ static bool
 check_parts(const Tuple *b, const char *sig, char **ret_prefix, char **ret_suffix)
 {
     char *prefix = NULL, *suffix = NULL;
-    int r = e2b_signed_url_parts(sig, b->exp, b->path, b->user, b->write, NOW_SEC, &prefix,
-                                 &suffix);
+    int r =
+        e2b_signed_url_parts(sig, b->exp, b->path, b->user, b->write, NOW_SEC, &prefix, &suffix);
     bool want = sig && strlen(sig) <= E2B_SIGNATURE_MAX_BYTES && exp_ok(b->exp);
     if (r < 0) {
         CHECK(!prefix && !suffix);
