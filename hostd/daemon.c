@@ -239,6 +239,25 @@ daemon_heartbeat(Daemon *d)
     sessions_settle_retry(d->sessions); /* what ended while the database was away */
 }
 
+/* A tenant removed through another host: its sessions here end as they did there
+ * (tenant_removed, their files salvaged). That host answered the removal already; nothing
+ * of the tenant is admitted anywhere since (the cluster's admission refuses it). What the
+ * pull said is not trusted: only a tenant this host's copy now holds removed counts. */
+static void
+daemon_end_removed(Daemon *d, const ClusterTenancy *t)
+{
+    for (size_t i = 0; i < t->n_tenants; i++) {
+        TenantRecord here;
+        if (t->tenants[i].removed_usec == 0 || !store_sync_tenant_id_is_valid(t->tenants[i].id) ||
+            store_tenant_get(d->store, t->tenants[i].id, &here, NULL) < 0 || !here.removed_usec)
+            continue; /* live, or a row the store refused (never logged as it came) */
+        size_t n = sessions_end_tenant(d->sessions, here.id, "tenant_removed");
+        if (n)
+            log_info("cluster: tenant %s was removed: %zu session(s) here cancelled", here.id,
+                     n);
+    }
+}
+
 /* One pull of the cluster's changed tenants and tokens into this host's store. Rows the
  * store's rules refuse are skipped and said once (the cursor moves past them). */
 static int
@@ -250,6 +269,7 @@ daemon_tenancy_pull(Daemon *d, bool *ret_more, Error **errp)
         return -1;
     int r = store_sync_apply(d->store, t.tenants, t.n_tenants, t.tokens, t.n_tokens, &n, errp);
     if (r == 0) {
+        daemon_end_removed(d, &t);
         if (n.invalid + n.conflicts + t.n_invalid > 0)
             log_warn("cluster: %zu tenant or token row(s) not copied (invalid %zu, conflicting "
                      "with this host's %zu)",

@@ -2,10 +2,14 @@
 #include "args.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "fdutil.h"
 #include "log.h"
 
 int
@@ -179,7 +183,7 @@ run_parse_args(Cli *cli, int argc, char **argv, RunArgs *ret, Error **errp)
         .pool = RUN_DEFAULT_POOL, .timeout_s = RUN_DEFAULT_TIMEOUT_S, .env = json_object()};
     if (!ret->env)
         return error_set(errp, E_INTERNAL, ENOMEM, "args");
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "+p:t:e:u:d:h", opts, NULL)) != -1)
         if (run_option(cli, ret, c, argc, argv, errp) < 0)
             return -1;
@@ -239,7 +243,7 @@ exec_parse_args(Cli *cli, int argc, char **argv, ExecArgs *ret, Error **errp)
     *ret = (ExecArgs){.env = json_object()};
     if (!ret->env)
         return error_set(errp, E_INTERNAL, ENOMEM, "args");
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "+t:e:h", opts, NULL)) != -1)
         if (exec_option(cli, ret, c, argc, argv, errp) < 0)
             return -1;
@@ -265,4 +269,111 @@ exec_args_clear(ExecArgs *a)
     json_decref(a->env);
     free(a->cwd);
     *a = (ExecArgs){0};
+}
+
+/* ------------------------------------------------------------------ did you mean */
+
+size_t
+args_edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    size_t rows[3][ARGS_SUGGEST_MAX_BYTES + 1];
+    size_t *two = rows[0], *one = rows[1], *cur = rows[2]; /* rows i-2, i-1, i of the table */
+
+    if (n > ARGS_SUGGEST_MAX_BYTES || m > ARGS_SUGGEST_MAX_BYTES)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= m; j++)
+        one[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t d = MIN(MIN(one[j] + 1, cur[j - 1] + 1), one[j - 1] + (a[i - 1] != b[j - 1]));
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d = MIN(d, two[j - 2] + 1); /* two neighbours swapped */
+            cur[j] = d;
+        }
+        size_t *t = two;
+        two = one;
+        one = cur;
+        cur = t;
+    }
+    return one[m];
+}
+
+const char *
+args_suggest(const char *word, const char *const *candidates, size_t n)
+{
+    size_t best = SIZE_MAX, limit = strlen(word) >= 5 ? 2 : 1;
+    const char *pick = NULL;
+    bool tie = false;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = args_edit_distance(word, candidates[i]);
+        if (d == 0 || d > limit)
+            continue;
+        if (d < best) {
+            best = d;
+            pick = candidates[i];
+            tie = false;
+        } else if (d == best && strcmp(pick, candidates[i]) != 0) {
+            tie = true;
+        }
+    }
+    return tie ? NULL : pick;
+}
+
+/* ------------------------------------------------------------------ token files */
+
+/* The first line of fd into ret (cap bytes with its NUL); E_INVALID when it is empty, too
+ * long or holds a NUL. */
+static int
+token_first_line(int fd, const char *path, char *ret, size_t cap, Error **errp)
+{
+    size_t len = 0;
+    bool eol = false;
+    while (len < cap && !eol) {
+        ssize_t k = read(fd, ret + len, cap - len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return error_set(errp, E_INVALID, errno, "token file %.200s", path);
+        if (k == 0)
+            break;
+        char *nl = memchr(ret + len, '\n', (size_t) k);
+        len = nl ? (size_t) (nl - ret) : len + (size_t) k;
+        eol = nl != NULL;
+    }
+    if (!eol && len >= cap)
+        return error_set(errp, E_INVALID, 0, "token file %.200s: its first line is over %zu bytes",
+                         path, cap - 1);
+    if (len > 0 && ret[len - 1] == '\r')
+        len--;
+    explicit_bzero(ret + len, cap - len); /* the line's end, and whatever came after it */
+    if (len == 0)
+        return error_set(errp, E_INVALID, 0,
+                         "token file %.200s is empty: its first line must be the token", path);
+    if (strlen(ret) != len)
+        return error_set(errp, E_INVALID, 0, "token file %.200s holds a NUL byte", path);
+    return 0;
+}
+
+int
+args_read_token_file(const char *path, char *ret, size_t cap, Error **errp)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return error_set(errp, E_INVALID, errno, "token file %.200s", path);
+    if (fstat(fd, &st) < 0)
+        return error_set(errp, E_INVALID, errno, "token file %.200s", path);
+    if (!S_ISREG(st.st_mode))
+        return error_set(errp, E_INVALID, 0, "token file %.200s is not a regular file", path);
+    if (st.st_mode & (S_IRWXG | S_IRWXO))
+        return error_set(errp, E_INVALID, 0,
+                         "token file %.200s is open to others (mode %04o): it holds a secret; "
+                         "make it yours only: chmod 600 %.200s",
+                         path, (unsigned) (st.st_mode & 07777), path);
+    int r = token_first_line(fd, path, ret, cap, errp);
+    if (r < 0)
+        explicit_bzero(ret, cap);
+    return r;
 }

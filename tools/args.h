@@ -67,3 +67,24 @@ void exec_args_clear(ExecArgs *a);
 
 /* The argv array of a request. */
 json_t *args_argv_json(char **argv, int argc);
+
+/* ------------------------------------------------------------------ did you mean */
+
+#define ARGS_SUGGEST_MAX_BYTES 64 /* longer words are never compared */
+
+/* Edit distance of a and b (insertions, deletions, substitutions and swaps of two neighbours
+ * count one each: "optimal string alignment"); words over ARGS_SUGGEST_MAX_BYTES count as
+ * far. Pure. */
+size_t args_edit_distance(const char *a, const char *b);
+/* The candidate near word: at distance 1 (2 for words of 5 bytes or more), nearer than every
+ * other candidate, and not word itself; else NULL. Pure. */
+const char *args_suggest(const char *word, const char *const *candidates, size_t n);
+
+/* ------------------------------------------------------------------ token files */
+
+/* Reads a token from path (--token-file, STOCKADE_TOKEN_FILE), the way ssh treats a key: a
+ * regular file that neither group nor others may read, write or run (E_INVALID naming the
+ * mode and the chmod that fixes it), whose first line (its end of line stripped, a CR before
+ * it too) is the token: not empty, at most cap - 1 bytes, no NUL. ret gets it NUL-terminated;
+ * what was read is wiped before returning. */
+int args_read_token_file(const char *path, char *ret, size_t cap, Error **errp);

@@ -24,7 +24,8 @@ enum {
     CLI_EXIT_FAIL = 1,          /* the daemon refused the request; doctor found a FAIL */
     CLI_EXIT_TIMEOUT = 124,     /* the task (or exec) hit its timeout */
     CLI_EXIT_DAEMON = 125,      /* the task could not start, the daemon failed or is unreachable */
-    CLI_EXIT_USAGE = 126,       /* bad command line (the message names the fix) */
+    CLI_EXIT_USAGE = 126,       /* bad command line, refused before anything was sent */
+    CLI_EXIT_NOT_FOUND = 127,   /* run/exec: the program does not exist in the guest */
     CLI_EXIT_SIGNAL_BASE = 128, /* + N: the program was killed by signal N */
     CLI_EXIT_INTERRUPTED = 130, /* Ctrl-C (the task was cancelled), or cancelled by another */
 };
@@ -32,17 +33,22 @@ enum {
 #define CLI_DEFAULT_SOCKET "/var/lib/stockade/api.sock"
 #define CLI_DEFAULT_STATE_DIR "/var/lib/stockade"
 
-/* Global options, accepted before the verb and after it. */
+/* Global options, accepted before the verb and after it. The token comes from the first of
+ * --token, --token-file, STOCKADE_TOKEN, STOCKADE_TOKEN_FILE that is set (cli_client). */
 typedef struct Cli {
     const char *prog; /* "stockade" */
     const char *verb; /* "run", "sessions ls", ... for messages */
-    const char *socket_path, *url, *token;
+    const char *socket_path, *url;
+    const char *token, *token_file;         /* --token, --token-file */
+    const char *env_token, *env_token_file; /* STOCKADE_TOKEN, STOCKADE_TOKEN_FILE */
     const char *cacert; /* --cacert / STOCKADE_CACERT: CA file for an https:// --url */
     bool socket_from_flag, url_from_flag;
     bool json;
     bool help; /* --help was given: print the verb's usage and exit 0 */
     bool tty_out, tty_err, color_out, color_err;
-    Client *client; /* opened by cli_client() */
+    const struct option *opts; /* the table of the parse under way: "did you mean" */
+    Client *client;            /* opened by cli_client() */
+    char token_buf[CLIENT_TOKEN_MAX_BYTES + 1]; /* a token read from a file; wiped by cli_done */
 } Cli;
 
 /* Long options every verb accepts; append to a verb's option table. */
@@ -50,6 +56,7 @@ enum {
     CLI_OPT_SOCKET = 0x1000,
     CLI_OPT_URL,
     CLI_OPT_TOKEN,
+    CLI_OPT_TOKEN_FILE,
     CLI_OPT_JSON,
     CLI_OPT_CACERT,
     CLI_OPT_VERB_BASE = 0x1100, /* verbs number their long-only options from here */
@@ -59,30 +66,40 @@ enum {
     {"socket", required_argument, NULL, CLI_OPT_SOCKET},                                           \
     {"url", required_argument, NULL, CLI_OPT_URL},                                                 \
     {"token", required_argument, NULL, CLI_OPT_TOKEN},                                             \
+    {"token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE},                                   \
     {"json", no_argument, NULL, CLI_OPT_JSON},                                                     \
     {"cacert", required_argument, NULL, CLI_OPT_CACERT},                                           \
     {"help", no_argument, NULL, 'h'},                                                              \
     {NULL, 0, NULL, 0}
 /* clang-format on */
 
-/* Sets defaults from the environment (STOCKADE_SOCKET, STOCKADE_URL, STOCKADE_TOKEN, NO_COLOR)
- * and the terminals. */
+/* Sets defaults from the environment (STOCKADE_SOCKET, STOCKADE_URL, STOCKADE_TOKEN,
+ * STOCKADE_TOKEN_FILE, NO_COLOR) and the terminals. */
 void cli_init(Cli *cli, const char *prog);
 
 /* Handles a global option (or 'h') returned by getopt_long. Returns 0 if it was one, 1 if the
- * key is not a global option, -1 with errp (E_INVALID) for a bad value or a '?' / ':' key. */
+ * key is not a global option, -1 with errp (E_INVALID) for a bad value or a '?' / ':' key
+ * (the message says which option, and "did you mean" a near one of cli->opts). */
 int cli_global_option(Cli *cli, int key, const char *arg, int argc, char **argv, Error **errp);
 
-/* Resets getopt for a fresh parse (optind = 0, opterr = 0). */
-void cli_getopt_reset(void);
+/* Resets getopt for a fresh parse of argv with this option table (optind = 0, opterr = 0);
+ * the table is what an unknown option is compared with. */
+void cli_getopt_reset(Cli *cli, const struct option *opts);
 
-/* Opens (once) the client for the chosen endpoint. NULL with errp on failure. */
+/* Opens (once) the client for the chosen endpoint, with the token of the first source set
+ * (see Cli); a token file is read then (first line; refused when group or others may read
+ * it, or when empty: E_INVALID). NULL with errp on failure. */
 Client *cli_client(Cli *cli, Error **errp);
+/* The token cli_client sends: the first source set of --token, --token-file, STOCKADE_TOKEN,
+ * STOCKADE_TOKEN_FILE; *ret NULL when none is. A file is read into cli->token_buf. */
+int cli_token(Cli *cli, const char **ret, Error **errp);
 void cli_done(Cli *cli);
 
 /* Edge helpers: print "stockade VERB: message" (escaped already) to stderr and return the
- * exit code for the error: E_INVALID -> 126, daemon-side and connection failures -> 125,
- * other refusals -> 1 (task verbs: everything but usage -> 125). */
+ * exit code for the error: a command line the CLI refused before sending anything
+ * (E_INVALID not from the daemon) -> 126; daemon-side and connection failures -> 125; any
+ * other refusal of the daemon (its 400 included) -> 1; task verbs (run, exec, code):
+ * everything but usage -> 125 ("the task could not start"). */
 int cli_report(const Cli *cli, const Error *e, bool task_verb);
 int cli_usage_error(const Cli *cli, const char *fmt, ...) _printf_(2, 3);
 void cli_warn(const Cli *cli, const char *fmt, ...) _printf_(2, 3);
@@ -105,6 +122,20 @@ int cli_dispatch(Cli *cli, int argc, char **argv, const SubVerb *subs, size_t n_
  * help was printed (*ret_code = 0), 0 to go on. */
 int cli_parse_plain(Cli *cli, int argc, char **argv, const char *help, int min_operands,
                     int max_operands, int *ret_first, int *ret_code);
+/* The same with long-only yes/no flags of the verb (--admin, --removed, ...). */
+typedef struct CliFlag {
+    const char *name;
+    bool *value; /* set true when given */
+} CliFlag;
+#define CLI_FLAGS_MAX 4
+int cli_parse_flags(Cli *cli, int argc, char **argv, const char *help, const CliFlag *flags,
+                    size_t n_flags, int min_operands, int max_operands, int *ret_first,
+                    int *ret_code);
+
+/* "did you mean": the candidate nearest to word when it is near (see args_suggest), as
+ * "; did you mean 'X'?" into out (else ""). */
+void cli_did_you_mean(const char *word, const char *const *candidates, size_t n, char *out,
+                      size_t cap);
 
 /* Ctrl-C: run and exec count SIGINTs instead of dying. */
 extern volatile sig_atomic_t cli_interrupts;
@@ -122,6 +153,7 @@ int cmd_pool(Cli *cli, int argc, char **argv);
 int cmd_doctor(Cli *cli, int argc, char **argv);
 int cmd_version(Cli *cli, int argc, char **argv);
 int cmd_tenants(Cli *cli, int argc, char **argv);
+int cmd_tokens(Cli *cli, int argc, char **argv);
 int cmd_hosts(Cli *cli, int argc, char **argv);
 int cmd_quota(Cli *cli, int argc, char **argv);
 int cmd_usage(Cli *cli, int argc, char **argv);

@@ -23,6 +23,7 @@ struct Client {
     void *interrupted_ud;
     ClientProgressFn progress;
     void *progress_ud;
+    long last_status; /* of the last request's answer; 0: none came */
 };
 
 typedef struct Xfer {
@@ -115,6 +116,12 @@ const char *
 client_where(const Client *c)
 {
     return c->where;
+}
+
+long
+client_last_status(const Client *c)
+{
+    return c ? c->last_status : 0;
 }
 
 void
@@ -326,6 +333,7 @@ perform(Client *c, const Request *rq, Xfer *x, CURLcode *ret_rc, char *errbuf, E
 
     x->c = c;
     errbuf[0] = '\0';
+    c->last_status = 0;
     if (setup(c, rq, x, &headers, errbuf, errp) < 0) {
         curl_slist_free_all(headers);
         return -1;
@@ -334,6 +342,7 @@ perform(Client *c, const Request *rq, Xfer *x, CURLcode *ret_rc, char *errbuf, E
     curl_slist_free_all(headers);
     if (x->status == 0)
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &x->status);
+    c->last_status = x->status;
     *ret_rc = rc;
     if (x->sink_err) {
         if (errp && !*errp)

@@ -48,6 +48,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Client, client_free)
 
 /* "unix:/var/lib/stockade/api.sock" or the base URL: for messages. */
 const char *client_where(const Client *c);
+/* The HTTP status of the last request's answer, 0 when none came (or c is NULL): tells a
+ * refusal of the daemon (4xx) from the CLI's own checks. */
+long client_last_status(const Client *c);
 
 /* Hooks for every later transfer until changed. interrupted() is polled about once a second
  * and on each chunk; true ends the transfer (streams report CLIENT_STREAM_INTERRUPTED, other

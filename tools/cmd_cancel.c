@@ -54,7 +54,7 @@ cancel_options(Cli *cli, int argc, char **argv, bool *wait, Error **errp)
 {
     static const struct option opts[] = {{"wait", no_argument, NULL, 'w'}, CLI_GLOBAL_OPTIONS};
     int c;
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "wh", opts, NULL)) != -1) {
         if (c == 'w')
             *wait = true;

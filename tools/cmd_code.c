@@ -25,7 +25,7 @@ static const char code_help[] =
     "  -c, --context N        the context to run in (default: the session's default context)\n"
     "  -t, --timeout SECONDS  interrupt the cell after this long (TimeoutError; the context\n"
     "                         keeps its variables)\n"
-    "  -o, --out-dir DIR      where PNG results are saved as run<RUN>-<N>.png (default .)\n"
+    "  -d, --out-dir DIR      where PNG results are saved as run<RUN>-<N>.png (default .)\n"
     "      --json             the run's events as NDJSON on stdout\n"
     "  -h, --help             this help\n\n"
     "Exit status: 0 the code ran; 1 it raised an exception; 125 the daemon refused or failed;\n"
@@ -147,14 +147,15 @@ code_run(Cli *cli, const char *session, const char *file, json_t *opts, CodeStat
     if (!code)
         return cli_usage_error(cli, "the code is not UTF-8 text");
     json_object_set(opts, "code", code);
+    /* 1 is the code's own exception: the daemon's refusals are 125, as for run and exec */
     if (!(c = cli_client(cli, &err)) || code_start(cli, c, session, opts, st, &f, &err) < 0)
-        return cli_report(cli, err, false);
+        return cli_report(cli, err, true);
     f.client = c;
     snprintf(f.id, sizeof(f.id), "%s", session);
     int r = follow_events(&f, &end, &err);
     follow_free(&f);
     if (r < 0)
-        return cli_report(cli, err, false);
+        return cli_report(cli, err, true);
     return st->failed ? 1 : 0;
 }
 
@@ -164,7 +165,7 @@ cmd_code(Cli *cli, int argc, char **argv)
     static const struct option opts[] = {
         {"context", required_argument, NULL, 'c'},
         {"timeout", required_argument, NULL, 't'},
-        {"out-dir", required_argument, NULL, 'o'},
+        {"out-dir", required_argument, NULL, 'd'}, /* -d: where files land, as run's */
         CLI_GLOBAL_OPTIONS,
     };
     _cleanup_error_ Error *err = NULL;
@@ -174,13 +175,13 @@ cmd_code(Cli *cli, int argc, char **argv)
     int c;
 
     cli->verb = "code";
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "c:t:o:h", opts, NULL)) != -1) {
+    cli_getopt_reset(cli, opts);
+    while ((c = getopt_long(argc, argv, "c:t:d:h", opts, NULL)) != -1) {
         if (c == 'c' && args_uint(optarg, 1, UINT32_MAX, &v) == 0)
             json_object_set_new(body, "context", json_integer((json_int_t) v));
         else if (c == 't' && args_uint(optarg, 1, 86400, &v) == 0)
             json_object_set_new(body, "timeout_ms", json_integer((json_int_t) (v * 1000)));
-        else if (c == 'o')
+        else if (c == 'd')
             st.out_dir = optarg;
         else if (c == 'c' || c == 't')
             return cli_usage_error(cli, "--%s wants a positive number",

@@ -42,7 +42,7 @@ doctor_options(Cli *cli, int argc, char **argv, DoctorEnv *env, Error **errp)
         CLI_GLOBAL_OPTIONS,
     };
     int c;
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case OPT_STATE:

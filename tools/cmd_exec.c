@@ -31,8 +31,9 @@ static const char exec_help[] =
     "      --json             the exec's events as NDJSON on stdout\n"
     "  -h, --help             this help\n\n"
     "Ctrl-C sends SIGINT to CMD, a second Ctrl-C SIGKILL, a third stops waiting.\n"
-    "Exit status: CMD's code; 124 timed out; 125 could not start or the session ended;\n"
-    "126 bad usage; 128+N killed by signal N; 130 stopped waiting.\n";
+    "Exit status: CMD's code; 124 timed out; 125 could not start (the daemon refused it) or\n"
+    "the session ended; 126 bad usage; 127 CMD was not found in the guest; 128+N killed by\n"
+    "signal N; 130 stopped waiting.\n";
 
 typedef struct ExecState {
     Cli *cli;
@@ -170,7 +171,8 @@ exec_summary(ExecState *st)
     fprintf(stderr, "%s: %s exec %" PRId64 " %s", st->cli->prog, st->session, st->exec_id,
             w->exited ? (w->timed_out ? "timed_out" : "exited") : watch_outcome(w, false));
     if (w->failed)
-        fprintf(stderr, " (could not start: %s)", w->fail_message);
+        fprintf(stderr, " (%s: %s)", w->not_found ? "no such program" : "could not start",
+                w->fail_message);
     if (w->exited && w->signal > 0)
         fprintf(stderr, " (signal %d)", w->signal);
     fprintf(stderr, ", exit %d\n", code);

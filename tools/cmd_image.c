@@ -45,7 +45,7 @@ image_options(Cli *cli, int argc, char **argv, ImageArgs *a, Error **errp)
     };
     int c;
     a->dir = images_default_dir();
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == OPT_IMAGE_DIR)
             a->dir = optarg;
@@ -256,7 +256,8 @@ image_build(Cli *cli, int argc, char **argv)
     if (r != 0) {
         error_set(&err, E_INTERNAL, 0, "the image builder failed (exit %d); see its output above",
                   r);
-        return cli_report(cli, err, false);
+        cli_report(cli, err, false);
+        return CLI_EXIT_FAIL; /* a local failure: no daemon failed (125) */
     }
     printf("image %s is ready in %s. The daemon uses it after a restart (systemctl restart "
            "stockaded), which remakes its snapshots.\n",

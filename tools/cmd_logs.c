@@ -288,7 +288,7 @@ logs_options(Cli *cli, int argc, char **argv, Follow *f, LogsState *st, Error **
         CLI_GLOBAL_OPTIONS,
     };
     int c;
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "fa:oh", opts, NULL)) != -1) {
         if (c == 'f')
             f->follow = true;

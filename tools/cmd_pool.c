@@ -89,7 +89,7 @@ pool_print(Cli *cli, json_t *p)
 }
 
 /* True once pool `name` has an idle guest (and, with extraction, the extraction appliance is
- * up); E_INVALID if there is no such pool. */
+ * up); E_NOT_FOUND if there is no such pool. */
 static int
 pool_ready(json_t *p, const char *name, bool extraction, bool *ret, Error **errp)
 {
@@ -103,7 +103,8 @@ pool_ready(json_t *p, const char *name, bool extraction, bool *ret, Error **errp
             return 0;
         }
     }
-    return error_set(errp, E_INVALID, 0, "the daemon has no pool named '%.32s'", name);
+    return error_set(errp, E_NOT_FOUND, 0,
+                     "the daemon has no pool named '%.32s' (see stockade pool)", name);
 }
 
 static int
@@ -156,7 +157,7 @@ cmd_pool(Cli *cli, int argc, char **argv)
     int k;
 
     cli->verb = "pool";
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((k = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (k == OPT_WAIT)
             wait = optarg;
@@ -178,8 +179,8 @@ cmd_pool(Cli *cli, int argc, char **argv)
         return cli_report(cli, err, false);
     int r = wait ? pool_wait(c, wait, wait_extraction, timeout_s, &p, &err)
                  : client_json(c, "GET", "/v1/pool", NULL, &p, &err);
-    if (r < 0)
-        return cli_report(cli, err, true);
+    if (r < 0) /* no such pool: 1; the wait timed out, or the daemon failed: 125 */
+        return cli_report(cli, err, false);
     if (cli->json)
         return cli_print_json(p);
     pool_print(cli, p);

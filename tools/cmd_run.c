@@ -42,9 +42,11 @@ static const char run_help[] =
     "Exit status:\n"
     "  N    the command's own exit code (0..123 and the rest of 0..255 it chose)\n"
     "  124  the task timed out (--timeout)\n"
-    "  125  the task could not start (no such pool, no guest in time, the program was not\n"
-    "       found) or the daemon failed or could not be reached\n"
-    "  126  bad usage (the message names the fix)\n"
+    "  125  the task could not start (the daemon refused it: no such pool, quota; no guest\n"
+    "       in time; the program could not be run) or the daemon failed or could not be\n"
+    "       reached\n"
+    "  126  bad usage: refused before anything was sent (the message names the fix)\n"
+    "  127  the program was not found in the guest (its PATH)\n"
     "  128+N  the command was killed by signal N\n"
     "  130  interrupted by Ctrl-C (the task was cancelled), or cancelled by someone else\n";
 
@@ -248,7 +250,9 @@ run_summary_text(RunState *st, const Final *fin, const char *dir, const Download
     fprintf(stderr, "%s: %s %s%s%s", st->cli->prog, st->id, st->cli->color_err ? color_code(c) : "",
             watch_outcome(w, st->cancelled), st->cli->color_err ? COLOR_RESET : "");
     if (w->failed)
-        fprintf(stderr, " (the command could not start: %s)", w->fail_message);
+        fprintf(stderr, " (%s: %s)",
+                w->not_found ? "no such program in the guest" : "the command could not start",
+                w->fail_message);
     else if (w->guest_error[0])
         fprintf(stderr, " (guest error: %s)", w->guest_error);
     fprintf(stderr, ", exit %d, %s", code, dur);

@@ -24,8 +24,10 @@ static const char sessions_help[] =
 
 static const char ls_help[] =
     "Usage: stockade sessions ls [--state STATE] [--limit N] [--all] [--json]\n"
-    "Lists sessions and tasks, newest first. STATE: pending, starting, running, stopping,\n"
-    "extracting or ended. --limit: 1..500 (default 100). --all: every page.\n";
+    "Lists sessions and tasks, newest first.\n"
+    "  -s, --state STATE  pending, starting, running, stopping, extracting or ended\n"
+    "  -n, --limit N      1..500 (default 100)\n"
+    "      --all          every page\n";
 static const char get_help[] = "Usage: stockade sessions get [--json] ID\n"
                                "Shows one session or task.\n";
 static const char rm_help[] =
@@ -121,12 +123,12 @@ ls_options(Cli *cli, int argc, char **argv, const char **state, uint64_t *limit,
     static const struct option opts[] = {
         {"state", required_argument, NULL, 's'},
         {"limit", required_argument, NULL, 'n'},
-        {"all", no_argument, NULL, 'a'},
+        {"all", no_argument, NULL, 'a'}, /* long only: -a is logs' --after */
         CLI_GLOBAL_OPTIONS,
     };
     int c;
-    cli_getopt_reset();
-    while ((c = getopt_long(argc, argv, "s:n:ah", opts, NULL)) != -1) {
+    cli_getopt_reset(cli, opts);
+    while ((c = getopt_long(argc, argv, "s:n:h", opts, NULL)) != -1) {
         if (c == 's' && strspn(optarg, "abcdefghijklmnopqrstuvwxyz") == strlen(optarg) &&
             strlen(optarg) <= 15)
             *state = optarg;
@@ -292,7 +294,7 @@ new_options(Cli *cli, int argc, char **argv, NewArgs *a, json_t *env, Error **er
         {"wait", no_argument, NULL, OPT_WAIT},  CLI_GLOBAL_OPTIONS,
     };
     int c;
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "p:t:e:h", opts, NULL)) != -1) {
         int r = 0;
         if (c == 'p')

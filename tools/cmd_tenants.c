@@ -1,112 +1,71 @@
-/* stockade tenants|quota|usage: the admin API for tenants (issue 5):
+/* stockade tenants|quota|usage: the admin API for tenants (issues 5 and 30):
  *   GET/POST /v1/admin/tenants ({"name"} -> {"id","name","token"}, the token shown once)
+ *   DELETE /v1/admin/tenants/{id}[?cancel=1]
  *   PUT /v1/admin/tenants/{id}/quota, GET /v1/admin/tenants/{id}/usage
- * A daemon without that API answers 404 on /v1/admin/tenants: that is said plainly. */
+ * A tenant is named by its name or its id (admin.h). A daemon without that API answers 404
+ * on /v1/admin/tenants: that is said plainly. */
 #include <string.h>
 
+#include "admin.h"
 #include "args.h"
 #include "cli.h"
 #include "events.h"
 #include "output.h"
 
-#define TENANT_NAME_MAX_BYTES 64
-
 static const char tenants_help[] =
-    "Usage: stockade tenants ls [--json]\n"
+    "Usage: stockade tenants ls [--removed] [--json]\n"
     "       stockade tenants create NAME [--json]\n"
-    "Lists tenants, or creates one and prints its id and API token. The token is shown only\n"
-    "this once: hand it to the tenant (STOCKADE_TOKEN or --token).\n";
+    "       stockade tenants rm TENANT [--cancel-sessions] [--json]\n"
+    "ls lists tenants (--removed: removed ones too). create makes one and prints its id and\n"
+    "API token; the token is shown only this once: hand it to the tenant (a token file:\n"
+    "--token-file, STOCKADE_TOKEN_FILE). rm removes one: its tokens are revoked at once (on\n"
+    "every host of a cluster within seconds), it can start nothing more, and its name is free\n"
+    "again; its usage and its sessions' records stay (stockade usage ID). A tenant with\n"
+    "sessions not ended is refused (the message counts them) unless --cancel-sessions, which\n"
+    "cancels them (their files are salvaged; they end 'tenant_removed'). The built-in tenant\n"
+    "'default' cannot be removed. TENANT is a tenant's name or id.\n";
 static const char quota_help[] =
     "Usage: stockade quota TENANT [--max-sessions N] [--wallet-guest-seconds N]\n"
     "                             [--max-vcpus N] [--max-memory-mib N] [--max-timeout-s N]\n"
     "                             [--sessions-per-minute N] [--output-bytes N]\n"
     "                             [--workspace-bytes N] [--json]\n"
-    "Sets a tenant's limits (PUT /v1/admin/tenants/TENANT/quota); the limits not given are\n"
+    "Sets a tenant's limits (PUT /v1/admin/tenants/ID/quota); the limits not given are\n"
     "left out of the request. Without limits, shows the quota. Quotas are checked before a\n"
-    "guest is handed out.\n";
+    "guest is handed out. TENANT is a tenant's name or id.\n";
 static const char usage_help[] = "Usage: stockade usage TENANT [--json]\n"
-                                 "Shows a tenant's usage against its quota.\n";
+                                 "Shows a tenant's usage against its quota (a removed tenant's\n"
+                                 "too). TENANT is a tenant's name or id.\n";
 
 static const char *const quota_keys[] = {
     "max_sessions",  "wallet_guest_seconds", "max_vcpus",    "max_memory_mib",
     "max_timeout_s", "sessions_per_minute",  "output_bytes", "workspace_bytes",
 };
 
-/* A 404 under /v1/admin/tenants: is it the tenant, or the whole API that is missing? */
-static void
-explain_not_found(Client *c, Error **errp)
-{
-    _cleanup_error_ Error *probe = NULL;
-    _cleanup_json_ json_t *ans = NULL;
-    if (!*errp || (*errp)->category != E_NOT_FOUND)
-        return;
-    if (client_json(c, "GET", "/v1/admin/tenants", NULL, &ans, &probe) < 0 &&
-        probe->category == E_NOT_FOUND)
-        snprintf((*errp)->message, sizeof((*errp)->message),
-                 "this daemon does not support tenants yet (404 from /v1/admin/tenants); it "
-                 "comes with a newer stockaded");
-}
-
-static int
-admin_call(Cli *cli, const char *method, const char *path, json_t *body, json_t **ret)
-{
-    _cleanup_error_ Error *err = NULL;
-    Client *c = cli_client(cli, &err);
-    if (!c || client_json(c, method, path, body, ret, &err) < 0) {
-        if (c)
-            explain_not_found(c, &err);
-        return cli_report(cli, err, false);
-    }
-    return CLI_EXIT_OK;
-}
-
-/* An answer as "key value" lines; nested objects flattened to dotted keys ("sessions.open"),
- * arrays as compact JSON. */
-static void
-print_kv_at(json_t *o, const char *prefix, unsigned depth)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(o, key, v)
-    {
-        char path[128];
-        snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", key);
-        if (json_is_object(v) && depth < 4) {
-            print_kv_at(v, path, depth + 1);
-            continue;
-        }
-        _cleanup_free_ char *text = json_is_string(v)
-                                        ? strdup(json_string_value(v))
-                                        : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        _cleanup_free_ char *k = term_escape(path, strlen(path), 60);
-        _cleanup_free_ char *e = text ? term_escape(text, strlen(text), 300) : NULL;
-        printf("%-34s %s\n", k ? k : "?", e ? e : "?");
-    }
-}
-
-static void
-print_kv(json_t *o)
-{
-    print_kv_at(o, "", 0);
-}
-
 static int
 tenants_ls(Cli *cli, int argc, char **argv)
 {
     _cleanup_json_ json_t *ans = NULL;
+    bool removed = false;
+    const CliFlag flags[] = {{"removed", &removed}};
     int first, code;
-    if (cli_parse_plain(cli, argc, argv, tenants_help, 0, 0, &first, &code) != 0)
+    if (cli_parse_flags(cli, argc, argv, tenants_help, flags, ELEMENTSOF(flags), 0, 0, &first,
+                        &code) != 0)
         return code;
-    if ((code = admin_call(cli, "GET", "/v1/admin/tenants", NULL, &ans)) != 0)
+    if ((code =
+             admin_call(cli, "GET", removed ? "/v1/admin/tenants?removed=1" : "/v1/admin/tenants",
+                        NULL, &ans)) != 0)
         return code;
     if (cli->json)
         return cli_print_json(ans);
     json_t *list = json_is_array(ans) ? ans : json_object_get(ans, "tenants");
-    static const char *const headers[] = {"ID", "NAME"};
-    Table *t = table_new(2, headers);
+    static const char *const headers[] = {"ID", "NAME", "REMOVED"};
+    Table *t = table_new(removed ? 3 : 2, headers);
     for (size_t i = 0; t && i < json_array_size(list); i++) {
         json_t *row = json_array_get(list, i);
-        const char *cells[] = {event_str(row, "id", "?"), event_str(row, "name", "")};
+        char when[32] = "-";
+        format_time_short(event_str(row, "removed_at", ""), when, sizeof(when));
+        const char *cells[] = {event_str(row, "id", "?"), event_str(row, "name", ""),
+                               event_str(row, "removed_at", NULL) ? when : "-"};
         table_add(t, cells);
     }
     if (t)
@@ -123,22 +82,50 @@ tenants_create(Cli *cli, int argc, char **argv)
     if (cli_parse_plain(cli, argc, argv, tenants_help, 1, 1, &first, &code) != 0)
         return code;
     const char *name = argv[first];
-    if (strlen(name) == 0 || strlen(name) > TENANT_NAME_MAX_BYTES ||
+    if (strlen(name) == 0 || strlen(name) > ADMIN_TENANT_ARG_MAX_BYTES ||
         !(body = json_pack("{s:s}", "name", name)))
-        return cli_usage_error(cli, "a tenant name is 1..%d bytes of UTF-8", TENANT_NAME_MAX_BYTES);
+        return cli_usage_error(cli, "a tenant name is 1..%d bytes of UTF-8",
+                               ADMIN_TENANT_ARG_MAX_BYTES);
     if ((code = admin_call(cli, "POST", "/v1/admin/tenants", body, &ans)) != 0)
         return code;
     if (cli->json)
         return cli_print_json(ans);
-    print_kv(ans);
+    admin_print_kv(ans);
     fprintf(stderr, "The token is shown only this once: keep it now.\n");
+    return CLI_EXIT_OK;
+}
+
+static int
+tenants_rm(Cli *cli, int argc, char **argv)
+{
+    _cleanup_json_ json_t *ans = NULL;
+    char id[ARGS_ID_MAX_BYTES + 1], path[160];
+    bool cancel = false;
+    const CliFlag flags[] = {{"cancel-sessions", &cancel}};
+    int first, code;
+    if (cli_parse_flags(cli, argc, argv, tenants_help, flags, ELEMENTSOF(flags), 1, 1, &first,
+                        &code) != 0)
+        return code;
+    if ((code = admin_tenant_resolve(cli, argv[first], id)) != 0)
+        return code;
+    snprintf(path, sizeof(path), "/v1/admin/tenants/%s%s", id, cancel ? "?cancel=1" : "");
+    if ((code = admin_call(cli, "DELETE", path, NULL, &ans)) != 0)
+        return code;
+    if (cli->json)
+        return cli_print_json(ans);
+    const char *name = event_str(ans, "name", "?");
+    _cleanup_free_ char *ne = term_escape(name, strlen(name), 80);
+    printf("tenant %s (%s) removed: %lld token(s) revoked, %lld session(s) cancelled\n",
+           ne ? ne : "?", id, (long long) event_int(ans, "tokens_revoked", 0),
+           (long long) event_int(ans, "sessions_cancelled", 0));
     return CLI_EXIT_OK;
 }
 
 int
 cmd_tenants(Cli *cli, int argc, char **argv)
 {
-    static const SubVerb subs[] = {{"ls", tenants_ls}, {"create", tenants_create}};
+    static const SubVerb subs[] = {
+        {"ls", tenants_ls}, {"create", tenants_create}, {"rm", tenants_rm}};
     return cli_dispatch(cli, argc, argv, subs, ELEMENTSOF(subs), tenants_help);
 }
 
@@ -157,7 +144,7 @@ quota_options(Cli *cli, int argc, char **argv, json_t *body, Error **errp)
         CLI_GLOBAL_OPTIONS,
     };
     int c;
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         int k = c - CLI_OPT_VERB_BASE;
         uint64_t v;
@@ -172,8 +159,9 @@ quota_options(Cli *cli, int argc, char **argv, json_t *body, Error **errp)
     }
     if (cli->help)
         return 0;
-    if (optind != argc - 1 || !args_id_ok(argv[optind]))
-        return error_set(errp, E_INVALID, 0, "one tenant id is needed (see stockade tenants ls)");
+    if (optind != argc - 1)
+        return error_set(errp, E_INVALID, 0,
+                         "one tenant (its name or id) is needed (see stockade tenants ls)");
     return 0;
 }
 
@@ -182,7 +170,7 @@ cmd_quota(Cli *cli, int argc, char **argv)
 {
     _cleanup_error_ Error *err = NULL;
     _cleanup_json_ json_t *body = json_object(), *ans = NULL;
-    char path[160];
+    char path[160], id[ARGS_ID_MAX_BYTES + 1];
     int code;
 
     cli->verb = "quota";
@@ -190,14 +178,16 @@ cmd_quota(Cli *cli, int argc, char **argv)
         return cli_usage_error(cli, "%s", err->message);
     if (cli->help)
         return cli_print_help(quota_help);
-    snprintf(path, sizeof(path), "/v1/admin/tenants/%s/quota", argv[optind]);
+    if ((code = admin_tenant_resolve(cli, argv[optind], id)) != 0)
+        return code;
+    snprintf(path, sizeof(path), "/v1/admin/tenants/%s/quota", id);
     bool set = json_object_size(body) > 0; /* no limit given: show the quota */
     if ((code = admin_call(cli, set ? "PUT" : "GET", path, set ? body : NULL, &ans)) != 0)
         return code;
     if (cli->json)
         return ans ? cli_print_json(ans) : CLI_EXIT_OK;
     if (ans)
-        print_kv(ans);
+        admin_print_kv(ans);
     return CLI_EXIT_OK;
 }
 
@@ -205,20 +195,19 @@ int
 cmd_usage(Cli *cli, int argc, char **argv)
 {
     _cleanup_json_ json_t *ans = NULL;
-    char path[160];
+    char path[160], id[ARGS_ID_MAX_BYTES + 1];
     int first, code;
 
     cli->verb = "usage";
     if (cli_parse_plain(cli, argc, argv, usage_help, 1, 1, &first, &code) != 0)
         return code;
-    if (!args_id_ok(argv[first]))
-        return cli_usage_error(cli, "'%.64s' is not a tenant id (see stockade tenants ls)",
-                               argv[first]);
-    snprintf(path, sizeof(path), "/v1/admin/tenants/%s/usage", argv[first]);
+    if ((code = admin_tenant_resolve(cli, argv[first], id)) != 0)
+        return code;
+    snprintf(path, sizeof(path), "/v1/admin/tenants/%s/usage", id);
     if ((code = admin_call(cli, "GET", path, NULL, &ans)) != 0)
         return code;
     if (cli->json)
         return cli_print_json(ans);
-    print_kv(ans);
+    admin_print_kv(ans);
     return CLI_EXIT_OK;
 }

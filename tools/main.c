@@ -23,7 +23,8 @@ static const char main_help[] =
     "  pool [--wait POOL]            warm pools and the accelerator in use, with why\n"
     "  image ls|build                the guest images (build: local, root, then restart)\n"
     "  doctor                        check this machine and the daemon: OK / WARN / FAIL + fix\n"
-    "  tenants ls|create, quota, usage   tenants, their quotas and usage (admin API)\n"
+    "  tenants ls|create|rm, quota, usage   tenants, their quotas and usage (admin API)\n"
+    "  tokens create|ls|revoke       API tokens of tenants and operators (admin API)\n"
     "  hosts                         the hosts of the daemon's cluster, their heartbeats\n"
     "  version                       this CLI's version and the daemon's\n\n"
     "Global options (before or after the verb):\n"
@@ -31,6 +32,10 @@ static const char main_help[] =
     "                  env STOCKADE_SOCKET)\n"
     "  --url URL       use HTTP(S) instead, e.g. http://127.0.0.1:8787 (env STOCKADE_URL)\n"
     "  --token TOKEN   sent as 'Authorization: Bearer TOKEN' (env STOCKADE_TOKEN)\n"
+    "  --token-file FILE  the token from FILE's first line, so it is on no command line\n"
+    "                  (env STOCKADE_TOKEN_FILE); FILE must be yours only (chmod 600)\n"
+    "                  The first set wins: --token, --token-file, STOCKADE_TOKEN,\n"
+    "                  STOCKADE_TOKEN_FILE.\n"
     "  --cacert FILE   an https:// URL's certificate must chain to this CA (PEM; env\n"
     "                  STOCKADE_CACERT); default: the system's trusted CAs\n"
     "  --json          machine-readable output\n"
@@ -39,11 +44,15 @@ static const char main_help[] =
     "Colour and progress bars appear only on a terminal, and never with NO_COLOR set.\n\n"
     "Exit status:\n"
     "  0    success\n"
-    "  1    the daemon refused the request (not found, conflict, quota), or doctor found a FAIL\n"
+    "  1    the daemon refused the request (invalid, not found, conflict, quota), or doctor\n"
+    "       found a FAIL\n"
     "  N    run/exec: the command's own exit code\n"
     "  124  run/exec: the command timed out\n"
-    "  125  run/exec: the task could not start; any verb: the daemon failed or is unreachable\n"
-    "  126  bad usage (the message names the fix)\n"
+    "  125  run/exec: the task could not start (the daemon refused it: no such pool, quota,\n"
+    "       ...); any verb: the daemon failed or is unreachable\n"
+    "  126  bad usage: the command line was refused before anything was sent (the message\n"
+    "       names the fix)\n"
+    "  127  run/exec: the program was not found in the guest\n"
     "  128+N  run/exec: the command was killed by signal N\n"
     "  130  interrupted (Ctrl-C: the task was cancelled), or cancelled by someone else\n\n"
     "First sandbox: stockade doctor; stockade pool; stockade run --upload DIR -- python3 x.py\n"
@@ -52,26 +61,28 @@ static const char main_help[] =
 typedef struct Verb {
     const char *name;
     int (*fn)(Cli *cli, int argc, char **argv);
+    bool alias; /* another spelling: never suggested */
 } Verb;
 
 static const Verb verbs[] = {
-    {"run", cmd_run},
-    {"exec", cmd_exec},
-    {"code", cmd_code},
-    {"sessions", cmd_sessions},
-    {"session", cmd_sessions},
-    {"logs", cmd_logs},
-    {"cancel", cmd_cancel},
-    {"cp", cmd_cp},
-    {"pool", cmd_pool},
-    {"doctor", cmd_doctor},
-    {"version", cmd_version},
-    {"tenants", cmd_tenants},
-    {"hosts", cmd_hosts},
-    {"quota", cmd_quota},
-    {"usage", cmd_usage},
-    {"image", cmd_image},
-    {"images", cmd_image},
+    {"run", cmd_run, false},
+    {"exec", cmd_exec, false},
+    {"code", cmd_code, false},
+    {"sessions", cmd_sessions, false},
+    {"session", cmd_sessions, true},
+    {"logs", cmd_logs, false},
+    {"cancel", cmd_cancel, false},
+    {"cp", cmd_cp, false},
+    {"pool", cmd_pool, false},
+    {"doctor", cmd_doctor, false},
+    {"version", cmd_version, false},
+    {"tenants", cmd_tenants, false},
+    {"tokens", cmd_tokens, false},
+    {"hosts", cmd_hosts, false},
+    {"quota", cmd_quota, false},
+    {"usage", cmd_usage, false},
+    {"image", cmd_image, false},
+    {"images", cmd_image, true},
 };
 
 /* Global options before the verb; returns the verb's index in argv, or -1 after printing. */
@@ -85,7 +96,7 @@ parse_globals(Cli *cli, int argc, char **argv, int *ret_code)
     _cleanup_error_ Error *err = NULL;
     int c;
 
-    cli_getopt_reset();
+    cli_getopt_reset(cli, opts);
     while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
         if (c == 'V') {
             printf("stockade %s\n", STOCKADE_VERSION);
@@ -133,7 +144,13 @@ main(int argc, char **argv)
             fflush(stdout);
             return code;
         }
-    char esc[64];
+    char esc[64], hint[96];
+    const char *names[ELEMENTSOF(verbs)];
+    size_t n = 0;
+    for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+        if (!verbs[i].alias)
+            names[n++] = verbs[i].name;
     log_escape(esc, sizeof(esc), argv[v], strlen(argv[v]));
-    return cli_usage_error(&cli, "unknown verb '%s' (see stockade --help)", esc);
+    cli_did_you_mean(argv[v], names, n, hint, sizeof(hint));
+    return cli_usage_error(&cli, "unknown verb '%s'%s (see stockade --help)", esc, hint);
 }

@@ -55,7 +55,12 @@ static void
 watch_exec_end(Watch *w, json_t *ev, bool failed)
 {
     if (failed) {
+        const char *msg = event_str(ev, "message", "");
         w->failed = true;
+        /* "exec N: exec: No such file or directory" (guest/exec.c): the stage is the exec
+         * itself, not its working directory ("cwd: ...") */
+        w->not_found =
+            event_int(ev, "code", 0) == WATCH_RUNNER_NOT_FOUND && strstr(msg, ": exec: ") != NULL;
         keep_text(w->fail_message, sizeof(w->fail_message), ev, "message");
         return;
     }
@@ -146,7 +151,7 @@ watch_exit_code(const Watch *w, bool interrupted)
     if (w->timed_out || strcmp(reason, "timed_out") == 0)
         return CLI_EXIT_TIMEOUT;
     if (w->failed || strcmp(reason, "failed") == 0)
-        return CLI_EXIT_DAEMON;
+        return w->not_found ? CLI_EXIT_NOT_FOUND : CLI_EXIT_DAEMON;
     if (strcmp(reason, "cancelled") == 0)
         return CLI_EXIT_INTERRUPTED;
     if (w->exited && w->signal > 0 && w->signal < 128)

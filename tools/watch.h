@@ -14,6 +14,9 @@
 #include "error.h"
 
 #define WATCH_TEXT_MAX_BYTES 256 /* escaped failure / guest-error messages kept */
+/* exec.failed "code": the runner's Error.Code (proto/runner.proto); NOT_FOUND at its "exec"
+ * stage is execve's ENOENT over the whole PATH: the program does not exist in the guest. */
+#define WATCH_RUNNER_NOT_FOUND 4
 
 typedef struct Watch {
     /* settings */
@@ -24,6 +27,7 @@ typedef struct Watch {
     bool stop_on_exit; /* exec: done once this exec exited or failed */
     /* outcome */
     bool exited, failed, ended, timed_out, output_limit, out_closed;
+    bool not_found; /* failed: no such program in the guest (127) */
     int exit_code, signal;
     int64_t wall_ms;
     bool has_session_exit;
@@ -42,7 +46,8 @@ void watch_init(Watch *w, int out_fd, int err_fd);
 int watch_event(Watch *w, json_t *ev, Error **errp);
 
 /* The exit code for the outcome (see cli.h): the program's code, 128+N for signal N, 124
- * timed out, 125 could not start / failed / ended by the daemon, 130 cancelled. */
+ * timed out, 127 no such program, 125 could not start otherwise / failed / ended by the
+ * daemon, 130 cancelled. */
 int watch_exit_code(const Watch *w, bool interrupted);
 
 /* A short word for the summary: "completed", "timed_out", "failed", "cancelled", ... */

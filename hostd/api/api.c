@@ -54,6 +54,7 @@ static const Route routes[] = {
     {"GET", {"v1", "tasks", "{id}", "workspace"}, route_workspace, AUTH_TENANT},
     {"GET", {"v1", "admin", "tenants"}, route_admin_tenants_list, AUTH_ADMIN},
     {"POST", {"v1", "admin", "tenants"}, route_admin_tenant_create, AUTH_ADMIN},
+    {"DELETE", {"v1", "admin", "tenants", "*"}, route_admin_tenant_remove, AUTH_ADMIN},
     {"GET", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_get, AUTH_ADMIN},
     {"PUT", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_put, AUTH_ADMIN},
     {"GET", {"v1", "admin", "tenants", "*", "usage"}, route_admin_usage, AUTH_ADMIN},

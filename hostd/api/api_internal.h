@@ -107,6 +107,7 @@ void route_pool(ApiCtx *c);
 void route_admin_tenants_list(ApiCtx *c);
 void route_admin_hosts(ApiCtx *c); /* routes_hosts.c */
 void route_admin_tenant_create(ApiCtx *c);
+void route_admin_tenant_remove(ApiCtx *c);
 void route_admin_quota_get(ApiCtx *c);
 void route_admin_quota_put(ApiCtx *c);
 void route_admin_usage(ApiCtx *c);

@@ -1,4 +1,5 @@
-/* Operator routes under /v1/admin: tenants, quotas, usage and tokens (issue 5). The route
+/* Operator routes under /v1/admin: tenants, quotas, usage and tokens (issue 5), and the
+ * removal of a tenant (issue 30). The route
  * table lets only operators here (the unix socket or an operator token). Changes run on the
  * loop thread against the writer and commit before the answer; reads use store readers.
  * A new token's text is in exactly one response and nowhere else.
@@ -93,14 +94,29 @@ token_json(const TokenRecord *t, const char *secret /* NULL: never shown again *
 
 /* ------------------------------------------------------------------ tenants */
 
+/* A yes/no query parameter: absent, "0" or "false" no; "1" or "true" yes; else -1. */
+static int
+query_flag(ApiCtx *c, const char *key)
+{
+    const char *v = http_query(c->req, key);
+    if (!v || strcmp(v, "0") == 0 || strcmp(v, "false") == 0)
+        return 0;
+    return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 ? 1 : -1;
+}
+
 void
 route_admin_tenants_list(ApiCtx *c)
 {
     _cleanup_error_ Error *err = NULL;
     _cleanup_free_ TenantRecord *v = NULL;
     size_t n = 0;
+    int removed = query_flag(c, "removed");
+    if (removed < 0) {
+        api_reply_errorf(c, E_INVALID, "removed must be 1 or 0");
+        return;
+    }
     Store *s = store_reader_acquire(c->api->d.readers);
-    int r = store_tenant_list(s, &v, &n, &err);
+    int r = store_tenant_list(s, removed, &v, &n, &err);
     store_reader_release(c->api->d.readers, s);
     if (r < 0) {
         api_reply_error(c, err);
@@ -110,6 +126,8 @@ route_admin_tenants_list(ApiCtx *c)
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_pack("{s:s,s:s}", "id", v[i].id, "name", v[i].name);
         set_time(o, "created_at", v[i].created_usec);
+        if (removed)
+            set_time(o, "removed_at", v[i].removed_usec);
         json_array_append_new(arr, o);
     }
     api_reply_json(c, 200, json_pack("{s:o}", "tenants", arr));
@@ -188,6 +206,141 @@ route_admin_tenant_create(ApiCtx *c)
     api_on_loop(c, tenant_create_on_loop);
 }
 
+/* E_NOT_FOUND for no such tenant, E_CONFLICT for a removed one: nothing new for it. */
+static int
+tenant_live(Store *st, const char *id, Error **errp)
+{
+    TenantRecord t;
+    if (store_tenant_get(st, id, &t, errp) < 0)
+        return -1;
+    return t.removed_usec ? error_set(errp, E_CONFLICT, 0, "tenant %s was removed", t.id) : 0;
+}
+
+/* ------------------------------------------------------------------ removal */
+
+/* What a removal did (or, not removed, why not). */
+typedef struct {
+    TenantRecord tenant;
+    bool removed;
+    uint64_t open_sessions;
+    size_t tokens_revoked;
+} TenantRemoval;
+
+/* This host's store: the tenant marked removed at when, its tokens revoked. In a cluster the
+ * tenant may not be in this host's copy yet: the pull brings it, removed. */
+static int
+removal_store(ApiCtx *c, TenantRemoval *x, int64_t when, bool in_cluster, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    Store *st = c->api->d.store;
+    size_t revoked = 0;
+    if (store_savepoint(st, &err) < 0 ||
+        store_tenant_remove(st, x->tenant.id, when, &revoked, &err) < 0 ||
+        store_savepoint_release(st, &err) < 0 || store_commit(st, &err) < 0) {
+        store_savepoint_rollback(st); /* the tenant and its tokens together, or neither */
+        (void) store_commit(st, NULL);
+        if (in_cluster && err->category == E_NOT_FOUND)
+            return 0;
+        return error_set(errp, err->category, 0, "%s", err->message);
+    }
+    if (!in_cluster)
+        x->tokens_revoked = revoked;
+    x->tenant.removed_usec = x->tenant.removed_usec ? x->tenant.removed_usec : when;
+    return 0;
+}
+
+/* A tenant only this host knows (single host; or made here before it joined a cluster, so
+ * the cluster's ledger never admitted it): the store's ledger counts its open sessions. */
+static int
+removal_local(ApiCtx *c, const char *id, bool cancel, bool in_cluster, TenantRemoval *x,
+              Error **errp)
+{
+    AdmitUsage u = {0};
+    Store *st = c->api->d.store;
+    if (store_tenant_get(st, id, &x->tenant, errp) < 0 ||
+        (!in_cluster && store_usage_get(st, id, &u, errp) < 0))
+        return -1;
+    x->open_sessions = u.open_sessions;
+    if (x->tenant.removed_usec == 0 && x->open_sessions > 0 && !cancel)
+        return 0;
+    x->removed = true;
+    return removal_store(c, x, (int64_t) wall_usec(), false, errp);
+}
+
+/* Cluster mode: the cluster decides (its ledger counts the sessions of every host) and
+ * removes first; then this host's copy. E_NOT_FOUND from the cluster: a local tenant. */
+static int
+removal_cluster(ApiCtx *c, const char *id, bool cancel, TenantRemoval *x, Error **errp)
+{
+    _cleanup_error_ Error *err = NULL;
+    ClusterTenantRemoval cx;
+    if (cluster_tenant_remove(c->api->d.cluster, id, (int64_t) wall_usec(), cancel, &cx, &err) <
+        0) {
+        if (err->category == E_NOT_FOUND)
+            return removal_local(c, id, cancel, true, x, errp);
+        if (err->category == E_UNAVAILABLE)
+            error_prefix(&err, "tenant not removed: nothing changed on any host");
+        return error_set(errp, err->category, 0, "%s", err->message);
+    }
+    *x = (TenantRemoval){.tenant = cx.tenant,
+                         .removed = cx.removed,
+                         .open_sessions = cx.open_sessions,
+                         .tokens_revoked = cx.tokens_revoked};
+    return cx.removed ? removal_store(c, x, cx.tenant.removed_usec, true, errp) : 0;
+}
+
+static void
+tenant_remove_on_loop(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    const char *id = c->seg[3];
+    bool cancel = c->extra != NULL;
+    TenantRemoval x = {0};
+    int r = c->api->d.cluster ? removal_cluster(c, id, cancel, &x, &err)
+                              : removal_local(c, id, cancel, false, &x, &err);
+    if (r < 0) {
+        api_reply_error(c, err);
+        return;
+    }
+    if (!x.removed) {
+        error_set(&err, E_CONFLICT, 0,
+                  "tenant %s has %llu session(s) not ended yet%s: end them first, or remove it "
+                  "with ?cancel=1 to cancel them (stockade tenants rm --cancel-sessions)",
+                  x.tenant.name, (unsigned long long) x.open_sessions,
+                  c->api->d.cluster ? " (on all hosts)" : "");
+        api_reply_error_extra(c, err,
+                              json_pack("{s:I}", "open_sessions", (json_int_t) x.open_sessions));
+        return;
+    }
+    /* Its sessions here end now; in a cluster the other hosts end theirs when their pull
+     * brings the removal (hostd/daemon.c). Nothing of a removed tenant is admitted again. */
+    size_t ended = cancel ? sessions_end_tenant(c->api->d.sessions, id, "tenant_removed") : 0;
+    json_t *o = json_pack("{s:s,s:s}", "id", x.tenant.id, "name", x.tenant.name);
+    set_time(o, "created_at", x.tenant.created_usec);
+    set_time(o, "removed_at", x.tenant.removed_usec);
+    json_object_set_new(o, "tokens_revoked", json_integer((json_int_t) x.tokens_revoked));
+    json_object_set_new(o, "sessions_cancelled", json_integer((json_int_t) ended));
+    api_reply_json(c, 200, o);
+}
+
+void
+route_admin_tenant_remove(ApiCtx *c)
+{
+    int cancel = query_flag(c, "cancel");
+    if (!admin_tenant_id(c))
+        return;
+    if (strcmp(c->seg[3], API_TENANT_DEFAULT) == 0) {
+        api_reply_errorf(c, E_CONFLICT, "the built-in tenant 'default' cannot be removed");
+        return;
+    }
+    if (cancel < 0) {
+        api_reply_errorf(c, E_INVALID, "cancel must be 1 or 0");
+        return;
+    }
+    c->extra = cancel ? (void *) 1 : NULL;
+    api_on_loop(c, tenant_remove_on_loop);
+}
+
 /* ------------------------------------------------------------------ quota */
 
 /* Applies the body's keys onto q; every key must be a known quota key with a value in range. */
@@ -235,7 +388,8 @@ quota_put_on_loop(ApiCtx *c)
     const char *id = c->seg[3];
     AdmitQuota q;
 
-    if (store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
+    if (tenant_live(st, id, &err) < 0 ||
+        store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
         quota_cluster_base(c, id, &q, &err) < 0 || quota_apply(c->body, &q, &err) < 0 ||
         (c->api->d.cluster &&
          cluster_quota_put(c->api->d.cluster, id, &q, (int64_t) wall_usec(), &err) < 0) ||
@@ -294,6 +448,8 @@ usage_render(const TenantUsage *tu, int64_t now_usec)
     uint64_t level = admit_bucket_level(&u->bucket, q->sessions_per_minute, now_usec);
     json_t *o = json_pack("{s:s,s:s,s:o}", "tenant", tu->tenant.id, "name", tu->tenant.name,
                           "quota", quota_json(q));
+    if (tu->tenant.removed_usec) /* its ledger stays readable: accounting */
+        set_time(o, "removed_at", tu->tenant.removed_usec);
     json_object_set_new(o, "sessions",
                         json_pack("{s:I,s:I}", "open", (json_int_t) u->open_sessions, "limit",
                                   (json_int_t) q->max_sessions));
@@ -385,7 +541,8 @@ token_create_on_loop(ApiCtx *c)
     const char *id = admin ? API_TENANT_DEFAULT : c->seg[3];
     Cluster *cl = c->api->d.cluster;
 
-    if (store_tenant_get(c->api->d.store, id, &tenant, &err) < 0 ||
+    if (tenant_live(c->api->d.store, id, &err) < 0 ||
+        store_tenant_get(c->api->d.store, id, &tenant, &err) < 0 ||
         api_token_mint(id, admin, token, &t, &err) < 0) {
         admin_fail(c, err);
         return;

@@ -107,7 +107,8 @@ int cluster_quota_put(Cluster *c, const char *tenant_id, const AdmitQuota *q, in
 int cluster_tenant_create(Cluster *c, const TenantRecord *t, const AdmitQuota *q,
                           const TokenRecord *tok, Error **errp);
 /* A new token of an existing tenant (tenant: this host's record of it, published with the
- * token if the cluster only knew it from its ledger rows). */
+ * token if the cluster only knew it from its ledger rows). E_CONFLICT if the cluster has the
+ * tenant removed (this host's copy may not know yet). */
 int cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok,
                          Error **errp);
 /* Revokes a token once (a second revoke keeps the first time); *ret gets the cluster's
@@ -115,6 +116,23 @@ int cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenReco
  * host made before it joined a cluster: it exists here only). */
 int cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *ret,
                          Error **errp);
+
+/* Removing a tenant (DELETE /v1/admin/tenants/{id}), one transaction with the tenant's row
+ * locked, the lock admission takes: no admission of it slips in between the count and the
+ * removal, on any host. open_sessions counts its open reservations in the cluster's ledger
+ * (sessions not ended, on every host). With some open and !with_open nothing changes
+ * (*removed false); else the tenant is marked removed (the first time stays) and its tokens
+ * not yet revoked are revoked, each numbered for the pull: every host drops them. */
+typedef struct ClusterTenantRemoval {
+    bool removed;
+    uint64_t open_sessions;
+    size_t tokens_revoked;
+    TenantRecord tenant; /* as the cluster has it, removed_usec included */
+} ClusterTenantRemoval;
+/* E_NOT_FOUND if the cluster has no such tenant (one this host made before it joined a
+ * cluster), E_CONFLICT for the built-in one. */
+int cluster_tenant_remove(Cluster *c, const char *id, int64_t now_usec, bool with_open,
+                          ClusterTenantRemoval *ret, Error **errp);
 
 typedef struct ClusterTenancy {
     TenantRecord *tenants; /* malloc'd: cluster_tenancy_clear() */

@@ -124,7 +124,8 @@ tenant_lock(Cluster *c, const char *tenant_id, int64_t now_usec, const AdmitQuot
     const char *p[] = {tenant_id};
     _cleanup_pgresult_ PGresult *r = NULL;
     snprintf(sql, sizeof(sql),
-             "SELECT t.bucket_level_milli, t.bucket_usec, q.tenant_id IS NOT NULL, %s"
+             "SELECT t.bucket_level_milli, t.bucket_usec, q.tenant_id IS NOT NULL,"
+             " t.removed_usec, %s"
              " FROM tenants t LEFT JOIN quotas q ON q.tenant_id = t.id WHERE t.id = $1"
              " FOR UPDATE OF t",
              quota_columns(cols, "q."));
@@ -133,13 +134,15 @@ tenant_lock(Cluster *c, const char *tenant_id, int64_t now_usec, const AdmitQuot
         return -1;
     if (PQntuples(r) != 1)
         return error_set(errp, E_CONFLICT, 0, "tenant %.40s: its name is another's id", tenant_id);
+    if (cluster_get_i64(r, 0, 3) != 0) /* removed: under this lock, so no admission after it */
+        return error_set(errp, E_FORBIDDEN, 0, "tenant %.40s was removed", tenant_id);
     ret->level_milli = (uint64_t) MAX(cluster_get_i64(r, 0, 0), 0);
     ret->updated_usec = cluster_get_i64(r, 0, 1);
     if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
         *ret_quota = *fallback;
         return 0;
     }
-    return quota_from_row(r, 0, 3, tenant_id, ret_quota, errp);
+    return quota_from_row(r, 0, 4, tenant_id, ret_quota, errp);
 }
 
 static int

@@ -80,7 +80,8 @@ cluster_tenancy_row_decode(const ClusterRow *r, ClusterTenancy *t)
     size_t len;
     const char *kind = row_value(r, 0, &len);
     if (kind && len >= 1 && kind[0] == 't') {
-        TenantRecord x = {.created_usec = cluster_row_i64(r, 5)};
+        TenantRecord x = {.created_usec = cluster_row_i64(r, 5),
+                          .removed_usec = cluster_row_i64(r, 6)};
         if (!cluster_row_text(r, 1, x.id, sizeof(x.id)) ||
             !cluster_row_text(r, 2, x.name, sizeof(x.name)))
             return false;

@@ -35,7 +35,8 @@ bool cluster_row_text(const ClusterRow *r, int col, char *dst, size_t cap);
 /* Whether the column is exactly the text s ("t" for a boolean true). */
 bool cluster_row_is(const ClusterRow *r, int col, const char *s);
 
-/* One row of the tenancy pull: column 0 't' (a tenant: 1 id, 2 name, 5 created) or 'k' (a
+/* One row of the tenancy pull: column 0 't' (a tenant: 1 id, 2 name, 5 created, 6 removed)
+ * or 'k' (a
  * token: 1 id, 2 tenant, 3 hash in hex, 4 admin, 5 created, 6 revoked). Appends to
  * t->tenants or t->tokens (the caller sized both for every row) and returns true; false
  * when a field is over its bound, NUL-bearing, not 64 hex digits (the hash) or column 0 is

@@ -133,6 +133,24 @@ const char *const cluster_migrations[] = {
      * bound (cluster_e2b_publish), read by the others to proxy a sandbox's calls to it. */
     "ALTER TABLE hosts ADD COLUMN e2b_api_url TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE hosts ADD COLUMN e2b_envd_url TEXT NOT NULL DEFAULT '';",
+    /* 5: a tenant can be removed (issue 30, cluster_tenant_remove): removed_usec is when, 0
+     * while it is live. The row stays (the ledger and the index name it); its name is free
+     * again, so names are unique among live tenants. A removal is never undone (as a
+     * revocation): a host that missed it would keep a live copy. Admission refuses a removed
+     * tenant (cluster_admit reads it under the row lock). */
+    "ALTER TABLE tenants ADD COLUMN removed_usec BIGINT NOT NULL DEFAULT 0"
+    "  CHECK (removed_usec >= 0);"
+    "ALTER TABLE tenants DROP CONSTRAINT tenants_name_key;"
+    "CREATE UNIQUE INDEX tenants_live_name ON tenants(name) WHERE removed_usec = 0;"
+    "CREATE FUNCTION stockade_tenant_removed_kept() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN"
+    "  IF OLD.removed_usec <> 0 AND NEW.removed_usec <> OLD.removed_usec THEN"
+    "   RAISE EXCEPTION 'a removal is never undone';"
+    "  END IF;"
+    "  RETURN NEW;"
+    " END $$;"
+    "CREATE TRIGGER tenants_removed_kept BEFORE UPDATE ON tenants"
+    "  FOR EACH ROW EXECUTE FUNCTION stockade_tenant_removed_kept();",
 };
 
 const size_t cluster_n_migrations = ELEMENTSOF(cluster_migrations);

@@ -100,6 +100,19 @@ tenant_publish(Cluster *c, const TenantRecord *t, Error **errp)
                          4, p, NULL, errp);
 }
 
+/* E_CONFLICT when the cluster has the tenant removed. */
+static int
+tenant_is_live(Cluster *c, const char *id, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {id};
+    if (cluster_query(c, "SELECT removed_usec FROM tenants WHERE id = $1", 1, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) == 1 && cluster_get_i64(r, 0, 0) != 0)
+        return error_set(errp, E_CONFLICT, 0, "tenant %.40s was removed", id);
+    return 0;
+}
+
 int
 cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *tok, Error **errp)
 {
@@ -107,8 +120,91 @@ cluster_token_insert(Cluster *c, const TenantRecord *tenant, const TokenRecord *
         return -1;
     int r = tenant_publish(c, tenant, errp);
     if (r == 0)
+        r = tenant_is_live(c, tenant->id, errp);
+    if (r == 0)
         r = token_write(c, tok, errp);
     return change_commit(c, r, errp);
+}
+
+/* The tenant's row, locked as admission locks it; E_NOT_FOUND if the cluster has none. */
+static int
+tenant_lock_row(Cluster *c, const char *id, TenantRecord *ret, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {id};
+    if (cluster_query(c,
+                      "SELECT name, created_usec, removed_usec FROM tenants WHERE id = $1"
+                      " FOR UPDATE",
+                      1, p, &r, errp) < 0)
+        return -1;
+    if (PQntuples(r) != 1)
+        return error_set(errp, E_NOT_FOUND, 0, "the cluster has no tenant %.40s", id);
+    TenantRecord t = {.created_usec = cluster_get_i64(r, 0, 1),
+                      .removed_usec = cluster_get_i64(r, 0, 2)};
+    snprintf(t.id, sizeof(t.id), "%s", id);
+    if (!copy_bounded(t.name, sizeof(t.name), r, 0, 0))
+        return error_set(errp, E_INTERNAL, 0, "cluster: tenant %.40s: name too long", id);
+    *ret = t;
+    return 0;
+}
+
+static int
+tenant_open_reservations(Cluster *c, const char *id, uint64_t *ret, Error **errp)
+{
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {id};
+    if (cluster_query(c,
+                      "SELECT count(*) FROM reservations WHERE tenant_id = $1 AND state = 'open'",
+                      1, p, &r, errp) < 0)
+        return -1;
+    *ret = (uint64_t) MAX(cluster_get_i64(r, 0, 0), 0);
+    return 0;
+}
+
+/* The removal itself: the tenant numbered once (its first removal time stays), then each of
+ * its tokens not yet revoked, each numbered, so the pull carries every one. */
+static int
+tenant_mark_removed(Cluster *c, ClusterTenantRemoval *x, int64_t now_usec, Error **errp)
+{
+    char now[CLUSTER_NUM_BYTES];
+    _cleanup_pgresult_ PGresult *r = NULL;
+    const char *p[] = {x->tenant.id, cluster_num(now, now_usec > 0 ? now_usec : 1)};
+    if (x->tenant.removed_usec == 0) {
+        if (cluster_query(c,
+                          "UPDATE tenants SET removed_usec = $2, changed_seq = " NEXT_CHANGE
+                          " WHERE id = $1 AND removed_usec = 0",
+                          2, p, NULL, errp) < 0)
+            return -1;
+        x->tenant.removed_usec = now_usec > 0 ? now_usec : 1;
+    }
+    if (cluster_query(c,
+                      "UPDATE tokens SET revoked_usec = $2, changed_seq = " NEXT_CHANGE
+                      " WHERE tenant_id = $1 AND revoked_usec = 0 RETURNING id",
+                      2, p, &r, errp) < 0)
+        return -1;
+    x->tokens_revoked = (size_t) PQntuples(r);
+    x->removed = true;
+    return 0;
+}
+
+int
+cluster_tenant_remove(Cluster *c, const char *id, int64_t now_usec, bool with_open,
+                      ClusterTenantRemoval *ret, Error **errp)
+{
+    ClusterTenantRemoval x = {0};
+    if (strcmp(id, STORE_TENANT_DEFAULT) == 0)
+        return error_set(errp, E_CONFLICT, 0, "the built-in tenant '%s' cannot be removed", id);
+    if (change_begin(c, errp) < 0)
+        return -1;
+    int r = tenant_lock_row(c, id, &x.tenant, errp);
+    if (r == 0)
+        r = tenant_open_reservations(c, id, &x.open_sessions, errp);
+    if (r == 0 && (with_open || x.open_sessions == 0 || x.tenant.removed_usec != 0))
+        r = tenant_mark_removed(c, &x, now_usec, errp);
+    if (change_commit(c, r, errp) < 0)
+        return -1;
+    *ret = x;
+    return 0;
 }
 
 int
@@ -171,7 +267,8 @@ cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error *
                        cluster_num(limit, CLUSTER_TENANCY_PULL_MAX_ROWS)};
     _cleanup_pgresult_ PGresult *r = NULL;
     if (cluster_query(c,
-                      "SELECT 't', id, name, '', false, created_usec, 0, changed_seq FROM tenants"
+                      "SELECT 't', id, name, '', false, created_usec, removed_usec, changed_seq"
+                      " FROM tenants"
                       " WHERE changed_seq > $1 UNION ALL SELECT 'k', id, tenant_id,"
                       " encode(hash, 'hex'), admin, created_usec, revoked_usec, changed_seq"
                       " FROM tokens WHERE changed_seq > $1 ORDER BY 8 LIMIT $2",

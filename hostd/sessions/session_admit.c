@@ -59,6 +59,18 @@ admit_request(Session *s, AdmitRequest *rq)
     *rq = (AdmitRequest){.timeout_s = (s->rec.timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC};
 }
 
+/* A removed tenant admits nothing (its tokens were revoked with it; an operator acting for
+ * it, or a request authenticated just before, still ends here). The loop thread removes
+ * tenants too, so nothing comes between this check and the reservation. */
+static int
+tenant_live(Sessions *m, const char *tenant_id, Error **errp)
+{
+    TenantRecord t;
+    if (store_tenant_get(m->store, tenant_id, &t, errp) < 0)
+        return -1;
+    return t.removed_usec ? error_set(errp, E_FORBIDDEN, 0, "tenant %.40s was removed", t.id) : 0;
+}
+
 /* The check and the reservation in the store; the caller holds a savepoint. */
 static int
 session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
@@ -71,7 +83,8 @@ session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
     AdmitDecision d;
 
     admit_request(s, &rq);
-    if (session_shape(m, s->spec.pool, &rq, errp) < 0 ||
+    if (tenant_live(m, s->rec.tenant_id, errp) < 0 ||
+        session_shape(m, s->spec.pool, &rq, errp) < 0 ||
         store_quota_get(m->store, s->rec.tenant_id, &m->cfg.default_quota, &q, errp) < 0 ||
         store_usage_get(m->store, s->rec.tenant_id, &u, errp) < 0)
         return -1;

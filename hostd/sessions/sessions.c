@@ -441,6 +441,20 @@ sessions_cancel(Sessions *m, const char *tenant, const char *id, Error **errp)
     return session_end_live(m, tenant, id, "cancelled", errp);
 }
 
+size_t
+sessions_end_tenant(Sessions *m, const char *tenant, const char *reason)
+{
+    size_t n = 0;
+    for (Session *s = m->all, *next; s; s = next) {
+        next = s->next; /* session_end may free a pending session */
+        if (s->state >= ST_STOPPING || strcmp(s->rec.tenant_id, tenant) != 0)
+            continue;
+        session_end(s, reason);
+        n++;
+    }
+    return n;
+}
+
 int
 sessions_signal(Sessions *m, const char *tenant, const char *id, uint32_t exec_id, int signo,
                 Error **errp)

@@ -123,6 +123,10 @@ int sessions_exec(Sessions *s, const char *tenant, const char *id, const ExecSpe
                   uint32_t *ret_exec_id, Error **errp);
 int sessions_close(Sessions *s, const char *tenant, const char *id, Error **errp);
 int sessions_cancel(Sessions *s, const char *tenant, const char *id, Error **errp);
+/* Ends every live session of the tenant with reason (not yet stopping; as a cancel: the guest
+ * destroyed without its help, its files salvaged). Returns how many. For a removed tenant
+ * (reason "tenant_removed"). */
+size_t sessions_end_tenant(Sessions *s, const char *tenant, const char *reason);
 int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t exec_id, int signo,
                     Error **errp);
 int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,

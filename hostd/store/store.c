@@ -99,6 +99,27 @@ static const char *const migrations[] = {
     "ALTER TABLE sessions ADD COLUMN stopped_usec INTEGER NOT NULL DEFAULT 0;",
     /* 4: events a session's workload made past [sessions] max_guest_events, only counted */
     "ALTER TABLE sessions ADD COLUMN events_suppressed INTEGER NOT NULL DEFAULT 0;",
+    /* 5: a tenant can be removed (issue 30): removed_usec is when (0 while it is live). Its
+     * row stays, for the ledger and its sessions' records that name it; its name is free
+     * again for a new tenant, so names are unique among live tenants only. SQLite cannot
+     * drop a column's UNIQUE: the table is rebuilt (its "12 steps", foreign keys off while
+     * the tables are swapped: store_migrate). */
+    "CREATE TABLE tenants_v5 ("
+    "  id TEXT PRIMARY KEY,"
+    "  name TEXT NOT NULL,"
+    "  created_usec INTEGER NOT NULL,"
+    "  bucket_level_milli INTEGER NOT NULL DEFAULT 0,"
+    "  bucket_usec INTEGER NOT NULL DEFAULT 0,"
+    "  removed_usec INTEGER NOT NULL DEFAULT 0 CHECK (removed_usec >= 0)"
+    ");"
+    "INSERT INTO tenants_v5 (id, name, created_usec, bucket_level_milli, bucket_usec)"
+    "  SELECT id, name, created_usec, bucket_level_milli, bucket_usec FROM tenants;"
+    "DROP TABLE tenants;"
+    "ALTER TABLE tenants_v5 RENAME TO tenants;"
+    "CREATE UNIQUE INDEX tenants_live_name ON tenants(name) WHERE removed_usec = 0;"
+    "CREATE TRIGGER tenants_removed_once BEFORE UPDATE OF removed_usec ON tenants"
+    "  WHEN OLD.removed_usec != 0"
+    "  BEGIN SELECT RAISE(ABORT, 'a removal is never undone'); END;",
 };
 
 static const char *const stmt_sql[_STMT_MAX] = {
@@ -169,6 +190,23 @@ store_user_version(Store *s, int *ret)
     return r;
 }
 
+/* After the migrations ran with foreign keys off: every reference must still hold. */
+static int
+store_foreign_keys_hold(Store *s, Error **errp)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK)
+        return store_fail(s, errp, "foreign key check");
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return error_set(errp, E_INTERNAL, 0, "store: a migration broke a foreign key");
+    return rc == SQLITE_DONE ? 0 : store_fail(s, errp, "foreign key check");
+}
+
+/* Foreign keys are off while migrations run (the pragma is a no-op inside a transaction, so
+ * it is set around them): a migration may rebuild a table others reference. The caller
+ * turns them on again. */
 static int
 store_migrate(Store *s, Error **errp)
 {
@@ -178,6 +216,10 @@ store_migrate(Store *s, Error **errp)
     if (v > (int) ELEMENTSOF(migrations))
         return error_set(errp, E_INTERNAL, 0, "store: schema version %d is newer than this "
                          "stockaded (knows %zu); refusing to touch it", v, ELEMENTSOF(migrations));
+    if (v == (int) ELEMENTSOF(migrations))
+        return 0;
+    if (store_exec(s, "PRAGMA foreign_keys=OFF", errp) < 0)
+        return -1;
     for (; v < (int) ELEMENTSOF(migrations); v++) {
         char bump[64];
         snprintf(bump, sizeof(bump), "PRAGMA user_version=%d", v + 1);
@@ -190,7 +232,7 @@ store_migrate(Store *s, Error **errp)
         if (store_exec(s, "COMMIT", errp) < 0)
             return -1;
     }
-    return 0;
+    return store_foreign_keys_hold(s, errp);
 }
 
 int
@@ -207,10 +249,10 @@ store_open_conn(const char *path, bool readonly, Store **ret, Error **errp)
         return -1;
     }
     sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
-    const char *pragmas = readonly ? "PRAGMA foreign_keys=ON"
-                                   : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                                     " PRAGMA foreign_keys=ON";
-    if (store_exec(s, pragmas, errp) < 0 || (!readonly && store_migrate(s, errp) < 0)) {
+    const char *pragmas =
+        readonly ? "PRAGMA foreign_keys=ON" : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;";
+    if (store_exec(s, pragmas, errp) < 0 || (!readonly && store_migrate(s, errp) < 0) ||
+        (!readonly && store_exec(s, "PRAGMA foreign_keys=ON", errp) < 0)) {
         store_close(s);
         return -1;
     }

@@ -130,10 +130,15 @@ int
 store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
                          Error **errp)
 {
+    TenantRecord tenant = {0};
     Store *s = store_reader_acquire(rd);
     int r = store_token_by_hash(s, hash, ret, errp);
+    /* A removed tenant's tokens were revoked with it; its removal alone refuses them too
+     * (a cluster's copy may get the removal before the revocations). */
+    if (r == 0 && ret->revoked_usec == 0)
+        r = store_tenant_get(s, ret->tenant_id, &tenant, errp);
     store_reader_release(rd, s);
-    if (r == 0 && ret->revoked_usec != 0)
+    if (r == 0 && (ret->revoked_usec != 0 || tenant.removed_usec != 0))
         return error_set(errp, E_NOT_FOUND, 0, "no such token");
     return r;
 }

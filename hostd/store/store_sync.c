@@ -26,7 +26,9 @@ tenant_is_valid(const TenantRecord *t)
 {
     return memchr(t->id, '\0', sizeof(t->id)) && memchr(t->name, '\0', sizeof(t->name)) &&
            store_sync_tenant_id_is_valid(t->id) &&
-           store_tenant_name_is_valid(t->name, strlen(t->name)) && t->created_usec >= 0;
+           store_tenant_name_is_valid(t->name, strlen(t->name)) && t->created_usec >= 0 &&
+           t->removed_usec >= 0 &&
+           (t->removed_usec == 0 || strcmp(t->id, STORE_TENANT_DEFAULT) != 0);
 }
 
 static bool
@@ -45,7 +47,11 @@ store_sync_decide_tenant(const TenantRecord *local, const TenantRecord *remote)
         return STORE_SYNC_INVALID;
     if (!local)
         return STORE_SYNC_INSERT;
-    return strcmp(local->name, remote->name) == 0 ? STORE_SYNC_SAME : STORE_SYNC_CONFLICT;
+    if (strcmp(local->name, remote->name) != 0)
+        return STORE_SYNC_CONFLICT;
+    /* Removal is one way, as revocation: removed here stays removed. */
+    return remote->removed_usec != 0 && local->removed_usec == 0 ? STORE_SYNC_REMOVE
+                                                                 : STORE_SYNC_SAME;
 }
 
 StoreSyncAction
@@ -91,7 +97,7 @@ skipped(StoreSyncAction a, StoreSyncCounts *n)
 {
     n->invalid += a == STORE_SYNC_INVALID;
     n->conflicts += a == STORE_SYNC_CONFLICT;
-    return a != STORE_SYNC_INSERT && a != STORE_SYNC_REVOKE;
+    return a != STORE_SYNC_INSERT && a != STORE_SYNC_REVOKE && a != STORE_SYNC_REMOVE;
 }
 
 static int
@@ -103,8 +109,15 @@ apply_tenant(Store *s, const TenantRecord *remote, StoreSyncCounts *n, Error **e
     int r = store_tenant_get(s, remote->id, &local, &err);
     if (local_lookup(r, err, &have, errp) < 0)
         return -1;
-    if (skipped(store_sync_decide_tenant(have ? &local : NULL, remote), n))
+    StoreSyncAction a = store_sync_decide_tenant(have ? &local : NULL, remote);
+    if (skipped(a, n))
         return 0;
+    if (a == STORE_SYNC_REMOVE) { /* its tokens with it: they come revoked too, later */
+        if (store_tenant_remove(s, remote->id, remote->removed_usec, NULL, errp) < 0)
+            return -1;
+        n->removed++;
+        return 0;
+    }
     if (store_tenant_insert(s, remote, NULL, &refused) < 0)
         return count_refusal(refused, n, errp);
     n->inserted++;

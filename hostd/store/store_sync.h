@@ -10,6 +10,9 @@
  *   - a record this host lacks is inserted (a token with its revocation time, if any);
  *   - a token revoked in the cluster is revoked here, at the cluster's time; a revocation is
  *     never undone (a token revoked here stays revoked whatever the cluster says);
+ *   - a tenant removed in the cluster is removed here, at the cluster's time, its tokens
+ *     revoked with it; a removal is never undone either (a removed tenant is inserted as
+ *     removed);
  *   - a record that disagrees with the local one on what never changes (a token's tenant or
  *     hash, a tenant's name) is a conflict: skipped, counted, never overwritten;
  *   - a tenant whose name another local tenant has is a conflict too (the insert is refused
@@ -25,12 +28,13 @@ typedef enum {
     STORE_SYNC_SAME,    /* nothing to do */
     STORE_SYNC_INSERT,  /* this host lacks it */
     STORE_SYNC_REVOKE,  /* revoked in the cluster, valid here: revoke at the cluster's time */
+    STORE_SYNC_REMOVE,  /* a tenant removed in the cluster, live here: remove it likewise */
     STORE_SYNC_INVALID, /* the record breaks the store's rules: skipped */
     STORE_SYNC_CONFLICT /* it contradicts the local record: skipped */
 } StoreSyncAction;
 
 typedef struct StoreSyncCounts {
-    size_t inserted, revoked, invalid, conflicts;
+    size_t inserted, revoked, removed, invalid, conflicts;
 } StoreSyncCounts;
 
 /* True for "default" or an id of the tenant form (ADMIT_TENANT_ID_PREFIX + base32). */

@@ -64,16 +64,20 @@ copy_col(char *dst, size_t cap, sqlite3_stmt *st, int col)
 
 /* ------------------------------------------------------------------ tenants */
 
+#define TENANT_COLUMNS "id, name, created_usec, removed_usec"
+
 int
 store_tenant_insert(Store *s, const TenantRecord *t, const AdmitQuota *q, Error **errp)
 {
-    sqlite3_stmt *st =
-        store_prepare(s, "INSERT INTO tenants (id, name, created_usec) VALUES (?1, ?2, ?3)", errp);
+    sqlite3_stmt *st = store_prepare(
+        s, "INSERT INTO tenants (id, name, created_usec, removed_usec) VALUES (?1, ?2, ?3, ?4)",
+        errp);
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, t->created_usec);
+    sqlite3_bind_int64(st, 4, t->removed_usec);
     if (store_run(s, st, "insert tenant (is the name taken?)", errp) < 0)
         return -1;
     return q ? store_quota_put(s, t->id, q, errp) : 0;
@@ -86,13 +90,14 @@ row_to_tenant(sqlite3_stmt *st, TenantRecord *t)
     copy_col(t->id, sizeof(t->id), st, 0);
     copy_col(t->name, sizeof(t->name), st, 1);
     t->created_usec = sqlite3_column_int64(st, 2);
+    t->removed_usec = sqlite3_column_int64(st, 3);
 }
 
 int
 store_tenant_get(Store *s, const char *id, TenantRecord *ret, Error **errp)
 {
     sqlite3_stmt *st =
-        store_prepare(s, "SELECT id, name, created_usec FROM tenants WHERE id = ?1", errp);
+        store_prepare(s, "SELECT " TENANT_COLUMNS " FROM tenants WHERE id = ?1", errp);
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -107,16 +112,19 @@ store_tenant_get(Store *s, const char *id, TenantRecord *ret, Error **errp)
 }
 
 int
-store_tenant_list(Store *s, TenantRecord **ret, size_t *ret_n, Error **errp)
+store_tenant_list(Store *s, bool with_removed, TenantRecord **ret, size_t *ret_n, Error **errp)
 {
-    sqlite3_stmt *st =
-        store_prepare(s, "SELECT id, name, created_usec FROM tenants ORDER BY name", errp);
+    sqlite3_stmt *st = store_prepare(s,
+                                     "SELECT " TENANT_COLUMNS " FROM tenants"
+                                     " WHERE ?1 OR removed_usec = 0 ORDER BY name, removed_usec",
+                                     errp);
     TenantRecord *v = NULL;
     size_t n = 0, cap = 0;
     int rc;
 
     if (!st)
         return -1;
+    sqlite3_bind_int(st, 1, with_removed);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (n == cap) {
             TenantRecord *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
@@ -137,6 +145,42 @@ store_tenant_list(Store *s, TenantRecord **ret, size_t *ret_n, Error **errp)
     *ret = v;
     *ret_n = n;
     return 0;
+}
+
+/* How many of the tenant's tokens are not revoked yet; they are revoked at now_usec. */
+static int
+tenant_tokens_revoke(Store *s, const char *id, int64_t now_usec, size_t *ret_revoked, Error **errp)
+{
+    sqlite3_stmt *st = store_prepare(
+        s, "UPDATE tokens SET revoked_usec = ?2 WHERE tenant_id = ?1 AND revoked_usec = 0", errp);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now_usec);
+    if (store_run(s, st, "revoke the tenant's tokens", errp) < 0)
+        return -1;
+    if (ret_revoked)
+        *ret_revoked = (size_t) sqlite3_changes(s->db);
+    return 0;
+}
+
+int
+store_tenant_remove(Store *s, const char *id, int64_t now_usec, size_t *ret_revoked, Error **errp)
+{
+    TenantRecord t;
+    if (strcmp(id, STORE_TENANT_DEFAULT) == 0)
+        return error_set(errp, E_CONFLICT, 0, "the built-in tenant '%s' cannot be removed", id);
+    if (store_tenant_get(s, id, &t, errp) < 0)
+        return -1;
+    sqlite3_stmt *st = store_prepare(
+        s, "UPDATE tenants SET removed_usec = ?2 WHERE id = ?1 AND removed_usec = 0", errp);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now_usec > 0 ? now_usec : 1); /* 0 would mean live */
+    if (store_run(s, st, "remove tenant", errp) < 0)
+        return -1;
+    return tenant_tokens_revoke(s, id, now_usec > 0 ? now_usec : 1, ret_revoked, errp);
 }
 
 /* ------------------------------------------------------------------ quotas */

@@ -1,6 +1,8 @@
-/* Tenants, API tokens, quotas and the guest-seconds ledger (schema version 2).
+/* Tenants, API tokens, quotas and the guest-seconds ledger (schema version 2; removal: 5).
  *
- *   tenants       id, unique name, the creation-rate bucket (written by admission)
+ *   tenants       id, name (unique among live tenants), the creation-rate bucket (written by
+ *                 admission), removed time (0 while live; a removed tenant's row stays for
+ *                 the ledger and the records that name it, and its name is free again)
  *   tokens        id, tenant, SHA-256 of the token (never the token), admin flag, revoked time
  *   quotas        one row per tenant that has its own limits (else the configured defaults)
  *   reservations  the ledger: one per admitted session, append-only; it ends exactly once,
@@ -29,6 +31,7 @@ typedef struct TenantRecord {
     char id[STORE_ID_MAX_BYTES];
     char name[STORE_TENANT_NAME_MAX_BYTES + 1];
     int64_t created_usec;
+    int64_t removed_usec; /* 0: live */
 } TenantRecord;
 
 typedef struct TokenRecord {
@@ -61,11 +64,19 @@ int store_savepoint_release(Store *s, Error **errp);
 /* Undoes everything since store_savepoint and ends it. Best effort (returns nothing). */
 void store_savepoint_rollback(Store *s);
 
-/* E_CONFLICT if the id or name is taken. q (may be NULL) is written as its quota row. */
+/* E_CONFLICT if the id is taken, or the name by a live tenant. q (may be NULL) is written as
+ * its quota row. t->removed_usec is written as given (a cluster's copy of a removed one). */
 int store_tenant_insert(Store *s, const TenantRecord *t, const AdmitQuota *q, Error **errp);
-int store_tenant_get(Store *s, const char *id, TenantRecord *ret, Error **errp); /* E_NOT_FOUND */
-/* Every tenant, by name. *ret is malloc'd (free()). */
-int store_tenant_list(Store *s, TenantRecord **ret, size_t *ret_n, Error **errp);
+/* Removed tenants too (removed_usec says so). E_NOT_FOUND for no such id. */
+int store_tenant_get(Store *s, const char *id, TenantRecord *ret, Error **errp);
+/* Every tenant, by name (removed ones only with with_removed). *ret is malloc'd (free()). */
+int store_tenant_list(Store *s, bool with_removed, TenantRecord **ret, size_t *ret_n, Error **errp);
+/* Removes a tenant: removed_usec set once (a second removal keeps the first time) and every
+ * token of it not yet revoked revoked at now_usec (*ret_revoked: how many; may be NULL). Its
+ * quota row, reservations and sessions stay. E_NOT_FOUND for no such tenant, E_CONFLICT for
+ * the built-in one. Joins the writer's transaction (store_begin first). */
+int store_tenant_remove(Store *s, const char *id, int64_t now_usec, size_t *ret_revoked,
+                        Error **errp);
 
 /* The tenant's quota row, or *defaults when it has none. E_NOT_FOUND for no such tenant. */
 int store_quota_get(Store *s, const char *tenant_id, const AdmitQuota *defaults, AdmitQuota *ret,
@@ -84,7 +95,8 @@ int store_token_insert(Store *s, const TokenRecord *t, Error **errp);
  * indexed lookup. Revoked tokens are returned too: the caller decides. */
 int store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord *ret, Error **errp);
 /* The same on a reader (any thread), for a caller's credentials: E_NOT_FOUND for an unknown
- * or a revoked token alike (answer both the same), another category when the store failed. */
+ * or a revoked token, or one of a removed tenant, alike (answer them the same), another
+ * category when the store failed. */
 int store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
                              Error **errp);
 int store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp);

@@ -10,11 +10,12 @@
  *  - a tenancy row is kept exactly when every kept field fits its record with no NUL and the
  *    hash is 64 hex digits (checked here by an independent reading); what is kept equals the
  *    columns byte for byte (never truncated into another id);
- *  - merged twice into a fresh store (the second time with every revocation taken away):
- *    the skipped-as-invalid count is the number of records that break the store's rules;
- *    every tenant and token the store then holds passes those rules and equals a record of
- *    the batch; the second merge inserts and revokes nothing, and a token revoked by the
- *    first stays revoked at the same time (a revocation is one way);
+ *  - merged twice into a fresh store (the second time with every revocation and removal
+ *    taken away): the skipped-as-invalid count is the number of records that break the
+ *    store's rules; every tenant and token the store then holds passes those rules and
+ *    equals a record of the batch; the second merge inserts, revokes and removes nothing,
+ *    and a token revoked or a tenant removed by the first stays so at the same time
+ *    (revocation and removal are one way);
  *  - a hosts row: every text field is NUL-terminated within its bound and a prefix of its
  *    column; the pools are the column exactly, or the row is refused when they are over
  *    CLUSTER_POOLS_JSON_MAX_BYTES; open sessions are never "negative";
@@ -142,7 +143,7 @@ check_tenancy_row(const ClusterRow *r, ClusterTenancy *t)
         const TenantRecord *x = &t->tenants[t->n_tenants - 1];
         CHECK(t->n_tenants == before_t + 1 && t->n_tokens == before_k);
         CHECK(col_equals(r, 1, x->id) && col_equals(r, 2, x->name));
-        CHECK(x->created_usec == cluster_row_i64(r, 5));
+        CHECK(x->created_usec == cluster_row_i64(r, 5) && x->removed_usec == cluster_row_i64(r, 6));
         return;
     }
     const TokenRecord *k = &t->tokens[t->n_tokens - 1];
@@ -176,7 +177,7 @@ check_store_holds_batch(Store *s, const ClusterTenancy *t)
     TenantRecord *tv = NULL;
     TokenRecord *kv = NULL;
     size_t tn = 0, kn = 0;
-    CHECK(store_tenant_list(s, &tv, &tn, NULL) == 0 &&
+    CHECK(store_tenant_list(s, true, &tv, &tn, NULL) == 0 &&
           store_token_list(s, NULL, &kv, &kn, NULL) == 0);
     for (size_t i = 0; i < tn; i++) {
         if (strcmp(tv[i].id, STORE_TENANT_DEFAULT) == 0)
@@ -217,25 +218,39 @@ check_merge(ClusterTenancy *t)
     CHECK(store_open(":memory:", &s, NULL) == 0);
     CHECK(store_sync_apply(s, t->tenants, t->n_tenants, t->tokens, t->n_tokens, &n, NULL) == 0);
     CHECK(n.invalid == count_invalid(t));
-    CHECK(n.inserted + n.revoked + n.invalid + n.conflicts <= t->n_tenants + t->n_tokens);
+    CHECK(n.inserted + n.revoked + n.removed + n.invalid + n.conflicts <=
+          t->n_tenants + t->n_tokens);
     check_store_holds_batch(s, t);
 
-    /* Again, with every revocation taken away (the cluster "un-revoking"): nothing new,
-     * nothing undone. */
+    /* Again, with every revocation and removal taken away (the cluster "undoing" them):
+     * nothing new, nothing undone. A negative time stays: it keeps its record invalid. */
     int64_t *revoked = calloc(t->n_tokens + 1, sizeof(*revoked));
+    int64_t *removed = calloc(t->n_tenants + 1, sizeof(*removed));
     for (size_t i = 0; i < t->n_tokens; i++) {
         TokenRecord k;
         revoked[i] = store_token_get(s, t->tokens[i].id, &k, NULL) == 0 ? k.revoked_usec : 0;
-        if (t->tokens[i].revoked_usec > 0) /* a negative one stays: it keeps the record invalid */
+        if (t->tokens[i].revoked_usec > 0)
             t->tokens[i].revoked_usec = 0;
     }
+    for (size_t i = 0; i < t->n_tenants; i++) {
+        TenantRecord x;
+        removed[i] = store_tenant_get(s, t->tenants[i].id, &x, NULL) == 0 ? x.removed_usec : 0;
+        if (t->tenants[i].removed_usec > 0)
+            t->tenants[i].removed_usec = 0;
+    }
     CHECK(store_sync_apply(s, t->tenants, t->n_tenants, t->tokens, t->n_tokens, &n, NULL) == 0);
-    CHECK(n.inserted == 0 && n.revoked == 0);
+    CHECK(n.inserted == 0 && n.revoked == 0 && n.removed == 0);
     for (size_t i = 0; i < t->n_tokens; i++) {
         TokenRecord k;
         if (store_token_get(s, t->tokens[i].id, &k, NULL) == 0)
             CHECK(k.revoked_usec == revoked[i]);
     }
+    for (size_t i = 0; i < t->n_tenants; i++) {
+        TenantRecord x;
+        if (store_tenant_get(s, t->tenants[i].id, &x, NULL) == 0)
+            CHECK(x.removed_usec == removed[i]);
+    }
+    free(removed);
     free(revoked);
     store_close(s);
 }

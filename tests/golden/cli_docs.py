@@ -6,6 +6,9 @@
    daemon accepts it (stockaded --check-config).
 2. Every long option that a verb's --help shows is in the man page tools/man/stockade.1,
    and every verb of `stockade --help` has a section there.
+3. One meaning per short option across verbs (issue 30): a letter that --help texts show
+   ("-t, --timeout") stands for one long option everywhere (-d: a local folder where files
+   land, --download or --out-dir), and the man page's list of them says the same.
 
     cli_docs.py SOURCE_DIR BUILD_DIR
 """
@@ -80,10 +83,41 @@ def check_man(src, build):
     return len(verbs)
 
 
+SHORT_SYNONYMS = {"d": {"download", "out-dir"}}  # one meaning: where files land here
+SUBS = {"sessions": ["ls", "get", "rm", "new"], "tenants": [], "tokens": [], "image": []}
+
+
+def check_short_options(src, build):
+    exe = os.path.join(build, "tools", "stockade")
+    top = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    verbs = re.findall(r"(?m)^  ([a-z]+)(?: |$)", top.split("Verbs:")[1].split("Global")[0])
+    meanings = {}
+    for verb in verbs + ["quota", "usage"]:
+        for sub in [None] + SUBS.get(verb, []):
+            argv = [exe, verb] + ([sub] if sub else []) + ["--help"]
+            text = subprocess.run(argv, capture_output=True, text=True).stdout
+            for letter, name in re.findall(r"(?m)^\s+-([a-zA-Z]), --([a-z][a-z-]*)", text):
+                meanings.setdefault(letter, {}).setdefault(name, []).append(
+                    " ".join(argv[1:-1]))
+    problems = [f"-{k}: " + "; ".join(f"--{n} ({', '.join(w)})" for n, w in v.items())
+                for k, v in sorted(meanings.items())
+                if len(v) > 1 and set(v) != SHORT_SYNONYMS.get(k)]
+    assert not problems, "a short option means two things:\n  " + "\n  ".join(problems)
+    with open(os.path.join(src, "tools", "man", "stockade.1")) as f:
+        man = f.read().replace("\\-", "-")
+    listed = man.split("A short option means the same")[1].split(".SH")[0]
+    for letter, names in meanings.items():
+        if letter in "hV":
+            continue
+        entry = re.search(rf"(?m)^\.B -{letter}\n\(([^)]*)\)", listed)
+        assert entry and all(f"--{n}" in entry.group(1) for n in names), \
+            f"stockade.1's list of short options lacks -{letter} ({sorted(names)})"
+
+
 def main():
     src, build = sys.argv[1], sys.argv[2]
     failures = []
-    for check in (check_config, check_man):  # both run: one must not hide the other
+    for check in (check_config, check_man, check_short_options):  # each runs
         try:
             check(src, build)
         except AssertionError as e:

@@ -103,7 +103,7 @@ def accel_out(text):
 
 def static_cases(g, nodaemon):
     for verb in ["", "run", "exec", "code", "sessions", "logs", "cancel", "cp", "pool", "image",
-                 "doctor", "tenants", "quota", "usage", "hosts", "version"]:
+                 "doctor", "tenants", "tokens", "quota", "usage", "hosts", "version"]:
         g.check(f"help_{verb or 'main'}", nodaemon, [verb, "--help"] if verb else ["--help"])
     usage = {
         "usage_no_verb": [],
@@ -145,7 +145,8 @@ def run_cases(g, cli, tmp, build):
     g.check("cp_missing", cli, ["cp", f"{sample_id}:nope.txt", "-"], replace=rep)
     g.check("pool", cli, ["pool"], replace=rep, post=counts_out)
     g.check("version", cli, ["version"], replace=rep, post=accel_out)
-    g.check("image_ls", cli, ["image", "ls", "--image-dir", os.path.join(build, "images")],
+    images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(build, "images")
+    g.check("image_ls", cli, ["image", "ls", "--image-dir", images],
             replace=rep, post=counts_out)
     rc, _, err = cli.run("tenants", "ls")
     if "does not support tenants yet" in err:  # a daemon before issue 5

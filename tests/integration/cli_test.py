@@ -2,14 +2,25 @@
 """Integration tests of the `stockade` CLI against a real stockaded, real libvirtd and real
 guests (one daemon for every case, started by tests/lib/stockade_fixture.py):
 
-  exit codes   run passes 0 and 7 through; 124 on timeout; 125 when the program is missing
+  exit codes   run passes 0 and 7 through; 124 on timeout; 127 when the guest has no such
+               program (exec too); 125 for a pool the daemon does not have (the task could not
+               start: it was 126, "bad usage", though the daemon refused it)
   sigint       Ctrl-C during run cancels the task and still downloads what it wrote; exit 130
   resume       logs -f through a proxy that cuts the event stream resumes by seq: every
                event exactly once, in order
   cp           upload and download round trips are byte-exact (file, folder, whole workspace)
   doctor       a libvirt socket that does not exist is named as the problem (exit 1)
-  usage        bad command lines exit 126 with a message that names the fix
-  tenants      the admin API: ls, create, quota, usage (a 404 fails)
+  usage        bad command lines exit 126 with a message that names the fix; "did you mean"
+               for a verb, a sub-verb and a long option; -a is only logs' --after; a token file
+               open to others or empty is refused before anything is sent
+  tenants      the admin API: ls, create, quota, usage (a 404 fails); a tenant by name or id
+  tokens       tokens create (the token alone on stdout, it authenticates), ls (never the
+               token), revoke (then 401: exit 1), an operator token; which token is sent:
+               --token > --token-file > STOCKADE_TOKEN > STOCKADE_TOKEN_FILE
+  tenants rm   refused (1, counting it) while the tenant has a live session; with
+               --cancel-sessions the session ends tenant_removed with its files salvaged,
+               the tenant's token is refused after, its usage stays readable by name, and the
+               name is free again
 """
 import hashlib
 import os
@@ -63,10 +74,14 @@ def case_exit_codes(cli, tmp):
     rc, out, err = cli.run("run", "--no-download", "--timeout", "4", "--", "sleep", "60")
     expect(rc == 124 and "timed_out" in err, "a task over its timeout exits 124", rc, err)
     rc, out, err = cli.run("run", "--no-download", "--", "no-such-program")
-    expect(rc == 125 and "could not start" in err, "a missing program exits 125", rc, err)
+    expect(rc == 127 and "no such program in the guest" in err, "a missing program exits 127",
+           rc, err)
+    rc, out, err = cli.run("run", "--pool", "nosuch", "--", "true")
+    expect(rc == 125 and "no pool (image) named 'nosuch'" in err,
+           "an unknown pool: the task could not start (125), as documented", rc, err)
     rc, out, err = Cli(socket="/nonexistent/api.sock").run("run", "--", "true")
     expect(rc == 125 and "is stockaded running?" in err, "no daemon: 125 naming the fix", rc, err)
-    print("exit codes ok: 0, 7, 124, 125 (missing program), 125 (no daemon)")
+    print("exit codes ok: 0, 7, 124, 127 (missing program), 125 (unknown pool), 125 (no daemon)")
 
 
 def case_sigint(cli, tmp):
@@ -214,6 +229,8 @@ def case_cp(cli, tmp):
                            "sha256sum in/blob.bin; cat tree/top.txt; wc -c < tree/a/b/deep.bin")
     expect(rc == 0 and out.split()[0] == sha(blob) and "top\n2000\n" in out,
            "the guest sees the same bytes", rc, out, err)
+    rc, _, err = cli.run("exec", sid, "--", "no-such-program")
+    expect(rc == 127 and "no such program" in err, "exec of a missing program exits 127", rc, err)
     back = os.path.join(tmp, "back.bin")
     rc, _, err = cli.run("cp", f"{sid}:in/blob.bin", back)
     expect(rc == 0 and sha(back) == sha(blob), "cp download is byte-exact", rc, err)
@@ -267,11 +284,31 @@ def case_usage(cli, tmp):
         (["sessions", "ls", "--limit", "0"], "--limit wants 1..500"),
         (["logs", "-f"], "one session or task id is needed"),
         (["--socket", "/a", "--url", "http://b", "pool"], "exclude each other: choose one"),
+        (["sesions", "ls"], "unknown verb 'sesions'; did you mean 'sessions'?"),
+        (["tenants", "lss"], "unknown sub-command 'lss'; did you mean 'ls'?"),
+        (["tokens", "revok", "tok_x"], "did you mean 'revoke'?"),
+        (["run", "--tiemout", "5", "--", "true"], "unknown option --tiemout; did you mean --timeout?"),
+        (["tenants", "rm", "--cancel-sesions", "x"], "did you mean --cancel-sessions?"),
+        (["sessions", "ls", "-a"], "unknown option -a"),  # -a is logs' --after only
+        (["tokens", "create"], "whose token?"),
+        (["tokens", "revoke", "ten_x"], "is not a token id"),
     ]
+    loose = os.path.join(tmp, "loose.token")
+    with open(loose, "w") as f:
+        f.write("stk_" + "0" * 64 + "\n")
+    os.chmod(loose, 0o644)
+    empty = os.path.join(tmp, "empty.token")
+    open(empty, "w").close()
+    os.chmod(empty, 0o600)
+    cases += [(["--token-file", loose, "sessions", "ls"], "mode 0644"),
+              (["--token-file", empty, "sessions", "ls"], "is empty")]
     for args, want in cases:
         rc, out, err = cli.run(*args)
         expect(rc == 126 and want in err, f"stockade {' '.join(args)} -> 126, '{want}'", rc, err)
-    print(f"usage ok: {len(cases)} bad command lines exit 126 naming the fix")
+    rc, _, err = cli.run("sessions", "ls", env={"STOCKADE_TOKEN_FILE": loose})
+    expect(rc == 126 and "STOCKADE_TOKEN_FILE" in err and "chmod 600" in err,
+           "STOCKADE_TOKEN_FILE open to others is refused, naming the fix", rc, err)
+    print(f"usage ok: {len(cases) + 1} bad command lines exit 126 naming the fix")
 
 
 def case_tenants(cli, tmp):
@@ -282,15 +319,128 @@ def case_tenants(cli, tmp):
     rc, out, err = cli.run("tenants", "create", "cli-test")
     expect(rc == 0 and "token" in out and "shown only this once" in err, "tenants create", out, err)
     tid = re.search(r"(?m)^id +(\S+)$", out).group(1)
-    rc, out, err = cli.run("quota", tid, "--max-sessions", "3", "--max-timeout-s", "60")
-    expect(rc == 0, "quota set", rc, out, err)
+    rc, out, err = cli.run("quota", "cli-test", "--max-sessions", "3", "--max-timeout-s", "60")
+    expect(rc == 0 and tid in out, "quota set, the tenant named by its name", rc, out, err)
     rc, out, err = cli.run("quota", tid)
     expect(rc == 0 and re.search(r"max_sessions +3", out), "quota shows what was set", out, err)
+    rc, out, err = cli.run("quota", "cli-test", "--max-sessions", str(1 << 60))
+    expect(rc == 1 and "max_sessions must be" in err,
+           "a value the daemon refuses (400) is a refusal (1), not bad usage", rc, err)
     rc, out, err = cli.run("usage", tid)
     expect(rc == 0 and "sessions.open" in out, "usage", out, err)
     rc, _, err = cli.run("usage", "ten_doesnotexist")
     expect(rc == 1 and "not support tenants" not in err, "an unknown tenant is just not found", err)
-    print("tenants ok: create, quota, usage")
+    print("tenants ok: create, quota, usage; by name or id")
+    return tid
+
+
+def tcp(d, *args, token=None, token_file=None, env=None):
+    """stockade over the daemon's TCP port (tokens matter there), no socket."""
+    pre = ["--url", f"http://127.0.0.1:{d.port}"]
+    pre += ["--token", token] if token else []
+    pre += ["--token-file", token_file] if token_file else []
+    extra = {"STOCKADE_SOCKET": ""}
+    extra.update(env or {})
+    return Cli(d).run(*pre, *args, env=extra)
+
+
+def secret_file(tmp, name, token):
+    path = os.path.join(tmp, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, (token + "\n").encode())
+    os.close(fd)
+    return path
+
+
+def case_tokens(cli, d, tmp):
+    rc, tok, err = cli.run("tokens", "create", "cli-test")
+    tok_id = re.search(r"tok_[a-z2-7]{26}", err)
+    expect(rc == 0 and re.fullmatch(r"stk_[0-9a-f]{64}\n", tok) and tok_id and
+           "only time it is shown" in err, "tokens create: the token alone on stdout", rc, tok, err)
+    tok, tok_id = tok.strip(), tok_id.group(0)
+    good = secret_file(tmp, "good.token", tok)
+    bad = secret_file(tmp, "bad.token", "stk_" + "0" * 64)
+    rc, out, err = tcp(d, "sessions", "ls", token_file=good)
+    expect(rc == 0, "the new token authenticates, read from --token-file", rc, err)
+    # which token is sent: the first set of --token, --token-file, STOCKADE_TOKEN, _FILE
+    order = [
+        ({"token": tok, "token_file": bad}, 0, "--token beats --token-file"),
+        ({"token": "stk_" + "1" * 64, "token_file": good}, 1, "--token beats --token-file"),
+        ({"token_file": good, "env": {"STOCKADE_TOKEN": "stk_" + "2" * 64}}, 0,
+         "--token-file beats STOCKADE_TOKEN"),
+        ({"env": {"STOCKADE_TOKEN": tok, "STOCKADE_TOKEN_FILE": bad}}, 0,
+         "STOCKADE_TOKEN beats STOCKADE_TOKEN_FILE"),
+        ({"env": {"STOCKADE_TOKEN_FILE": good}}, 0, "STOCKADE_TOKEN_FILE alone"),
+        ({"env": {"STOCKADE_TOKEN_FILE": bad}}, 1, "a wrong token from STOCKADE_TOKEN_FILE"),
+    ]
+    for kw, want, what in order:
+        rc, _, err = tcp(d, "sessions", "ls", **kw)
+        expect(rc == want, f"{what}: exit {want}", rc, err)
+    rc, out, err = cli.run("tokens", "ls", "cli-test")
+    expect(rc == 0 and tok_id in out and "stk_" not in out, "tokens ls: ids, never tokens",
+           out, err)
+    rc, out, err = cli.run("--json", "tokens", "ls")
+    import json
+    listed = json.loads(out)["tokens"]
+    expect(rc == 0 and any(t["id"] == tok_id and t["tenant_name"] == "cli-test" for t in listed)
+           and all("token" not in t and "hash" not in t for t in listed) and
+           any(t["tenant"] == "default" for t in listed), "tokens ls of every tenant", out)
+    rc, out, err = cli.run("tokens", "revoke", tok_id)
+    expect(rc == 0 and f"{tok_id} revoked" in out, "tokens revoke", rc, out, err)
+    rc, _, err = tcp(d, "sessions", "ls", token_file=good)
+    expect(rc == 1 and "HTTP 401" in err, "a revoked token is refused", rc, err)
+    rc, out, err = cli.run("tokens", "ls", "cli-test")
+    expect(rc == 0 and re.search(rf"(?m)^{tok_id} .* \d\d:\d\d:\d\d$", out), "revoked time shown", out)
+    rc, admin, err = cli.run("tokens", "create", "--admin")
+    expect(rc == 0 and "operator token" in err, "tokens create --admin", rc, err)
+    rc, out, err = tcp(d, "tenants", "ls", token=admin.strip())
+    expect(rc == 0 and "cli-test" in out, "the operator token opens the admin API", rc, err)
+    print("tokens ok: create (stdout: the token alone), ls (no secrets), revoke (then 401), "
+          "--admin; --token > --token-file > STOCKADE_TOKEN > STOCKADE_TOKEN_FILE")
+
+
+def case_tenants_rm(cli, d, tmp):
+    import json
+    rc, out, err = cli.run("--json", "tenants", "create", "rm-test")
+    made = json.loads(out)
+    tok = secret_file(tmp, "rm.token", made["token"])
+    rc, sid, err = tcp(d, "sessions", "new", "--wait", "--timeout", "300", token_file=tok)
+    sid = sid.strip()
+    expect(rc == 0 and ids_in(sid) == [sid], "a session of the tenant", rc, sid, err)
+    rc, _, err = tcp(d, "exec", sid, "--", "sh", "-c", "echo kept > kept.txt", token_file=tok)
+    expect(rc == 0, "the tenant's session writes a file", rc, err)
+    rc, out, err = cli.run("tenants", "rm", "rm-test")
+    expect(rc == 1 and "1 session(s) not ended" in err and "--cancel-sessions" in err,
+           "tenants rm refused while a session is live", rc, out, err)
+    rc, _, err = tcp(d, "sessions", "get", sid, token_file=tok)
+    expect(rc == 0, "a refused removal changed nothing", rc, err)
+    rc, out, err = cli.run("tenants", "rm", made["id"], "--cancel-sessions")
+    expect(rc == 0 and "1 token(s) revoked, 1 session(s) cancelled" in out,
+           "tenants rm --cancel-sessions (by id)", rc, out, err)
+    rc, _, err = tcp(d, "sessions", "ls", token_file=tok)
+    expect(rc == 1 and "HTTP 401" in err, "the removed tenant's token is refused", rc, err)
+    rc, _, err = cli.run("logs", "-f", sid)  # an operator follows it to its end
+    rc, out, err = cli.run("--json", "sessions", "get", sid)
+    got = json.loads(out)
+    expect(got["state"] == "ended" and got["end_reason"] == "tenant_removed",
+           "the session ended tenant_removed", got)
+    ws = os.path.join(tmp, "rm-ws")
+    rc, _, err = cli.run("cp", f"{sid}:", ws)
+    expect(rc == 0 and open(os.path.join(ws, "kept.txt")).read() == "kept\n",
+           "its files were salvaged", rc, err)
+    rc, out, err = cli.run("usage", "rm-test")
+    expect(rc == 0 and "removed_at" in out and "reservations.charged" in out,
+           "a removed tenant's usage, by its name", rc, out, err)
+    rc, out, _ = cli.run("tenants", "ls")
+    rc2, out2, _ = cli.run("tenants", "ls", "--removed")
+    expect("rm-test" not in out and "rm-test" in out2, "ls hides it; ls --removed shows it",
+           out, out2)
+    rc, out, err = cli.run("tenants", "create", "rm-test")
+    expect(rc == 0, "the name is free again", rc, err)
+    rc, _, err = cli.run("tenants", "rm", "default")
+    expect(rc == 1 and "cannot be removed" in err, "the built-in tenant stays", rc, err)
+    print("tenants rm ok: refused with a live session, then cancelled it (tenant_removed, files "
+          "salvaged), token refused, usage kept, name free again")
 
 
 def main():
@@ -308,6 +458,8 @@ def main():
             case_cp(cli, tmp)
             case_doctor(cli, tmp)
             case_tenants(cli, tmp)
+            case_tokens(cli, d, tmp)
+            case_tenants_rm(cli, d, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"integration_cli ok in {time.time() - t0:.0f} s")

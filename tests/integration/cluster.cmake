@@ -3,7 +3,7 @@
 find_program(STOCKADE_TEST_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 pkg_check_modules(STOCKADE_TEST_LIBPQ REQUIRED IMPORTED_TARGET libpq)
 add_executable(integration_cluster_pg_bin cluster_pg.c cluster_pg_lost.c
-               cluster_pg_place.c cluster_pg_bounds.c)
+               cluster_pg_place.c cluster_pg_bounds.c cluster_pg_remove.c)
 target_link_libraries(integration_cluster_pg_bin PRIVATE stockade_cluster stockade_testlib
                       PkgConfig::STOCKADE_TEST_LIBPQ Threads::Threads)
 add_test(NAME integration_cluster_pg

@@ -17,6 +17,8 @@
  *             tenant and token pulled exactly once; a revoke once (its first time kept)
  *             and pulled; no un-revoke, delete or truncate of tokens; a taken name; rows
  *             over the store's bounds skipped and passed; a sequence put back noticed
+ *   remove    a tenant removed: refused with open sessions, then with them; pulled; nothing
+ *             admitted after, not even racing (cluster_pg_remove.c)
  *   host_lost a host that dies is taken over (cluster_pg_lost.c)
  *   bounds    100 admissions at one lock, a slow statement, a frozen server: each call
  *             within its bound (cluster_pg_bounds.c)
@@ -665,6 +667,7 @@ main(void)
     test_hosts();
     test_reconnect();
     test_tenancy();
+    test_tenant_remove();
     test_host_lost();
     test_place();
     test_bounds();

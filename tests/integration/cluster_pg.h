@@ -21,3 +21,6 @@ void test_place(void);
 /* cluster_pg_bounds.c: how long a call may take (a crowd at one lock, a slow statement, a
  * frozen server). */
 void test_bounds(void);
+/* cluster_pg_remove.c: removing a tenant (refused with open sessions, then with them; the
+ * pull; admission and tokens refused after; a race with admissions). */
+void test_tenant_remove(void);

@@ -19,7 +19,11 @@ tenants: tenants and tokens are the cluster's. Hosts a and b start (pools of no 
 only the API is exercised); a tenant made through a's admin API is written to PostgreSQL
 and its token authenticates on b within the sync bound (SYNC_BOUND_S: the pull runs with
 the 2 s heartbeat); host c, started after the tenant was made, knows it at once. A token
-revoked through c answers 401 on a and b within the bound. Host b stopped, a token revoked
+revoked through c answers 401 on a and b within the bound. A tenant with a session pending
+on b (no warm guest anywhere) is refused removal through a with 409 counting that session
+(the cluster's ledger); removed with ?cancel=1, its token is 401 on a at once and on b and c
+within the bound, b ends the session (tenant_removed) by itself within the bound and its
+reservation is settled once, and the name makes a new tenant through c. Host b stopped, a token revoked
 through a, b started again: 401 on b from its first answer (a revocation it missed is not
 lost). PostgreSQL stopped: an admin create, issue and revoke answer 503 saying nothing
 changed, and nothing did; every host still authenticates the tokens it has. PostgreSQL
@@ -401,6 +405,47 @@ def tenants_reach_every_host(pg, hosts, took):
     return tid, first, second
 
 
+def tenants_remove(pg, hosts, took):
+    """A tenant with a session pending on b (no guest: warm=0) is refused removal through a
+    (409, counting b's session: the cluster's ledger); removed through a with ?cancel=1, its
+    token is 401 on a at once and on b and c within the bound, b ends the session itself
+    (tenant_removed) and settles it once, and the name makes a new tenant through c."""
+    a, b, c = hosts["a"], hosts["b"], hosts["c"]
+    made = a.unix_call("POST", "/v1/admin/tenants", {"name": "doomed"})
+    tid, tok = made["id"], made["token"]
+    until_status(b, tok, 200, "the doomed tenant's token on host b")
+    sid = b.call("POST", "/v1/sessions", body={"pool": "minimal", "timeout_s": 60},
+                 token=tok)["id"]
+    status, _, payload = a.request("DELETE", f"/v1/admin/tenants/{tid}")
+    err = json.loads(payload)["error"]
+    assert status == 409 and err["open_sessions"] == 1 and "on all hosts" in err["message"], \
+        (status, payload)
+    assert auth_status(b, tok) == 200 and auth_status(a, tok) == 200, "a refusal changed things"
+    gone = a.call("DELETE", f"/v1/admin/tenants/{tid}?cancel=1")
+    assert gone["tokens_revoked"] == 1 and gone["sessions_cancelled"] == 0 and \
+        gone["removed_at"], gone  # the session is b's
+    assert auth_status(a, tok) == 401, "the removing host still takes the token"
+    took["removal b"] = until_status(b, tok, 401, "the removal on host b")
+    took["removal c"] = until_status(c, tok, 401, "the removal on host c")
+
+    def ended():
+        s = b.unix_call("GET", f"/v1/sessions/{sid}")
+        return s["state"] == "ended" and s
+    t0 = time.time()
+    s = b.wait(ended, SYNC_BOUND_S, "b ending the removed tenant's session", step=0.1)
+    took["session ended on b"] = time.time() - t0
+    assert s["end_reason"] == "tenant_removed", s
+    assert pg.psql(f"SELECT state FROM reservations WHERE session_id = '{sid}'") == \
+        [["released"]], "the session's reservation was not settled once"
+    status, _, _ = b.request("POST", "/v1/sessions", body={"pool": "minimal"}, token=tok)
+    assert status == 401, status
+    again = c.unix_call("POST", "/v1/admin/tenants", {"name": "doomed"})
+    assert again["id"] != tid
+    removed = [t for t in b.unix_call("GET", "/v1/admin/tenants?removed=1")["tenants"]
+               if t["id"] == tid]
+    assert removed and removed[0]["removed_at"], removed
+
+
 def tenants_missed_revoke(hosts, tid, live):
     """A host away while a token is revoked learns it before it answers anyone."""
     a, b = hosts["a"], hosts["b"]
@@ -482,11 +527,14 @@ def scenario_tenants(pg, hosts):
     took = {}
     start_together({"a": hosts["a"], "b": hosts["b"]})
     tid, revoked, live = tenants_reach_every_host(pg, hosts, took)
+    tenants_remove(pg, hosts, took)
     revoked_id = tenants_missed_revoke(hosts, tid, live)
     tenants_outage(pg, hosts, tid, revoked, revoked_id, live, took)
     tenants_restart_noop(pg, hosts, live)
     print("tenants ok: a tenant and its tokens made on one host authenticate on every host, "
-          f"revocations reach every host, nothing changes while PostgreSQL is away; "
+          f"revocations reach every host, a removal too (refused while a session of it is "
+          f"open on another host, then its token refused everywhere and that host ends the "
+          f"session itself), nothing changes while PostgreSQL is away; "
           f"a second start of every host changes nothing; "
           f"seconds to reach another host: { {k: round(v, 2) for k, v in took.items()} }")
 

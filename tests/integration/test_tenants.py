@@ -15,6 +15,11 @@ libvirtd and real guests. One scenario per run:
               only A's share of it, so B's create is answered while A trickles; the held
               ones are cut for the minimum body rate
   revoked     a revoked token is 401, so is a missing or malformed one; operator tokens
+              (with it, no guests: a tenant removed, issue 30: refused 409 with its pending
+              session counted, then with ?cancel=1 the session ends tenant_removed and is
+              released, both tokens 401; idempotent; nothing admitted, issued or set for it
+              after, not even by an operator acting for it; its usage kept; the name free;
+              default, unknown and malformed ids and bad flags refused)
 """
 import http.client
 import json
@@ -471,6 +476,56 @@ def scenario_revoked():
         unauthorized("/v1/admin/tenants", token=op)
         print(f"revoked ok: revoked, missing and malformed tokens are 401 on every route; "
               f"the tenant's other token kept working; operator token from the flag revoked")
+        removed_tenant(d, t, second)
+
+
+def removed_tenant(d, t, second):
+    """DELETE /v1/admin/tenants/{id} (issue 30) on one host, no guest needed (warm=0: a
+    session stays pending, which is not ended)."""
+    tid = t["id"]
+    sid = d.call("POST", "/v1/sessions", body={"pool": "minimal", "timeout_s": 60},
+                 token=second["token"], expect=(201,))["id"]
+    status, _, payload = d.request("DELETE", f"/v1/admin/tenants/{tid}")
+    err = json.loads(payload)["error"]
+    assert status == 409 and err["code"] == "conflict" and err["open_sessions"] == 1, payload
+    assert d.call("GET", "/v1/sessions", token=second["token"])["sessions"], "nothing changed"
+    for path, want in ((f"/v1/admin/tenants/{tid}?cancel=maybe", 400),
+                       ("/v1/admin/tenants/default?cancel=1", 409),
+                       ("/v1/admin/tenants/ten_" + "a" * 26, 404),
+                       ("/v1/admin/tenants/not..an..id", 404)):
+        status, _, payload = d.request("DELETE", path)
+        assert status == want, (path, status, payload)
+    gone = d.unix_call("DELETE", f"/v1/admin/tenants/{tid}?cancel=1")
+    assert gone["tokens_revoked"] == 1 and gone["sessions_cancelled"] == 1 and \
+        gone["removed_at"] and gone["name"] == "revoke-me", gone  # the first token was revoked
+    s = d.unix_call("GET", f"/v1/sessions/{sid}")
+    assert s["state"] == "ended" and s["end_reason"] == "tenant_removed", s
+    res, _, count = ledger_rows(d.state)
+    assert count.get(sid) == 1 and res[sid]["state"] == "released", (res.get(sid), count)
+    status, _, _ = d.request("GET", "/v1/sessions", token=second["token"])
+    assert status == 401, status
+    again = d.unix_call("DELETE", f"/v1/admin/tenants/{tid}")
+    assert again["removed_at"] == gone["removed_at"] and again["tokens_revoked"] == 0, again
+    acting = {"X-Stockade-Tenant": tid}
+    status, _, payload = d.request("POST", "/v1/sessions", body={"pool": "minimal"},
+                                   headers=acting, unix=True)
+    assert status == 403 and b"was removed" in payload, (status, payload)
+    for method, path, body in (("POST", f"/v1/admin/tenants/{tid}/tokens", None),
+                               ("PUT", f"/v1/admin/tenants/{tid}/quota", {"max_sessions": 9})):
+        status, _, payload = d.request(method, path, body=body, unix=True)
+        assert status == 409 and b"was removed" in payload, (path, status, payload)
+    use = d.unix_call("GET", f"/v1/admin/tenants/{tid}/usage")
+    assert use["removed_at"] == gone["removed_at"] and use["reservations"]["released"] == 1, use
+    names = [x["id"] for x in d.unix_call("GET", "/v1/admin/tenants")["tenants"]]
+    every = d.unix_call("GET", "/v1/admin/tenants?removed=1")["tenants"]
+    assert tid not in names and any(x["id"] == tid and x["removed_at"] for x in every), every
+    status, _, _ = d.request("GET", "/v1/admin/tenants?removed=perhaps", unix=True)
+    assert status == 400, status
+    new = d.unix_call("POST", "/v1/admin/tenants", {"name": "revoke-me"})
+    assert new["id"] != tid
+    print("removed ok: refused with a pending session (counted), removed with it (ended "
+          "tenant_removed, released once), tokens 401, idempotent; nothing admitted, issued or "
+          "set after, not even acting for it; usage kept; the name free")
 
 
 if __name__ == "__main__":

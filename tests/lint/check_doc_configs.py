@@ -2,9 +2,8 @@
 """Every configuration block the documentation shows parses, and means what it says.
 
 A block is a fenced code block marked ```ini in any Markdown file of the repository (README.md,
-every module's README, docs/, API.md), or a whole `stockaded*.conf` file the repository ships
-(tools/stockaded.conf, the installed default: it must also list every key the daemon knows,
-commented out, in its section, as its header promises). Each is written to a file and given to
+every module's README, docs/, API.md). (The shipped tools/stockaded.conf is golden_cli_docs's:
+every key listed, and accepted uncommented.) Each is written to a file and given to
 `stockaded --check-config -c FILE`, which must accept it. Then every `key = value` line of the
 block is looked up in the effective configuration the daemon printed: the value there must be
 the block's value with its comment removed (a value that carries a unit, "10s", is compared
@@ -33,13 +32,9 @@ def blocks(root):
     for top, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith((".", "build"))]
         for name in sorted(files):
-            path = os.path.join(top, name)
-            if name.startswith("stockaded") and name.endswith(".conf"):
-                with open(path, encoding="utf-8") as f:
-                    yield os.path.relpath(path, root), 1, f.read()
-                continue
             if not name.endswith(".md"):
                 continue
+            path = os.path.join(top, name)
             with open(path, encoding="utf-8") as f:
                 lines = f.read().split("\n")
             i = 0
@@ -68,31 +63,6 @@ def settings(text):
         if m and section:
             out[(section, m.group(1))] = COMMENT.sub("", m.group(2)).strip()
     return out
-
-
-def listed_keys(text):
-    """{(section, key)} of every `key =` line, commented out or not."""
-    out, section = set(), None
-    for line in text.split("\n"):
-        s = line.strip()
-        m = SECTION.match(s)
-        if m:
-            section = m.group(1).strip()
-            continue
-        m = SETTING.match(s.lstrip("#; ").strip())
-        if m and section:
-            out.add((section, m.group(1)))
-    return out
-
-
-def unlisted(stockaded, text, scratch):
-    """Keys of the daemon's plain sections that a shipped config file does not list."""
-    run = subprocess.run([stockaded, "--check-config", "-s", scratch], capture_output=True,
-                         text=True, timeout=30)
-    known = set(settings(run.stdout)) | listed_keys(run.stdout)
-    have = listed_keys(text)
-    return [f"[{s}] {k}: not listed (the file lists every key with its default)"
-            for s, k in sorted(known) if not s.startswith("pool ") and (s, k) not in have]
 
 
 def check(stockaded, text, scratch):
@@ -140,8 +110,6 @@ def main():
         for path, line, text in blocks(root):
             seen += 1
             problems = check(stockaded, text, scratch)
-            if path.endswith(".conf"):
-                problems += unlisted(stockaded, text, scratch)
             for p in problems:
                 print(f"{path}:{line}: {p}")
             failed += bool(problems)

@@ -1,7 +1,8 @@
 /* Cluster mode's copy of the tenants and tokens (hostd/store/store_sync.c, issue 16): the
  * pure merge decision, table-driven, and its application to a real SQLite store: what the
  * cluster sends is inserted, a revocation is copied and never undone, what breaks the
- * store's rules or contradicts its rows is skipped and counted, never stored. */
+ * store's rules or contradicts its rows is skipped and counted, never stored; a tenant's
+ * removal is copied, one way, and refuses its tokens at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,6 +72,19 @@ test_decide_tenant(void **state)
     TenantRecord past = a;
     past.created_usec = -1;
     assert_int_equal(store_sync_decide_tenant(NULL, &past), STORE_SYNC_INVALID);
+
+    /* removal (issue 30): copied once, one way; never of the built-in tenant */
+    TenantRecord gone = a, gone_later = a, neg = a, dflt = tenant(STORE_TENANT_DEFAULT, "default");
+    gone.removed_usec = 50;
+    gone_later.removed_usec = 90;
+    neg.removed_usec = -1;
+    dflt.removed_usec = 5;
+    assert_int_equal(store_sync_decide_tenant(&a, &gone), STORE_SYNC_REMOVE);
+    assert_int_equal(store_sync_decide_tenant(NULL, &gone), STORE_SYNC_INSERT); /* as removed */
+    assert_int_equal(store_sync_decide_tenant(&gone, &gone_later), STORE_SYNC_SAME);
+    assert_int_equal(store_sync_decide_tenant(&gone, &a), STORE_SYNC_SAME); /* never undone */
+    assert_int_equal(store_sync_decide_tenant(&a, &neg), STORE_SYNC_INVALID);
+    assert_int_equal(store_sync_decide_tenant(NULL, &dflt), STORE_SYNC_INVALID);
 }
 
 static void
@@ -163,6 +177,28 @@ test_apply(void **state)
     assert_int_equal(n.inserted, 1);
     assert_false(authenticates(rd, "stk_four"));
     assert_true(authenticates(rd, "stk_two"));
+
+    /* removed in the cluster (issue 30): removed here at the cluster's time; its token stops
+     * authenticating with the removal alone, before its revocation comes */
+    TenantRecord gone = ts[0];
+    gone.removed_usec = 88;
+    assert_int_equal(store_sync_apply(s, &gone, 1, NULL, 0, &n, NULL), 0);
+    assert_int_equal(n.removed, 1);
+    assert_false(authenticates(rd, "stk_two"));
+    TenantRecord t;
+    assert_int_equal(store_tenant_get(s, TEN_A, &t, NULL), 0);
+    assert_int_equal(t.removed_usec, 88);
+    assert_int_equal(store_sync_apply(s, &ts[0], 1, NULL, 0, &n, NULL), 0); /* live again? no */
+    assert_int_equal(n.removed + n.inserted, 0);
+    assert_int_equal(store_tenant_get(s, TEN_A, &t, NULL), 0);
+    assert_int_equal(t.removed_usec, 88);
+    /* a new tenant may take the removed one's name; a removed one arrives removed */
+    TenantRecord reuse[] = {tenant("ten_dddddddddddddddddddddddddd", "globex"),
+                            tenant("ten_eeeeeeeeeeeeeeeeeeeeeeeeee", "globex")};
+    reuse[1].removed_usec = 3;
+    assert_int_equal(store_sync_apply(s, reuse, 2, NULL, 0, &n, NULL), 0);
+    assert_int_equal(n.inserted, 2);
+    assert_int_equal(n.conflicts, 0);
     store_readers_free(rd);
     store_close(s);
 }

@@ -72,7 +72,7 @@ test_tenants_and_quotas(void **state)
 
     TenantRecord *v;
     size_t n;
-    assert_int_equal(store_tenant_list(s, &v, &n, NULL), 0);
+    assert_int_equal(store_tenant_list(s, false, &v, &n, NULL), 0);
     assert_int_equal(n, 2);
     assert_string_equal(v[0].name, "acme"); /* by name */
     assert_string_equal(v[1].name, "default");
@@ -131,6 +131,95 @@ test_tokens(void **state)
     assert_int_equal(store_token_list(s, STORE_TENANT_DEFAULT, &v, &n, NULL), 0);
     assert_int_equal(n, 1);
     free(v);
+    store_close(s);
+}
+
+static int raw_sql(const char *sql);
+
+/* Removing a tenant (issue 30): once, its tokens revoked with it and refused at once, its
+ * ledger and quota kept, its name free again; the built-in tenant stays. */
+static void
+test_tenant_remove(void **state)
+{
+    (void) state;
+    Store *s;
+    StoreReaders *rd;
+    Error *e = NULL;
+    TenantRecord a = tenant("ten_a", "acme"), again = tenant("ten_b", "acme"), got;
+    TokenRecord t1 = {.created_usec = 10}, t2 = {.created_usec = 11}, got_tok;
+    ReservationRecord r = reservation("ten_a", "ses_1", 60);
+    size_t revoked = 99;
+
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    assert_int_equal(store_tenant_insert(s, &a, &defaults, NULL), 0);
+    snprintf(t1.id, sizeof(t1.id), "tok_1");
+    snprintf(t2.id, sizeof(t2.id), "tok_2");
+    snprintf(t1.tenant_id, sizeof(t1.tenant_id), "ten_a");
+    snprintf(t2.tenant_id, sizeof(t2.tenant_id), "ten_a");
+    admit_token_hash("stk_one", t1.hash);
+    admit_token_hash("stk_two", t2.hash);
+    t2.revoked_usec = 5; /* revoked before: keeps its time */
+    assert_int_equal(store_token_insert(s, &t1, NULL), 0);
+    assert_int_equal(store_token_insert(s, &t2, NULL), 0);
+    assert_int_equal(store_reservation_insert(s, &r, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_new(test_db, 1, &rd, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, t1.hash, &got_tok, NULL), 0);
+
+    assert_int_equal(store_tenant_insert(s, &again, NULL, &e), -1); /* live: the name is taken */
+    assert_int_equal(category(e), E_CONFLICT);
+    e = NULL;
+    assert_int_equal(store_begin(s, NULL), 0);
+    assert_int_equal(store_tenant_remove(s, "ten_a", 100, &revoked, NULL), 0);
+    assert_int_equal(revoked, 1);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, t1.hash, &got_tok, &e), -1);
+    assert_int_equal(category(e), E_NOT_FOUND);
+    e = NULL;
+    assert_int_equal(store_token_get(s, "tok_1", &got_tok, NULL), 0);
+    assert_int_equal(got_tok.revoked_usec, 100);
+    assert_int_equal(store_token_get(s, "tok_2", &got_tok, NULL), 0);
+    assert_int_equal(got_tok.revoked_usec, 5);
+    /* a live token of a removed tenant (a cluster's copy may hold one a moment): refused */
+    TokenRecord t3 = t1;
+    snprintf(t3.id, sizeof(t3.id), "tok_3");
+    admit_token_hash("stk_three", t3.hash);
+    t3.revoked_usec = 0;
+    assert_int_equal(store_token_insert(s, &t3, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_live_token(rd, t3.hash, &got_tok, &e), -1);
+    assert_int_equal(category(e), E_NOT_FOUND);
+    e = NULL;
+    assert_int_equal(store_tenant_remove(s, "ten_a", 200, &revoked, NULL), 0); /* idempotent */
+    assert_int_equal(revoked, 1); /* tok_3: the first time stays, what is live is revoked */
+    assert_int_equal(store_tenant_get(s, "ten_a", &got, NULL), 0);
+    assert_int_equal(got.removed_usec, 100); /* the first time stays */
+    assert_int_equal(raw_sql("UPDATE tenants SET removed_usec = 0 WHERE id = 'ten_a'"),
+                     SQLITE_CONSTRAINT); /* never undone, not even by hand */
+
+    /* the ledger and quota stay; the name is free; lists skip it unless asked */
+    ReservationRecord kept;
+    AdmitUsage u;
+    assert_int_equal(store_reservation_for_session(s, "ses_1", &kept, NULL), 0);
+    assert_int_equal(store_usage_get(s, "ten_a", &u, NULL), 0);
+    assert_int_equal(u.open_sessions, 1);
+    assert_int_equal(store_reservation_end(s, kept.id, RESERVATION_CHARGED, 7, 300, NULL), 0);
+    assert_int_equal(store_tenant_insert(s, &again, NULL, NULL), 0);
+    TenantRecord *v;
+    size_t n;
+    assert_int_equal(store_tenant_list(s, false, &v, &n, NULL), 0);
+    assert_int_equal(n, 2); /* acme (the new one), default */
+    assert_string_equal(v[0].id, "ten_b");
+    free(v);
+    assert_int_equal(store_tenant_list(s, true, &v, &n, NULL), 0);
+    assert_int_equal(n, 3);
+    free(v);
+    assert_int_equal(store_tenant_remove(s, STORE_TENANT_DEFAULT, 1, NULL, &e), -1);
+    assert_int_equal(category(e), E_CONFLICT);
+    e = NULL;
+    assert_int_equal(store_tenant_remove(s, "ten_zz", 1, NULL, &e), -1);
+    assert_int_equal(category(e), E_NOT_FOUND);
+    store_readers_free(rd);
     store_close(s);
 }
 
@@ -286,6 +375,53 @@ test_migration_from_v1(void **state)
     store_close(s);
 }
 
+/* A version-4 database (tenants with a UNIQUE name column) is rebuilt at version 5 with its
+ * rows, and every reference to it still holds: tokens, quotas, the ledger. */
+static void
+test_migration_from_v4(void **state)
+{
+    (void) state;
+    Store *s;
+    TenantRecord t;
+    TokenRecord k;
+    ReservationRecord r = reservation("ten_a", "ses_1", 60);
+    assert_int_equal(store_open(test_db, &s, NULL), 0); /* the current schema, then back to 4 */
+    TenantRecord a = tenant("ten_a", "acme");
+    assert_int_equal(store_tenant_insert(s, &a, &defaults, NULL), 0);
+    assert_int_equal(store_reservation_insert(s, &r, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    store_close(s);
+    assert_int_equal(
+        raw_sql("PRAGMA foreign_keys=OFF; BEGIN;"
+                "CREATE TABLE t4 (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+                " created_usec INTEGER NOT NULL, bucket_level_milli INTEGER NOT NULL DEFAULT 0,"
+                " bucket_usec INTEGER NOT NULL DEFAULT 0);"
+                "INSERT INTO t4 SELECT id, name, created_usec, bucket_level_milli, bucket_usec"
+                " FROM tenants; DROP TABLE tenants; ALTER TABLE t4 RENAME TO tenants;"
+                "INSERT INTO tokens (id, tenant_id, hash, admin, created_usec)"
+                " VALUES ('tok_1', 'ten_a', zeroblob(32), 0, 1);"
+                "COMMIT; PRAGMA user_version = 4;"),
+        SQLITE_OK);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    assert_int_equal(store_tenant_get(s, "ten_a", &t, NULL), 0);
+    assert_string_equal(t.name, "acme");
+    assert_int_equal(t.removed_usec, 0);
+    assert_int_equal(store_token_get(s, "tok_1", &k, NULL), 0);
+    assert_int_equal(store_reservation_for_session(s, "ses_1", &r, NULL), 0);
+    Error *e = NULL;
+    TokenRecord orphan = {.created_usec = 1};
+    snprintf(orphan.id, sizeof(orphan.id), "tok_2");
+    snprintf(orphan.tenant_id, sizeof(orphan.tenant_id), "ten_nobody");
+    assert_int_equal(store_token_insert(s, &orphan, &e), -1); /* foreign keys are on again */
+    assert_int_equal(category(e), E_CONFLICT);
+    assert_int_equal(store_begin(s, NULL), 0);
+    assert_int_equal(store_tenant_remove(s, "ten_a", 9, NULL, NULL), 0);
+    TenantRecord b = tenant("ten_b", "acme");
+    assert_int_equal(store_tenant_insert(s, &b, NULL, NULL), 0); /* the name is free */
+    assert_int_equal(store_commit(s, NULL), 0);
+    store_close(s);
+}
+
 int
 main(void)
 {
@@ -295,6 +431,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_ledger, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_savepoint_and_bucket, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_remove, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_migration_from_v4, test_db_setup, test_db_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
