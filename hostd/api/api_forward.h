@@ -48,9 +48,9 @@ bool api_forward_response_header_kept(const char *name);
 /* One response header line as libcurl hands it ("Name: value" and its CRLF). 0 and the
  * name, NUL-terminated, and the value's span, without leading blanks or trailing CR, LF and
  * spaces, when the line is at most API_FORWARD_HEADER_LINE_MAX_BYTES, has a name of 1 to
- * API_FORWARD_HEADER_NAME_MAX_BYTES bytes before its ':' and a value of text (no control
- * byte but HTAB, no DEL): what the hop may repeat to its client. -1 for any other line
- * (ignored). */
+ * API_FORWARD_HEADER_NAME_MAX_BYTES token bytes (RFC 9110) before its ':' and a value of
+ * text (no control byte but HTAB, no DEL): what the hop may repeat to its client. -1 for any
+ * other line (ignored). */
 int api_forward_header_split(const char *line, size_t len,
                              char ret_name[API_FORWARD_HEADER_NAME_MAX_BYTES + 1],
                              const char **ret_value, size_t *ret_value_len);

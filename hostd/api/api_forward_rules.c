@@ -62,6 +62,14 @@ api_forward_response_header_kept(const char *name)
     return false;
 }
 
+/* RFC 9110 5.6.2: the bytes of a field name. */
+static bool
+header_tchar(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+}
+
 int
 api_forward_header_split(const char *line, size_t len,
                          char ret_name[API_FORWARD_HEADER_NAME_MAX_BYTES + 1],
@@ -78,6 +86,9 @@ api_forward_header_split(const char *line, size_t len,
         end--;
     if (nlen == 0 || nlen > API_FORWARD_HEADER_NAME_MAX_BYTES)
         return -1;
+    for (size_t i = 0; i < nlen; i++)
+        if (!header_tchar(line[i]))
+            return -1; /* a NUL would cut the name short: "Content-Type\0x" read as another */
     for (const char *p = v; p < end; p++)
         if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f)
             return -1; /* a CR, LF or NUL inside: not a value to repeat */

@@ -7,13 +7,15 @@
  * lines, each with its '\n' as libcurl hands them.
  * Invariants, not just "no crash":
  *  - a line is split exactly when it is at most API_FORWARD_HEADER_LINE_MAX_BYTES, has a name
- *    of 1..API_FORWARD_HEADER_NAME_MAX_BYTES bytes before its first ':' and a value of text
+ *    of 1..API_FORWARD_HEADER_NAME_MAX_BYTES token bytes before its first ':' (a NUL in it
+ *    would make it read as a shorter name) and a value of text
  *    (checked here independently); the name is the line up to that ':', the value a span of
  *    the line after it with no leading blank and no trailing CR, LF or space;
  *  - whatever the hop repeats to its client (Content-Type, a kept header) holds no CR, LF,
  *    NUL or other control byte but HTAB, so it can never end a header or start another;
  *  - the answer is streamed exactly when it is not sized within the buffer, the body has
  *    gone up, and it is not an owner's 401 to a hop that carries this host's identity. */
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -42,6 +44,9 @@ want_split(const char *line, size_t len)
     if (!colon || len > API_FORWARD_HEADER_LINE_MAX_BYTES || colon == line ||
         (size_t) (colon - line) > API_FORWARD_HEADER_NAME_MAX_BYTES)
         return false;
+    for (const char *c = line; c < colon; c++)
+        if (!isalnum((unsigned char) *c) && !(*c && strchr("!#$%&'*+-.^_`|~", *c)))
+            return false;
     size_t b = (size_t) (colon - line) + 1, e = len;
     while (b < e && (line[b] == ' ' || line[b] == '\t'))
         b++;

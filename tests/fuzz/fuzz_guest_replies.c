@@ -21,8 +21,8 @@
  *  - a finalize's fetch accepts only chunks that keep it within the listed size, and an end
  *    only at exactly that size;
  *  - an FsResult the checks let through has at most LIST_MAX_ENTRIES entries, each with a
- *    non-empty name, permission bits only, and a symlink target exactly when it is a
- *    symlink. */
+ *    name that stays beneath the folder it is joined to (relative, no "." or ".."
+ *    component), permission bits only, and a symlink target exactly when it is a symlink. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +167,25 @@ fetch_chunk(Fetch *f, const Stockade__Runner__FileData *d)
     }
 }
 
+/* A name the file calls may join to a folder's path: relative, no empty, "." or ".."
+ * component, within PATH_MAX_BYTES ("" is STAT's answer for the workspace itself). */
+static bool
+name_stays_beneath(const char *name)
+{
+    size_t n = strlen(name);
+    if (n > PATH_MAX_BYTES || name[0] == '/')
+        return false;
+    for (const char *p = name; n > 0;) {
+        size_t k = strcspn(p, "/");
+        if (k == 0 || (k == 1 && p[0] == '.') || (k == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (!p[k])
+            break;
+        p += k + 1;
+    }
+    return true;
+}
+
 static void
 fs_result(const Stockade__Runner__FsResult *r)
 {
@@ -174,7 +193,7 @@ fs_result(const Stockade__Runner__FsResult *r)
     for (size_t i = 0; i < r->n_entries; i++) {
         const Stockade__Runner__FsEntry *e = r->entries[i];
         bool link = e->type == STOCKADE__RUNNER__FS_ENTRY__TYPE__SYMLINK;
-        CHECK(e->name && e->name[0] && (e->mode & ~07777u) == 0);
+        CHECK(e->name && name_stays_beneath(e->name) && (e->mode & ~07777u) == 0);
         CHECK(e->symlink_target && (e->symlink_target[0] != '\0') == link);
     }
 }

@@ -13,3 +13,7 @@ stockade_fuzz_target(fuzz_guest_replies SOURCES fuzz_guest_replies.c LIBS stocka
 # Seeds: corpus/fuzz_forward_answer/seed_*.
 stockade_fuzz_target(fuzz_forward_answer SOURCES fuzz_forward_answer.c
                      LIBS stockade_api_forward_rules)
+# An image's manifest.json (issue 31) as the daemon (hostd/pool/image.c) and the CLI's image
+# check (tools/images.c, on a scratch image folder) read it. Seeds: tests/fuzz/seeds_image_manifest.py.
+stockade_fuzz_target(fuzz_image_manifest SOURCES fuzz_image_manifest.c fuzz_image_manifest_cli.c
+                     LIBS stockade_pool_image stockade_cli)
