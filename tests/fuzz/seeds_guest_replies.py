@@ -46,6 +46,7 @@ SEEDS = {
     "mirror_out_of_order": CAPS + changed("a", 10, 5, b"56789", True)
     + changed("a", 10, 0, b"01234") + changed("b", 10, 5, b"56789", True)
     + changed("a", 12, 5, b"56789", True),
+    "mirror_offset_gap": CAPS + changed("a", 10, 0, b"01234") + changed("a", 10, 7, b"789", True),
     "mirror_over_budget": bytes([1, 64, 4, 16]) + changed("big", 40, 0, b"x" * 20)
     + changed("big", 40, 20, b"y" * 20, True) + changed("w", 9, over=True),
     "mirror_file_cap": bytes([64, 64, 1, 16]) + changed("a", 1, 0, b"1", True)
@@ -56,6 +57,7 @@ SEEDS = {
     + file_data(0, b"z" * 200, False, 300) + file_data(0, b"abc", True, 5),
     "fetch_listed_size": bytes([64, 64, 4, 2]) + file_data(0, b"1234", False, 8)
     + file_data(4, b"5678", True, 8),
+    "fetch_short_end": bytes([64, 64, 4, 2]) + file_data(0, b"1234", True, 8),
     "fs_result": CAPS + frame(8, entry(b"a", 1) + entry(b"l", 3, b"/etc/passwd")
                                + entry(b"d", 2) + field(2, 0, 1), req=3),
     "fs_result_bad": CAPS + frame(8, entry(b"", 1)) + frame(8, entry(b"x", 1, b"t"))
