@@ -181,6 +181,7 @@ print(json.dumps(out))
 TLS_SERVER_PY = r"""
 import socket, ssl, sys, threading
 CERT, KEY, ADDR, PORT, LOG = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+CONNS = LOG + ".conns"  # one line per accepted connection, in accept order: bytes it sent
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(CERT, KEY)
 def on_sni(sock, name, c):
@@ -200,28 +201,40 @@ def serve(c):  # logs the SNI of each completed handshake, nothing else
 srv = socket.create_server((ADDR, PORT))
 while True:
     c, _ = srv.accept()
+    # Whether the connection brought any byte (a ClientHello), judged here, in accept order,
+    # before the next connection is taken: a later connection's handshake cannot complete
+    # before this line is written.
+    c.settimeout(10)
+    try:
+        got = len(c.recv(1, socket.MSG_PEEK))
+    except OSError:
+        got = 0
+    with open(CONNS, "a") as f:
+        f.write(f"{'hello' if got else 'silent'}\n")
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 """
 
 # Through the proxy to an allowed name: the right SNI gets through; another name or none is
-# refused (sni_mismatch) before the ClientHello leaves the host.
+# refused (sni_mismatch) before the ClientHello leaves the host. A last allowed handshake
+# ("barrier") reaches the upstream only after it has judged every earlier connection.
 TLS_CHECK = GUEST_COMMON + r"""
 import ssl, sys
 name, port = sys.argv[1], int(sys.argv[2])
 out = {}
-for sni in (name, "evil.example.org", None):
+for label, sni in ((name, name), ("evil.example.org", "evil.example.org"), ("None", None),
+                   ("barrier", name)):
     s, head = proxy_ask(f"CONNECT {name}:{port} HTTP/1.1\r\nHost: {name}:{port}\r\n\r\n".encode())
     if status(head) != 200:
-        out[str(sni)] = f"CONNECT {status(head)}"
+        out[label] = f"CONNECT {status(head)}"
         continue
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     try:
         t = ctx.wrap_socket(s, server_hostname=sni)
         t.sendall(b"hello\n")
-        out[str(sni)] = t.recv(200).decode()
+        out[label] = t.recv(200).decode()
     except (OSError, ssl.SSLError) as e:
-        out[str(sni)] = "refused: " + type(e).__name__
+        out[label] = "refused: " + type(e).__name__
     s.close()
 print(json.dumps(out))
 """
@@ -399,11 +412,15 @@ class Upstream:
                 time.sleep(0.2)
 
     def tls_requests(self):
-        time.sleep(0.5)  # a handshake that got through would have been logged by now
-        if not os.path.exists(self.tls_log):
-            return []
-        with open(self.tls_log) as f:
-            return f.read().splitlines()
+        """(the SNI of each completed handshake, 'hello'/'silent' for each connection the
+        upstream accepted, in order). Read once the guest's barrier handshake completed: the
+        upstream judged every earlier connection before it took that one."""
+        def lines(path):
+            if not os.path.exists(path):
+                return []
+            with open(path) as f:
+                return f.read().splitlines()
+        return lines(self.tls_log), lines(self.tls_log + ".conns")
 
     def requests(self):
         with open(self.log) as f:
@@ -524,23 +541,26 @@ def check_denied(d, sid):
 
 def check_sni(d, sid, up):
     got = run(d, sid, TLS_CHECK, [TLS_NAME, str(TLS_PORT)])
-    assert got[TLS_NAME] == f"tls ok {TLS_NAME}\n", got
+    assert got[TLS_NAME] == got["barrier"] == f"tls ok {TLS_NAME}\n", got
     assert got["evil.example.org"].startswith("refused"), got
     assert got["None"].startswith("refused"), got
     refused = [e for e in events_of(d, sid) if e["type"] == "egress.denied" and
                e.get("reason") == "sni_mismatch" and e.get("host") == TLS_NAME]
     assert len(refused) == 2, refused  # a foreign name and none
-    seen = up.tls_requests()
-    assert seen == [TLS_NAME], f"the upstream saw more than the allowed handshake: {seen}"
+    seen, conns = up.tls_requests()
+    assert seen == [TLS_NAME, TLS_NAME] and conns.count("hello") == 2, \
+        f"the upstream saw more than the allowed handshakes: {seen}, connections {conns}"
     print(f"sni: {TLS_NAME}:{TLS_PORT} through with its own SNI; another name and none "
-          f"refused (sni_mismatch), the upstream saw only {seen}")
+          f"refused (sni_mismatch); the upstream saw only the allowed handshakes {seen} "
+          f"(connections {conns})")
 
 
 def check_redirect(d, sid, up):
     before = len(up.requests())
     r = run(d, sid, REDIRECT)
     assert r == {"status": 302, "location": "http://169.254.169.254/latest/meta-data/"}, r
-    time.sleep(1)
+    # the server logs a request as it answers it (send_response), before the guest has the
+    # answer: no wait needed; a followed redirect would show as an egress event, below
     assert up.requests()[before:] == ["GET /redirect"], up.requests()[before:]
     allowed = [e for e in events_of(d, sid) if e["type"] == "egress.allowed"]
     assert all(e["address"] == SERVER for e in allowed), allowed
