@@ -25,7 +25,10 @@ MINIMAL = {"minimal": dict(warm=1, slots=3)}
 # record the daemon wrote): {id: [before its create, the first moment the test saw it past its
 # guest (extracting or ended: the guest was released, and its life stamped, before either)]}.
 CLOCK = {}
-WRITER = "i=0; while true; do i=$((i+1)); echo $i > f$i.txt; echo tick $i; sleep 0.3; done"
+# Each file is on the disk (synced) before its tick is printed: "files written before the
+# fault" are the ones whose tick the test read, with no guess at when the journal commits.
+WRITER = ("i=0; while true; do i=$((i+1)); echo $i > f$i.txt; sync; echo tick $i; sleep 0.3;"
+          " done")
 
 
 def task(d, argv, timeout_s=300):
@@ -122,7 +125,6 @@ def guest_dies(d, sig):
     d.wait(d.pool_full, 300, "a full pool")
     sid = task(d, ["sh", "-c", WRITER])
     wait_ticks(d, sid, 8)
-    time.sleep(1.5)  # the workspace commits its journal every second
     os.kill(qemu_pid(d, sid), sig)
     s = ended(d, sid)
     assert s["end_reason"] == "guest_error", s
