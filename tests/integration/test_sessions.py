@@ -80,7 +80,9 @@ def answer_steps(d, sid, ev, answered):
             i = int(line.split()[1])
             assert i == answered + 1, f"step {i} read after step {answered}"
             status, _, _ = d.request("PUT", f"/v1/sessions/{sid}/files/go{i}", raw=b"go")
-            assert status in (200, 201, 204), f"put go{i}: {status}"
+            assert status in (200, 201, 204), \
+                f"step {i} reached the test only once the task could no longer take its answer" \
+                f" (put go{i}: {status}): the output was held back, not streamed"
             answered = i
     return answered
 
