@@ -189,6 +189,9 @@ cli_done(Cli *cli)
     explicit_bzero(cli->token_buf, sizeof(cli->token_buf));
 }
 
+static void vreport(const Cli *cli, const char *label, Color color, const char *fmt, va_list ap)
+    _printf_(4, 0);
+
 static void
 vreport(const Cli *cli, const char *label, Color color, const char *fmt, va_list ap)
 {
@@ -198,6 +201,9 @@ vreport(const Cli *cli, const char *label, Color color, const char *fmt, va_list
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
 }
+
+static void report(const Cli *cli, const char *label, Color color, const char *fmt, ...)
+    _printf_(4, 5);
 
 static void
 report(const Cli *cli, const char *label, Color color, const char *fmt, ...)

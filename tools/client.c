@@ -38,7 +38,7 @@ typedef struct Xfer {
     void *sink_ud;
     Error *sink_err;
     bool interrupted;
-    char workspace_header[16];
+    char workspace_header[CLIENT_WORKSPACE_HEADER_BYTES];
 } Xfer;
 
 static void
@@ -188,28 +188,34 @@ on_write(char *p, size_t size, size_t nmemb, void *ud)
     return keep_body(x, p, n) < 0 ? 0 : n;
 }
 
-static size_t
-on_header(char *p, size_t size, size_t nmemb, void *ud)
+void
+client_workspace_header(const char *line, size_t n, char ret[CLIENT_WORKSPACE_HEADER_BYTES])
 {
-    Xfer *x = ud;
-    size_t n = size * nmemb;
     static const char name[] = "X-Stockade-Workspace:";
 
-    if (n > sizeof(name) && strncasecmp(p, name, sizeof(name) - 1) == 0) {
-        const char *v = p + sizeof(name) - 1;
+    if (n > sizeof(name) && strncasecmp(line, name, sizeof(name) - 1) == 0) {
+        const char *v = line + sizeof(name) - 1;
         size_t vn = n - (sizeof(name) - 1);
         while (vn > 0 && (*v == ' ' || *v == '\t'))
             v++, vn--;
         while (vn > 0 && (v[vn - 1] == '\r' || v[vn - 1] == '\n' || v[vn - 1] == ' '))
             vn--;
-        bool plain = vn < sizeof(x->workspace_header);
+        bool plain = vn < CLIENT_WORKSPACE_HEADER_BYTES;
         for (size_t i = 0; plain && i < vn; i++)
             plain = v[i] >= 'a' && v[i] <= 'z';
         if (plain) {
-            memcpy(x->workspace_header, v, vn);
-            x->workspace_header[vn] = '\0';
+            memcpy(ret, v, vn);
+            ret[vn] = '\0';
         }
     }
+}
+
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    Xfer *x = ud;
+    size_t n = size * nmemb;
+    client_workspace_header(p, n, x->workspace_header);
     return n;
 }
 
@@ -375,17 +381,17 @@ finish(Client *c, Xfer *x, CURLcode rc, const char *errbuf, Error **errp)
     return 0;
 }
 
-static int
-parse_json_answer(const Xfer *x, json_t **ret, Error **errp)
+int
+client_parse_answer(const uint8_t *buf, size_t len, json_t **ret, Error **errp)
 {
     json_error_t jerr;
     if (!ret)
         return 0;
-    if (x->len == 0) {
+    if (len == 0) {
         *ret = NULL;
         return 0;
     }
-    json_t *o = json_loadb((const char *) x->buf, x->len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *o = json_loadb((const char *) buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!o)
         return error_set(errp, E_INTERNAL, 0, "the daemon's answer is not JSON (line %d: %.80s)",
                          jerr.line, jerr.text);
@@ -403,7 +409,7 @@ request_json(Client *c, const Request *rq, json_t **ret, Error **errp)
     if (r == 0)
         r = finish(c, &x, rc, errbuf, errp);
     if (r == 0)
-        r = parse_json_answer(&x, ret, errp);
+        r = client_parse_answer(x.buf, x.len, ret, errp);
     xfer_clear(&x);
     return r;
 }

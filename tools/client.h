@@ -27,6 +27,7 @@
 #define CLIENT_URL_MAX_BYTES 8192
 #define CLIENT_TOKEN_MAX_BYTES 4096
 #define CLIENT_WHY_BYTES ERROR_MESSAGE_MAX /* a reason: an Error message or libcurl text */
+#define CLIENT_WORKSPACE_HEADER_BYTES 16   /* X-Stockade-Workspace's value with its NUL */
 
 /* json_t owned by a variable: _cleanup_json_ json_t *o = NULL; (jansson's json_decrefp) */
 #define _cleanup_json_ _cleanup_(json_decrefp)
@@ -86,7 +87,8 @@ typedef struct ClientStreamResult {
     ClientStreamEnd end;
     bool answered;              /* an HTTP status arrived (false: never connected) */
     char why[CLIENT_WHY_BYTES]; /* for DROPPED: libcurl's reason */
-    char workspace_header[16];  /* X-Stockade-Workspace, if sent ("final", "mirror") */
+    char workspace_header[CLIENT_WORKSPACE_HEADER_BYTES]; /* X-Stockade-Workspace, if sent
+                                                           * ("final", "mirror") */
 } ClientStreamResult;
 
 /* A GET whose 2xx body goes to sink as it arrives, with no total time limit (a stall of
@@ -97,6 +99,16 @@ int client_stream(Client *c, const char *path, ClientSinkFn sink, void *userdata
 /* A GET of at most max_bytes into memory (E_TOO_LARGE beyond). *ret is NUL-terminated. */
 int client_get_bytes(Client *c, const char *path, size_t max_bytes, uint8_t **ret, size_t *ret_len,
                      Error **errp);
+
+/* A 2xx JSON answer of len bytes (at most CLIENT_JSON_MAX_BYTES, as received): *ret gets
+ * it parsed (duplicate keys refused), or NULL when empty; E_INTERNAL when it is not JSON.
+ * Nothing when ret is NULL. Pure. */
+int client_parse_answer(const uint8_t *buf, size_t len, json_t **ret, Error **errp);
+
+/* X-Stockade-Workspace from one response header line as libcurl hands it: ret gets the
+ * value when the line is that header and its value is 1..15 lower-case letters; otherwise
+ * ret is left as it was. Pure. */
+void client_workspace_header(const char *line, size_t n, char ret[CLIENT_WORKSPACE_HEADER_BYTES]);
 
 /* Maps an HTTP error answer to an Error (pure; unit-tested). body may be anything. */
 int client_map_error(long status, const char *body, size_t len, Error **errp);

@@ -198,11 +198,19 @@ follow_line(void *userdata, char *line, size_t len, Error **errp)
     return 0;
 }
 
+int
+follow_feed(Follow *f, const uint8_t *data, size_t len, Error **errp)
+{
+    if (!f->lines.max)
+        linesplit_init(&f->lines, EVENT_LINE_MAX_BYTES);
+    return linesplit_feed(&f->lines, data, len, follow_line, f, errp);
+}
+
 static int
 follow_sink(void *userdata, const uint8_t *data, size_t len, Error **errp)
 {
     Follow *f = userdata;
-    if (linesplit_feed(&f->lines, data, len, follow_line, f, errp) < 0)
+    if (follow_feed(f, data, len, errp) < 0)
         return -1;
     if (f->stop) /* end the transfer; follow_events sees f->stop and drops this error */
         return error_set(errp, E_INTERNAL, 0, "stopped by the consumer");

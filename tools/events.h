@@ -90,4 +90,9 @@ typedef enum FollowEnd {
 /* Streams events into on_event. Fails at once if the very first connection cannot be made or
  * the daemon answers with an error (e.g. 404); later breaks are resumed. */
 int follow_events(Follow *f, FollowEnd *ret, Error **errp);
+/* One piece of a stream's body, as follow_events() hands each (pure: no connection): its
+ * complete lines are parsed, events at or below f->after dropped, the others handed to
+ * on_event in order, f->after and f->saw_end kept. Fails like linesplit_feed() and
+ * event_parse() (E_GUEST: a malformed stream), or with on_event's error. */
+int follow_feed(Follow *f, const uint8_t *data, size_t len, Error **errp);
 void follow_free(Follow *f);

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define API_FORWARD_HOST_HEADER "X-Stockade-Host-Auth"          /* the hop credential */
 #define API_FORWARD_TENANT_HEADER "X-Stockade-Forwarded-Tenant" /* the caller's tenant */
@@ -78,6 +79,27 @@ int api_forward_url(const char *base, const char *raw_path, const char *raw_quer
 /* Which of the owner's response headers are passed back to the client (the layer sets
  * Content-Type, Content-Length, caching and framing headers itself). Case-insensitive. */
 bool api_forward_response_header_kept(const char *name);
+
+/* The owner's answer is another host's: the hop reads only these pieces of it (libcurl
+ * parses the status line, the length and the framing). */
+#define API_FORWARD_HEADER_NAME_MAX_BYTES 63
+#define API_FORWARD_HEADER_LINE_MAX_BYTES 1024 /* a response header line the hop keeps */
+/* One response header line as libcurl hands it ("Name: value" and its CRLF). 0 and the
+ * name, NUL-terminated, and the value's span, without leading blanks or trailing CR, LF and
+ * spaces, when the line is at most API_FORWARD_HEADER_LINE_MAX_BYTES, has a name of 1 to
+ * API_FORWARD_HEADER_NAME_MAX_BYTES token bytes (RFC 9110) before its ':' and a value of
+ * text (no control byte but HTAB, no DEL): what the hop may repeat to its client. -1 for any
+ * other line (ignored). */
+int api_forward_header_split(const char *line, size_t len,
+                             char ret_name[API_FORWARD_HEADER_NAME_MAX_BYTES + 1],
+                             const char **ret_value, size_t *ret_value_len);
+/* Whether the hop streams the owner's answer to its client as it comes, rather than
+ * buffering it whole (at most buffer_bytes) and answering once: not when it is sized and
+ * fits, nor while the request body is still going up, nor when the owner refused this host's
+ * own credential (refused: its 401 to a hop carrying this host's identity, or marked as the
+ * hop's refusal): this host answers that itself. */
+bool api_forward_streams(bool chunked, int64_t content_length, uint64_t buffer_bytes, bool refused,
+                         bool body_sent);
 
 /* Whether presented is a hop credential this host accepts (in constant time). */
 typedef bool (*ApiForwardCredentialFn)(void *userdata, const char *presented);

@@ -33,7 +33,6 @@
 #define FWD_CONNECT_TIMEOUT_MS 3000    /* the owner's TCP connect */
 #define FWD_LOW_SPEED_TIME_S 120       /* a silent owner (events send a line each 15 s) */
 #define FWD_MAX_KEPT_HEADERS 4         /* response headers passed back */
-#define FWD_HEADER_MAX_BYTES 1024      /* a kept response header line */
 #define FWD_PASS_HEADER_MAX_BYTES 4096 /* a request header passed through (api_forward_pass) */
 /* A request header line sent upstream: a name of at most 64 bytes, ": ", the larger of a
  * passed value and the hop credential (64 hex digits), NUL. */
@@ -251,28 +250,19 @@ fwd_seek_body(void *userdata, curl_off_t offset, int origin)
 static void
 keep_header(Fwd *f, const char *line, size_t len)
 {
-    const char *colon = memchr(line, ':', len);
-    if (!colon || len > FWD_HEADER_MAX_BYTES)
+    char name[API_FORWARD_HEADER_NAME_MAX_BYTES + 1];
+    const char *v;
+    size_t vlen;
+    if (api_forward_header_split(line, len, name, &v, &vlen) < 0)
         return;
-    size_t nlen = (size_t) (colon - line);
-    const char *v = colon + 1, *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    char name[64];
-    if (nlen == 0 || nlen >= sizeof(name))
-        return;
-    memcpy(name, line, nlen);
-    name[nlen] = '\0';
     if (strcasecmp(name, "Content-Type") == 0) {
-        snprintf(f->ctype, sizeof(f->ctype), "%.*s", (int) (end - v), v);
+        snprintf(f->ctype, sizeof(f->ctype), "%.*s", (int) vlen, v);
     } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
         f->chunked = true;
     } else if (strcasecmp(name, API_HOP_REFUSED_HEADER) == 0) {
         f->hop_refused = true;
     } else if (api_forward_response_header_kept(name) && f->n_kept < FWD_MAX_KEPT_HEADERS) {
-        char *k = strdup(name), *val = strndup(v, (size_t) (end - v));
+        char *k = strdup(name), *val = strndup(v, vlen);
         if (!k || !val) {
             free(k);
             free(val);
@@ -306,11 +296,8 @@ fwd_header(char *line, size_t size, size_t nmemb, void *userdata)
 static bool
 fwd_should_stream(const Fwd *f)
 {
-    bool sized =
-        !f->chunked && f->content_length >= 0 && (uint64_t) f->content_length <= FWD_BUFFER_BYTES;
-    if (fwd_credential_refused(f))
-        return false; /* answered by this host (fwd_answer), never streamed through */
-    return !sized && f->body_off == f->body_len;
+    return api_forward_streams(f->chunked, f->content_length, FWD_BUFFER_BYTES,
+                               fwd_credential_refused(f), f->body_off == f->body_len);
 }
 
 static size_t

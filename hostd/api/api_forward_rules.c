@@ -62,6 +62,53 @@ api_forward_response_header_kept(const char *name)
     return false;
 }
 
+/* RFC 9110 5.6.2: the bytes of a field name. */
+static bool
+header_tchar(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+int
+api_forward_header_split(const char *line, size_t len,
+                         char ret_name[API_FORWARD_HEADER_NAME_MAX_BYTES + 1],
+                         const char **ret_value, size_t *ret_value_len)
+{
+    const char *colon = memchr(line, ':', len);
+    if (!colon || len > API_FORWARD_HEADER_LINE_MAX_BYTES)
+        return -1;
+    size_t nlen = (size_t) (colon - line);
+    const char *v = colon + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    if (nlen == 0 || nlen > API_FORWARD_HEADER_NAME_MAX_BYTES)
+        return -1;
+    for (size_t i = 0; i < nlen; i++)
+        if (!header_tchar(line[i]))
+            return -1; /* a NUL would cut the name short: "Content-Type\0x" read as another */
+    for (const char *p = v; p < end; p++)
+        if (((unsigned char) *p < 0x20 && *p != '\t') || *p == 0x7f)
+            return -1; /* a CR, LF or NUL inside: not a value to repeat */
+    memcpy(ret_name, line, nlen);
+    ret_name[nlen] = '\0';
+    *ret_value = v;
+    *ret_value_len = (size_t) (end - v);
+    return 0;
+}
+
+bool
+api_forward_streams(bool chunked, int64_t content_length, uint64_t buffer_bytes, bool refused,
+                    bool body_sent)
+{
+    bool sized = !chunked && content_length >= 0 && (uint64_t) content_length <= buffer_bytes;
+    if (refused)
+        return false; /* answered by this host (fwd_answer), never streamed through */
+    return !sized && body_sent;
+}
+
 static bool
 tenant_ok(const char *t)
 {

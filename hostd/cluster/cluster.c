@@ -27,6 +27,18 @@ cluster_get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
+void
+cluster_row_at(const PGresult *r, int row, ClusterRow *ret)
+{
+    *ret = (ClusterRow){.n_cols = MIN(PQnfields(r), CLUSTER_ROW_MAX_COLS)};
+    for (int col = 0; col < ret->n_cols; col++) {
+        if (PQgetisnull(r, row, col))
+            continue;
+        ret->value[col] = PQgetvalue(r, row, col);
+        ret->len[col] = (size_t) MAX(PQgetlength(r, row, col), 0);
+    }
+}
+
 /* A broken connection is reset (one try, bounded by connect_timeout), then not tried again
  * for CLUSTER_RECONNECT_BACKOFF_USEC, or CLUSTER_SLOW_RECONNECT_FACTOR times as long as a
  * failed try took: calls in between fail at once. */

@@ -33,26 +33,6 @@ cluster_heartbeat(Cluster *c, const char *accel, const char *pools_json, Error *
     return 0;
 }
 
-static int
-row_to_host(const PGresult *r, int row, ClusterHost *h, Error **errp)
-{
-    memset(h, 0, sizeof(*h));
-    snprintf(h->id, sizeof(h->id), "%s", PQgetvalue(r, row, 0));
-    snprintf(h->url, sizeof(h->url), "%s", PQgetvalue(r, row, 1));
-    snprintf(h->accel, sizeof(h->accel), "%s", PQgetvalue(r, row, 2));
-    h->started_usec = cluster_get_i64(r, row, 3);
-    h->heartbeat_age_usec = cluster_get_i64(r, row, 4);
-    h->open_sessions = (uint64_t) MAX(cluster_get_i64(r, row, 5), 0);
-    h->lost_usec = cluster_get_i64(r, row, 7);
-    snprintf(h->lost_by, sizeof(h->lost_by), "%s", PQgetvalue(r, row, 8));
-    if (PQgetlength(r, row, 6) > CLUSTER_POOLS_JSON_MAX_BYTES)
-        return error_set(errp, E_INTERNAL, 0, "cluster: host %s: pools over %d bytes", h->id,
-                         CLUSTER_POOLS_JSON_MAX_BYTES);
-    if (!(h->pools_json = strdup(PQgetvalue(r, row, 6))))
-        return error_set(errp, E_INTERNAL, ENOMEM, "cluster: hosts");
-    return 0;
-}
-
 int
 cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp)
 {
@@ -69,11 +49,14 @@ cluster_hosts_list(Cluster *c, ClusterHost **ret, size_t *ret_n, Error **errp)
     ClusterHost *v = calloc(n ? n : 1, sizeof(*v));
     if (!v)
         return error_set(errp, E_INTERNAL, ENOMEM, "cluster: hosts");
-    for (size_t i = 0; i < n; i++)
-        if (row_to_host(r, (int) i, &v[i], errp) < 0) {
+    for (size_t i = 0; i < n; i++) {
+        ClusterRow row;
+        cluster_row_at(r, (int) i, &row);
+        if (cluster_host_row_decode(&row, &v[i], errp) < 0) {
             cluster_hosts_free(v, i + 1);
             return -1;
         }
+    }
     *ret = v;
     *ret_n = n;
     return 0;

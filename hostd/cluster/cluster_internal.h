@@ -6,6 +6,7 @@
 
 #include "cluster.h"
 #include "cluster_keys.h"
+#include "cluster_rows.h"
 #include "macro.h"
 #include "timeutil.h"
 
@@ -61,6 +62,9 @@ void cluster_rollback(Cluster *c);
 const char *cluster_num(char buf[CLUSTER_NUM_BYTES], int64_t v);
 /* The column as an int64 (0 for NULL or non-numeric text: columns are BIGINT). */
 int64_t cluster_get_i64(const PGresult *r, int row, int col);
+/* The row's columns (at most CLUSTER_ROW_MAX_COLS) for the pure decoders of cluster_rows.c;
+ * ret points into r. */
+void cluster_row_at(const PGresult *r, int row, ClusterRow *ret);
 
 /* Inserts or replaces the tenant's quota row, inside the caller's transaction (the tenant's
  * row must exist). */

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ascii.h"
 #include "cluster_internal.h"
 
 #define NEXT_CHANGE "nextval('tenancy_changes')"
@@ -244,50 +243,6 @@ cluster_token_revoke(Cluster *c, const char *id, int64_t now_usec, TokenRecord *
 
 /* ------------------------------------------------------------------ pull */
 
-static bool
-hash_decode(const PGresult *r, int row, int col, uint8_t out[SHA256_BYTES])
-{
-    const char *hex = PQgetvalue(r, row, col);
-    if (PQgetlength(r, row, col) != SHA256_HEX_BYTES)
-        return false;
-    for (size_t i = 0; i < SHA256_BYTES; i++) {
-        int hi = ascii_hex_value(hex[2 * i]), lo = ascii_hex_value(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        out[i] = (uint8_t) (hi << 4 | lo);
-    }
-    return true;
-}
-
-/* One row of the pull: 't' (tenant: id, name, created, removed) or 'k' (token: id, tenant,
- * hash, admin, created, revoked). False when a field is over its bound. */
-static bool
-row_decode(const PGresult *r, int row, ClusterTenancy *t)
-{
-    if (PQgetvalue(r, row, 0)[0] == 't') {
-        TenantRecord *x = &t->tenants[t->n_tenants];
-        memset(x, 0, sizeof(*x));
-        x->created_usec = cluster_get_i64(r, row, 5);
-        x->removed_usec = cluster_get_i64(r, row, 6);
-        if (!copy_bounded(x->id, sizeof(x->id), r, row, 1) ||
-            !copy_bounded(x->name, sizeof(x->name), r, row, 2))
-            return false;
-        t->n_tenants++;
-        return true;
-    }
-    TokenRecord *k = &t->tokens[t->n_tokens];
-    memset(k, 0, sizeof(*k));
-    k->admin = strcmp(PQgetvalue(r, row, 4), "t") == 0;
-    k->created_usec = cluster_get_i64(r, row, 5);
-    k->revoked_usec = cluster_get_i64(r, row, 6);
-    if (!copy_bounded(k->id, sizeof(k->id), r, row, 1) ||
-        !copy_bounded(k->tenant_id, sizeof(k->tenant_id), r, row, 2) ||
-        !hash_decode(r, row, 3, k->hash))
-        return false;
-    t->n_tokens++;
-    return true;
-}
-
 /* Nothing came after after_seq: if the sequence itself is below it, the database was put
  * back (restored from a backup, made anew) and numbers will be handed out again: *ret_rewound,
  * and the caller pulls everything. */
@@ -328,7 +283,9 @@ cluster_tenancy_pull(Cluster *c, int64_t after_seq, ClusterTenancy *ret, Error *
         return error_set(errp, E_INTERNAL, ENOMEM, "cluster: tenants and tokens");
     }
     for (int i = 0; i < n && i < CLUSTER_TENANCY_PULL_MAX_ROWS; i++) {
-        if (!row_decode(r, i, &t))
+        ClusterRow row;
+        cluster_row_at(r, i, &row);
+        if (!cluster_tenancy_row_decode(&row, &t))
             t.n_invalid++;
         t.last_seq = MAX(t.last_seq, cluster_get_i64(r, i, 7));
     }

@@ -13,9 +13,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "base64.h"
 #include "e2b_internal.h"
-#include "sha256.h"
 #include "timeutil.h"
 
 /* ------------------------------------------------------------------ answers */
@@ -58,29 +56,6 @@ e2b_envd_auth_clear(E2bEnvdAuth *a)
     a->sig_prefix = a->sig_suffix = NULL;
 }
 
-static bool
-signature_matches(const E2bEnvdAuth *a, const char *token)
-{
-    uint8_t hash[SHA256_BYTES];
-    Sha256 h;
-    char want[E2B_SIGNATURE_MAX_BYTES + 1];
-
-    if (!a->signature[0] || !a->sig_prefix || !a->sig_suffix)
-        return false;
-    sha256_init(&h);
-    sha256_update(&h, a->sig_prefix, strlen(a->sig_prefix));
-    sha256_update(&h, token, strlen(token));
-    sha256_update(&h, a->sig_suffix, strlen(a->sig_suffix));
-    sha256_final(&h, hash);
-    _cleanup_free_ char *b64 = base64_encode(hash, sizeof(hash));
-    if (!b64)
-        return false;
-    b64[strcspn(b64, "=")] = '\0';
-    snprintf(want, sizeof(want), "v1_%s", b64);
-    return strlen(want) == strlen(a->signature) &&
-           memcmp_constant_time(want, a->signature, strlen(want)) == 0;
-}
-
 E2bSandbox *
 e2b_envd_sandbox(E2b *e, const E2bEnvdAuth *auth, Error **errp)
 {
@@ -99,7 +74,8 @@ e2b_envd_token_check(const E2bEnvdAuth *auth, const char *token, Error **errp)
 {
     bool token_ok = strlen(auth->token) == strlen(token) &&
                     memcmp_constant_time(auth->token, token, strlen(token)) == 0;
-    if (!token_ok && !signature_matches(auth, token))
+    if (!token_ok &&
+        !e2b_signature_matches(auth->signature, auth->sig_prefix, auth->sig_suffix, token))
         return error_set(errp, E_UNAUTHORIZED, 0,
                          "X-Access-Token is not this sandbox's "
                          "envdAccessToken");
@@ -141,18 +117,11 @@ envd_signature(HttpRequest *req, E2bEnvdAuth *a)
     const char *sig = http_query(req, "signature"), *exp = http_query(req, "signature_expiration");
     const char *path = http_query(req, "path"), *user = http_query(req, "username");
     bool write = strcmp(http_method(req), "POST") == 0;
-    char *end = NULL;
-    long long x = exp ? strtoll(exp, &end, 10) : 0;
 
-    if (!sig || strlen(sig) > E2B_SIGNATURE_MAX_BYTES || (exp && (!*exp || *end)) ||
-        (exp && x < (long long) (wall_usec() / USEC_PER_SEC)))
+    if (e2b_signed_url_parts(sig, exp, path, user, write, (int64_t) (wall_usec() / USEC_PER_SEC),
+                             &a->sig_prefix, &a->sig_suffix) < 0)
         return; /* none, malformed or expired: only the token can open it */
     snprintf(a->signature, sizeof(a->signature), "%s", sig);
-    if (asprintf(&a->sig_prefix, "%s:%s:%s:", path ? path : "", write ? "write" : "read",
-                 user ? user : "") < 0)
-        a->sig_prefix = NULL;
-    if (asprintf(&a->sig_suffix, "%s%s", exp ? ":" : "", exp ? exp : "") < 0)
-        a->sig_suffix = NULL;
 }
 
 /* ------------------------------------------------------------------ unary process calls */

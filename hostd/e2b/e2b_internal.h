@@ -14,6 +14,7 @@
 
 #include "e2b.h"
 #include "e2b_json.h"
+#include "e2b_signed_url.h"
 #include "e2b_wire.h"
 #include "http.h"
 #include "http_json.h"
@@ -183,7 +184,6 @@ int e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BY
 
 /* ------------------------------------------------------------------ the envd face */
 
-#define E2B_SIGNATURE_MAX_BYTES 64 /* "v1_" + 43 base64 characters */
 
 /* Who an envd request says it is: the sandbox it is routed to and its credentials. */
 typedef struct E2bEnvdAuth {

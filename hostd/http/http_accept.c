@@ -166,21 +166,6 @@ pending_hand_off(HttpAcceptor *a, HttpPending *p)
     (void) MHD_add_connection(a->mhd, fd, &p->addr.sa, p->addr_len);
 }
 
-/* A blank line ends the head (MHD judges CRLF vs bare LF); searches only new bytes. */
-static bool
-head_complete(HttpPending *p, const uint8_t *buf, size_t len)
-{
-    for (size_t i = p->scanned > 2 ? p->scanned - 2 : 0; i < len; i++) {
-        if (buf[i] != '\n')
-            continue;
-        if ((i + 1 < len && buf[i + 1] == '\n') ||
-            (i + 2 < len && buf[i + 1] == '\r' && buf[i + 2] == '\n'))
-            return true;
-    }
-    p->scanned = len;
-    return false;
-}
-
 static void
 pending_ready(HttpAcceptor *a, HttpPending *p, uint32_t events)
 {
@@ -201,7 +186,7 @@ pending_ready(HttpAcceptor *a, HttpPending *p, uint32_t events)
             pending_drop(a, p);
         return;
     }
-    if ((size_t) n >= a->peek_cap || head_complete(p, a->peek_buf, (size_t) n))
+    if ((size_t) n >= a->peek_cap || http_head_complete(&p->scanned, a->peek_buf, (size_t) n))
         pending_hand_off(a, p); /* a head over the cap: MHD answers 431 */
     else if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         pending_drop(a, p); /* the client stopped sending before its head was whole */

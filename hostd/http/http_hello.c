@@ -5,6 +5,20 @@
 
 #define TLS_CONTENT_HANDSHAKE 22
 
+bool
+http_head_complete(size_t *scanned, const uint8_t *buf, size_t len)
+{
+    for (size_t i = *scanned > 2 ? *scanned - 2 : 0; i < len; i++) {
+        if (buf[i] != '\n')
+            continue;
+        if ((i + 1 < len && buf[i + 1] == '\n') ||
+            (i + 2 < len && buf[i + 1] == '\r' && buf[i + 2] == '\n'))
+            return true;
+    }
+    *scanned = len;
+    return false;
+}
+
 HttpHelloState
 http_tls_hello_state(const uint8_t *buf, size_t len)
 {

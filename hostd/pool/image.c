@@ -47,8 +47,8 @@ is_hex64(const char *s)
            strspn(s, "0123456789abcdef") == IMAGE_HASH_HEX_BYTES;
 }
 
-static int
-image_parse_manifest(Image *img, const char *text, size_t len, Error **errp)
+int
+image_manifest_parse(Image *img, const char *text, size_t len, Error **errp)
 {
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -89,7 +89,7 @@ image_load(const char *dir, Image **ret, Error **errp)
         return error_set(errp, E_INTERNAL, ENOMEM, "image");
     if (read_file_bounded(manifest_path, IMAGE_MANIFEST_MAX_BYTES, &text, &len) < 0)
         return error_set(errp, E_UNAVAILABLE, errno, "read %s (build the image)", manifest_path);
-    if (image_parse_manifest(img, text, len, errp) < 0)
+    if (image_manifest_parse(img, text, len, errp) < 0)
         return -1;
     if (!(img->kernel_path = image_file(dir, "vmlinux", errp)) ||
         !(img->initrd_path = image_file(dir, "initramfs.cpio", errp)) ||

@@ -29,6 +29,7 @@
 
 #include "dest.h"
 #include "fdutil.h"
+#include "guest_replies.h"
 #include "log.h"
 #include "manifest.h"
 #include "runner_limits.h"
@@ -366,8 +367,7 @@ finalize_on_data(Session *s, const Stockade__Runner__FileData *d)
     Finalize *f = s->fin;
     const ManifestEntry *e = f->cur;
 
-    if (d->offset != f->cur_off || d->size != e->size || d->data.len > e->size - f->cur_off ||
-        (d->data.len == 0 && !d->eof) || (d->eof && f->cur_off + d->data.len != e->size)) {
+    if (!finalize_chunk_fits(f->cur_off, e->size, d)) {
         finalize_fail(s, "file data does not match the manifest");
         return;
     }

@@ -16,6 +16,7 @@
 
 #include "dest.h"
 #include "fdutil.h"
+#include "guest_replies.h"
 #include "log.h"
 #include "runner_limits.h"
 #include "session_internal.h"
@@ -193,26 +194,30 @@ session_mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
 {
     MirrorFile *f = &s->mirror->file;
     Sessions *m = s->mgr;
+    MirrorView v = {.receiving = f->fd >= 0,
+                    .path = f->path,
+                    .size = f->size,
+                    .received = f->received,
+                    .mirror_bytes = s->mirror->bytes,
+                    .budget_bytes = session_mirror_budget(s),
+                    .max_file_bytes = m->cfg.mirror_max_file_bytes,
+                    .files = s->mirror->files,
+                    .max_files = m->cfg.extract.max_files};
+    MirrorStep step = mirror_plan(&v, c);
 
-    if (c->removed) {
+    if (step.action == MIRROR_REMOVE) {
         mirror_remove(s, c);
         return;
     }
-    if (c->over_budget || s->mirror->bytes + c->data.len > session_mirror_budget(s) ||
-        c->size > m->cfg.mirror_max_file_bytes ||
-        (c->offset == 0 && s->mirror->files >= m->cfg.extract.max_files)) {
-        if (c->offset == 0) /* one event per file, not per chunk */
-            mirror_event(s, c, "over_budget");
+    if (step.action == MIRROR_OVER_BUDGET)
+        mirror_event(s, c, "over_budget");
+    if (step.action != MIRROR_WRITE)
         return;
-    }
-    if (c->offset == 0 && mirror_begin(s, c) < 0) {
+    if (step.begin && mirror_begin(s, c) < 0) {
         session_mirror_abort(s);
         mirror_event(s, c, "failed");
         return;
     }
-    if (f->fd < 0 || !f->path || strcmp(f->path, c->path) != 0 || c->offset != f->received ||
-        c->size != f->size)
-        return; /* out of sequence: the salvage will bring the file */
     if (write_all(f->fd, c->data.data, c->data.len) < 0) {
         log_warn("session %s: mirror write: %s", s->rec.id, strerror(errno));
         session_mirror_abort(s);
@@ -220,6 +225,6 @@ session_mirror_on_changed(Session *s, const Stockade__Runner__FileChanged *c)
     }
     f->received += c->data.len;
     s->mirror->bytes += c->data.len;
-    if (c->last)
+    if (step.finish)
         mirror_finish(s, c);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guest_replies.h"
 #include "log.h"
 #include "runner_limits.h"
 #include "session_internal.h"
@@ -198,32 +199,25 @@ op_send(Op *op)
 static void
 op_on_file_data(Op *op, const Stockade__Runner__FileData *d)
 {
-    if (d->offset != op->off || op->off + d->data.len > op->cap) {
-        op_fail(op, d->offset != op->off ? E_GUEST : E_TOO_LARGE, "%s: file larger than "
-                "allowed, or out-of-sequence data", op->path);
+    switch (file_get_take(&op->data, &op->len, &op->off, op->cap, d)) {
+    case FILE_GET_MORE:
+        op_send(op);
         return;
-    }
-    if (op->off + d->data.len > op->len) { /* grow geometrically up to cap */
-        size_t want = MAX(op->off + d->data.len, MIN(op->cap, MAX(op->len * 2, (size_t) 65536)));
-        uint8_t *nd = realloc(op->data, want);
-        if (!nd) {
-            op_fail(op, E_INTERNAL, "%s: out of memory", op->path);
-            return;
-        }
-        op->data = nd;
-        op->len = want;
-    }
-    memcpy(op->data + op->off, d->data.data, d->data.len);
-    op->off += d->data.len;
-    if (d->eof) {
+    case FILE_GET_DONE:
         op_finish(op, NULL);
         return;
-    }
-    if (d->data.len == 0) {
+    case FILE_GET_OUT_OF_SEQUENCE:
+    case FILE_GET_TOO_LARGE:
+        op_fail(op, d->offset != op->off ? E_GUEST : E_TOO_LARGE,
+                "%s: file larger than allowed, or out-of-sequence data", op->path);
+        return;
+    case FILE_GET_EMPTY_CHUNK:
         op_fail(op, E_GUEST, "%s: empty chunk before end of file", op->path);
         return;
+    case FILE_GET_NO_MEMORY:
+        op_fail(op, E_INTERNAL, "%s: out of memory", op->path);
+        return;
     }
-    op_send(op);
 }
 
 void

@@ -8,7 +8,8 @@
  *   tls                                                        api_http_test_tls.c
  * This file holds the fixture, the test handler (its routes: /echo, /late, /gate, /slow, /never,
  * /error/quota, /seg/..., /bytes, /file, /head/sized, /head/unsized, /stream/timer,
- * /stream/pipe) and main(). Figures (cut-off times, CPU, request rates) are printed. */
+ * /stream/pipe, /stream/steps) and main(). Figures (cut-off times, CPU, request rates) are printed.
+ */
 #include "api_http_test.h"
 
 #include <curl/curl.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -36,6 +38,7 @@ char url_base[64];
 uint16_t port;
 atomic_int handled, stream_closed_seen, stream_freed, late_peak, gate_target;
 int stream_pipe_w = -1;
+int stream_step_efd = -1;
 _Atomic(HttpRequest *) pending_req;
 
 static char *scratch;
@@ -197,6 +200,30 @@ pipe_stream_free(void *ud)
     atomic_fetch_add(&stream_freed, 1);
 }
 
+/* /stream/steps?n=N: line k (from 0) is produced only once the client acknowledged line
+ * k - 1 (a count on stream_step_efd): a layer that held lines back would never be acked. */
+typedef struct {
+    int left, seq;
+} StepStream;
+
+static ssize_t
+step_produce(HttpStream *st, void *ud, uint8_t *buf, size_t cap)
+{
+    StepStream *t = ud;
+    uint64_t acks;
+
+    if (t->left == 0)
+        return 0;
+    while (t->seq > 0 && read(stream_step_efd, &acks, sizeof(acks)) != sizeof(acks)) {
+        if (http_stream_wait(st, stream_step_efd, 0) < 0) { /* one ack at a time (semaphore) */
+            atomic_fetch_add(&stream_closed_seen, 1);
+            return -1;
+        }
+    }
+    t->left--;
+    return snprintf((char *) buf, cap, "{\"seq\":%d}\n", t->seq++);
+}
+
 /* ---- the handler ---- */
 
 static void
@@ -254,6 +281,13 @@ answer_stream(HttpRequest *r, const char *path)
         t->interval_usec = (ms ? (uint64_t) atoi(ms) : 200) * USEC_PER_MSEC;
         t->next_usec = now_usec();
         http_respond_stream(r, 200, "application/x-ndjson", timer_produce, t, stream_userdata_free);
+        return;
+    }
+    if (strcmp(path, "/stream/steps") == 0) {
+        StepStream *t = calloc(1, sizeof(*t));
+        const char *n = http_query(r, "n");
+        t->left = n ? atoi(n) : 10;
+        http_respond_stream(r, 200, "application/x-ndjson", step_produce, t, stream_userdata_free);
         return;
     }
     PipeStream *p = calloc(1, sizeof(*p));
@@ -412,6 +446,8 @@ setup(void)
         exit(1);
     stream_pipe_r = p[0];
     stream_pipe_w = p[1];
+    if ((stream_step_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE)) < 0)
+        exit(1);
     pthread_create(&dq_thread, NULL, dq_main, NULL);
 }
 
@@ -425,6 +461,7 @@ teardown(void)
     pthread_join(dq_thread, NULL);
     close(stream_pipe_r);
     close(stream_pipe_w);
+    close(stream_step_efd);
     test_rm_rf(scratch);
     free(scratch);
     curl_global_cleanup();

@@ -39,6 +39,7 @@ extern atomic_int stream_freed;            /* stream userdata freed */
 extern atomic_int late_peak;               /* most /late and /gate requests in flight at once */
 extern atomic_int gate_target;             /* /gate answers nothing until this many are in flight */
 extern int stream_pipe_w;                  /* write end feeding /stream/pipe producers */
+extern int stream_step_efd;                /* acks for /stream/steps (a semaphore eventfd) */
 extern _Atomic(HttpRequest *) pending_req; /* the /never request, answered by the test */
 
 #define FILE_CONTENT "file body\n" /* what /file serves */

@@ -20,7 +20,8 @@ foreach(scenario race tenants route)
         ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
 endforeach()
 # A host that dies (test_cluster_lost.py): b killed with SIGKILL mid-task, taken over by a or
-# c within its lease, then started again on its own state.
+# c at the first takeover round after its lease (the database's statement log says which),
+# then started again on its own state.
 add_test(NAME integration_cluster_host_lost
          COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_cluster_lost.py)
 set_tests_properties(integration_cluster_host_lost PROPERTIES LABELS integration

@@ -30,11 +30,23 @@ const firstSeconds = now() - c0
 const b = await sbx.runCode('x + 1', SLOW)
 report('state', { a: summary(a), b: summary(b), firstSeconds })
 
-// 3. print lines reach onStdout as printed, not at the end
+// 3. print lines reach onStdout as printed, not at the end, shown by causality (issue 31): the
+// cell prints 'one', then waits for a file onStdout writes once 'one' has reached it, then
+// prints 'two'. Output held back until the cell ends leaves it waiting, and it raises.
 const lines = []
+const acks = []
 c0 = now()
-const p = await sbx.runCode("import time\nprint('one')\ntime.sleep(1.5)\nprint('two')",
-  { ...SLOW, onStdout: (m) => lines.push({ t: now() - c0, line: m.line }) })
+const p = await sbx.runCode("import os, time\nprint('one', flush=True)\nt = time.monotonic()\n" +
+  "while not os.path.exists('go-code'):\n" +
+  "    if time.monotonic() - t > 120: raise RuntimeError('the client never saw one')\n" +
+  "    time.sleep(0.05)\nprint('two')", {
+  ...SLOW,
+  onStdout: (m) => {
+    lines.push({ t: now() - c0, line: m.line })
+    if (m.line.startsWith('one')) acks.push(sbx.files.write('go-code', 'go'))
+  },
+})
+await Promise.all(acks)
 report('stdout', { lines, total: now() - c0, run: summary(p) })
 
 // 4. a matplotlib figure: png (base64, opaque); a DataFrame: html

@@ -20,14 +20,29 @@ let c0 = now()
 const sbx = await Sandbox.create({ metadata: { suite: 'e2b-it' }, envs: { GREETING: 'hej' } })
 report('create', { id: sbx.sandboxId, seconds: now() - c0, running: await sbx.isRunning() })
 
-// 2. commands.run: python printing lines 0.5 s apart; onStdout timestamps prove streaming
+// 2. commands.run: python printing 5 lines, streamed as printed, shown by causality (issue 31):
+// the program prints line i, then waits for a file go-<i> that onStdout writes (files.write)
+// once line i has reached it. Output held back until the end, or batched, leaves the program
+// waiting for a file that never comes, and it exits 4.
+await sbx.files.write('stepped.py', 'import os, sys, time\n' +
+  'for i in range(5):\n' +
+  '    print(f"line {i}", flush=True)\n' +
+  '    t = time.monotonic()\n' +
+  '    while not os.path.exists(f"go-{i}"):\n' +
+  '        if time.monotonic() - t > 120:\n' +
+  '            sys.exit(f"the client never saw line {i} while the program ran")\n' +
+  '        time.sleep(0.05)\n')
 const lines = []
+const acks = []
 c0 = now()
-const r = await sbx.commands.run(
-  'echo "$GREETING from $(pwd)"; python3 -c "import time\nfor i in range(5):\n print(f\'line {i}\', flush=True); time.sleep(0.5)"',
-  { onStdout: (d) => lines.push({ t: now() - c0, d }) }
-)
-report('run', { exitCode: r.exitCode, stdout: r.stdout, lines, total: now() - c0 })
+const r = await sbx.commands.run('echo "$GREETING from $(pwd)"; python3 stepped.py', {
+  onStdout: (d) => {
+    lines.push({ t: now() - c0, d })
+    for (const m of d.matchAll(/line (\d+)/g)) acks.push(sbx.files.write(`go-${m[1]}`, 'go'))
+  },
+})
+await Promise.all(acks)
+report('run', { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr, lines, total: now() - c0 })
 
 // 3. a non-zero exit and stderr
 const ex = await expectThrow(() => sbx.commands.run('echo oops >&2; exit 3'))

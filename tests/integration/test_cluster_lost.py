@@ -5,10 +5,15 @@ PostgreSQL (tests/lib/pgtemp.py), with a short lease ([cluster] lease_s = LEASE_
 
 A long task (`sleep 600`) runs on host b; a HEAD of it through a and c answers b's
 status, type and length with no body. b's daemon is killed with SIGKILL (its QEMU
-guests keep running). Through host a, `stockade hosts` must show b lost within the lease
-plus LATE_S (the detection time from the kill is printed; the issue's target is lease + 2 s;
-the test fails only past lease + 5 s), and the cluster's index must say the session ended
-host_lost. Exactly one of a and c took over (lost_by, and one log line between them), and
+guests keep running). Through host a, `stockade hosts` must show b lost, and the cluster's
+index must say the session ended host_lost. Detection is held to its promise (hostd/cluster/
+README.md: within the lease and the takeover's next round, every second) on the database's
+own clock and log, not on the test's timing: every statement the hosts run is logged by the
+server with its start time, so b must be taken over by the first takeover round a host that
+may take over (its own heartbeat fresh for a lease) ran after b's lease ran out, and each
+live host must have looked for a lost host twice per heartbeat (a 1 s cadence against the
+2 s heartbeat; looking once per heartbeat, as before stop 25, fails). Exactly one of a and c
+took over (lost_by, and one log line between them), and
 `stockade doctor` through a says b is lost, by whom, past the cluster's 6 s lease (and
 `stockade hosts` shows "lost by" the taker). The
 ledger: b's reservation ended once, charged to b's last heartbeat (the database's stamp),
@@ -35,8 +40,68 @@ from stockade_fixture import qemu_guests  # noqa: E402
 from test_cluster import run_scenario, start_together, stockade_hosts  # noqa: E402
 
 LEASE_S = 6
-LATE_S = 5  # the issue's bound: detection within lease + 5 s, or the test fails
+LOST_WAIT_S = LEASE_S + 60  # "never": past this the takeover is broken, not slow
 USEC = 1_000_000
+TAKEOVER_SQL = "FOR UPDATE OF h SKIP LOCKED"  # cluster_takeover.c's pick
+HEARTBEAT_SQL = "UPDATE hosts SET alive_since_usec"  # cluster_heartbeat()
+
+
+def log_statements(pg):
+    """Every statement the hosts run is logged with its start (the database's clock, epoch
+    ms) and its backend; kept across the server's restarts (ALTER SYSTEM)."""
+    for sql in ("ALTER SYSTEM SET log_statement = 'all'",
+                "ALTER SYSTEM SET log_line_prefix = '%n [%p] '", "SELECT pg_reload_conf()"):
+        pg.psql(sql)
+
+
+def statements(pg):
+    """[(start usec, host id, 'takeover' | 'heartbeat')] from the server's log, in order: a
+    statement line with its parameters' line after it ($1 is the host's id in both)."""
+    out, pending = [], {}
+    with open(os.path.join(pg.data, "server.log"), errors="replace") as f:
+        for line in f:
+            parts = line.split(" ", 2)
+            if len(parts) < 3 or not parts[1].startswith("["):
+                continue
+            t, pid, rest = parts
+            if "execute" in rest and (TAKEOVER_SQL in rest or HEARTBEAT_SQL in rest):
+                kind = "takeover" if TAKEOVER_SQL in rest else "heartbeat"
+                pending[pid] = (int(float(t) * 1000) * 1000, kind)
+            elif "DETAIL:  parameters: $1 = '" in rest and pid in pending:
+                host = rest.split("$1 = '", 1)[1].split("'", 1)[0]
+                t_usec, kind = pending.pop(pid)
+                out.append((t_usec, host, kind))
+    return sorted(out)
+
+
+def check_detection(pg, lost_host, takers):
+    """lost_host was taken over by the first takeover round after its lease ran out, by the
+    database's clock: the first look, by a host that may take over then, started after the
+    lease ran out took it (its transaction stamped lost_usec before that host looked again);
+    and each taker looked twice per heartbeat meanwhile (the 1 s cadence). Returns
+    (seconds from the last heartbeat to lost, the takers' looks per heartbeat)."""
+    hb, lost = (int(x) for x in pg.psql(
+        f"SELECT heartbeat_usec, lost_usec FROM hosts WHERE id = '{lost_host}'")[0])
+    alive = dict((h, int(t)) for h, t in pg.psql("SELECT id, alive_since_usec FROM hosts"))
+    expiry = hb + LEASE_S * USEC
+    st = statements(pg)
+    looks = [(t, h) for t, h, k in st if k == "takeover" and h in takers and t >= expiry and
+             alive[h] <= t - LEASE_S * USEC]  # may take over: live for a whole lease
+    assert looks, f"no takeover look after {lost_host}'s lease ran out: {st[-20:]}"
+    first_t, first_h = looks[0]
+    again = [t for t, h in looks if h == first_h and t > first_t]
+    assert expiry <= lost and first_t <= lost and (not again or lost <= again[0]), \
+        (f"{lost_host}: lease out at {expiry}, first look after it by {first_h} at {first_t}, "
+         f"its next at {again[:1]}, lost stamped at {lost}")
+    per_beat = {}
+    for h in takers:
+        window = [(t, k) for t, hh, k in st if hh == h and hb <= t <= lost]
+        beats = sum(k == "heartbeat" for _, k in window)
+        looks_h = sum(k == "takeover" for _, k in window)
+        assert beats >= 2 and looks_h >= 2 * beats - 1, \
+            f"{h} looked for a lost host {looks_h} times in {beats} heartbeats: not every second"
+        per_beat[h] = round(looks_h / beats, 2)
+    return (lost - hb) / USEC, per_beat
 
 
 def host_row(via, host_id):
@@ -71,16 +136,18 @@ def check_head(hosts, sid):
         h = {k.lower(): v for k, v in headers}
         seen = (status, h.get("content-type"), h.get("content-length"))
         assert got == b"" and seen == (200, "application/json", str(len(body))), (name, seen)
-    t0 = time.time()
+    # a follow held open would run into the client's timeout (its heartbeats come every
+    # 15 s): answered and closed, with no body, is what "ends at once" means here
     status, headers, got = a.request("HEAD", f"{path}/events?follow=1", timeout=10)
     h = {k.lower(): v for k, v in headers}
     assert status == 200 and got == b"" and "content-length" not in h, (status, h)
-    assert h.get("connection") == "close" and time.time() - t0 < 5, (h, time.time() - t0)
+    assert h.get("connection") == "close", h
 
 
 def wait_lost(a, pg, sid, t_kill):
-    """Seconds from the kill until a's hosts list says host-b lost; fails past the bound."""
-    bound = LEASE_S + LATE_S
+    """Seconds from the kill until a's hosts list says host-b lost (a figure: the promise is
+    checked by check_detection on the database's clock); fails only past LOST_WAIT_S."""
+    bound = LOST_WAIT_S
     last = None
     while time.time() - t_kill <= bound:
         last = host_row(a, "host-b")
@@ -166,6 +233,7 @@ def check_partition(pg, hosts):
     t_stop = time.time()
     try:
         took, _ = wait_lost(a, pg, sid, t_stop)
+        detected, _ = check_detection(pg, "host-b", ["host-a", "host-c"])
     finally:
         b.proc.send_signal(signal.SIGCONT)
     taken = ledger_row(pg, sid)
@@ -177,7 +245,7 @@ def check_partition(pg, hosts):
     b.wait(lambda: (host_row(a, "host-b") or {}).get("state") == "live", 30,
            "host-b live again after the thaw")
     assert ledger_row(pg, sid) == taken, "b's own end touched the ledger again"
-    return took
+    return took, detected
 
 
 def all_beating(via):
@@ -187,6 +255,16 @@ def all_beating(via):
         return all(h["heartbeat_age_ms"] < 3000 for h in stockade_hosts(via))
     except AssertionError:
         return False
+
+
+def every_host_looked(pg, host_ids, since_usec):
+    """Whether each host has looked for a lost host, after since_usec (the database's clock),
+    at a moment it could have taken one over (live for a whole lease): then any takeover that
+    was going to happen has."""
+    alive = dict((h, int(t)) for h, t in pg.psql("SELECT id, alive_since_usec FROM hosts"))
+    looks = [(t, h) for t, h, k in statements(pg) if k == "takeover" and t >= since_usec]
+    return all(any(h == host and alive[host] <= t - LEASE_S * USEC for t, h in looks)
+               for host in host_ids)
 
 
 def check_db_away(pg, hosts):
@@ -200,8 +278,10 @@ def check_db_away(pg, hosts):
     pg.stop_server()
     time.sleep(LEASE_S + 4)
     pg.restart_server(start_only=True)
+    back = int(pg.psql("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint")[0][0])
     b.wait(lambda: all_beating(a), 30, "every host beating again", step=0.5)
-    time.sleep(2 * LEASE_S)  # long enough for any takeover to have happened
+    b.wait(lambda: every_host_looked(pg, ["host-a", "host-b", "host-c"], back), LOST_WAIT_S,
+           "every host to look for a lost host while it could take one over", step=0.5)
     assert all(h["state"] == "live" for h in stockade_hosts(a)), stockade_hosts(a)
     assert ledger_row(pg, sid)[0] == "open", "a session was ended while the database was away"
     assert b.session(sid)["state"] == "running", b.session(sid)
@@ -237,6 +317,7 @@ def scenario_host_lost(pg, hosts):
     a, b = hosts["a"], hosts["b"]
     b.pools = {"minimal": dict(warm=1, slots=1)}  # only b runs a guest
     start_together(hosts)
+    log_statements(pg)
     b.wait(b.pool_full, 600, "b's pool")
     sid = run_long_task(b)
     created = int(ledger_row(pg, sid)[4])
@@ -253,23 +334,24 @@ def scenario_host_lost(pg, hosts):
     b.proc = None
     last_hb = int(pg.psql("SELECT heartbeat_usec FROM hosts WHERE id = 'host-b'")[0][0])
     took, row = wait_lost(a, pg, sid, t_kill)
-    after_hb = took + t_kill - last_hb / USEC  # the lease runs from the last heartbeat
+    detected, per_beat = check_detection(pg, "host-b", ["host-a", "host-c"])
     assert row["sessions"] == 0, row
     charged, taker = check_takeover(pg, hosts, sid, last_hb)
     doctor_s = check_doctor(a, taker)
     assert old_pids & set(qemu_guests(b.prefix)), "b's guests died with its daemon: no check"
     before = ledger_row(pg, sid)
     check_return(pg, hosts, sid, old_pids, before)
-    frozen = check_partition(pg, hosts)
+    frozen, frozen_detected = check_partition(pg, hosts)
     sid_away = check_db_away(pg, hosts)
     settled = check_db_away_end(pg, hosts, sid_away)
-    print(f"host_lost ok: lease {LEASE_S} s; host-b lost in a's hosts list {took:.2f} s after"
-          f" the kill, {after_hb:.2f} s after its last heartbeat (target lease + 2 ="
-          f" {LEASE_S + 2} s, bound {LEASE_S + LATE_S} s after the kill); taken"
-          f" over by {taker} alone (stockade doctor through a says so in {doctor_s:.2f} s);"
+    print(f"host_lost ok: lease {LEASE_S} s; host-b lost {detected:.2f} s after its last"
+          f" heartbeat by the database's clock, by the first takeover round after the lease"
+          f" (looks per heartbeat {per_beat}); in a's hosts list {took:.2f} s after the kill;"
+          f" taken over by {taker} alone (stockade doctor through a says so in {doctor_s:.2f} s);"
           f" charged {charged} guest-s to b's last heartbeat; b back:"
           f" its {len(old_pids)} old QEMU guest(s) destroyed, its record ended host_lost, a new"
-          f" task ran, the ledger unchanged; b frozen past its lease: lost in {frozen:.2f} s,"
+          f" task ran, the ledger unchanged; b frozen past its lease: lost"
+          f" {frozen_detected:.2f} s after its last heartbeat ({frozen:.2f} s after the stop),"
           f" thawed it ended its session host_lost itself and rejoined, the ledger unchanged;"
           f" PostgreSQL away {LEASE_S + 4} s: nobody taken over; a task cancelled while it"
           f" was away ended, creates 503, its reservation settled {settled:.1f} s after the"

@@ -5,7 +5,8 @@
 
 One session of the data pool; every case of the issue without the SDK: x = 41 then x + 1
 gives the main result text 42; print lines arrive as separate code.stdout events while the
-cell runs (their timestamps apart); a matplotlib figure comes back as image/png that decodes
+cell runs (by causality: the cell prints its next line only once the test has read the last
+one and put a file saying so); a matplotlib figure comes back as image/png that decodes
 as a PNG; a DataFrame as text/html; 1/0 as ZeroDivisionError; a while-True cell with
 timeout_ms ends as TimeoutError and the context still has x; two contexts keep separate
 globals; restart clears them; an interrupt ends a running cell with KeyboardInterrupt.
@@ -26,7 +27,6 @@ second context, or every context of a pool with code_kernel = fresh) has its own
 against the adopted kernels': one fresh start, the costly part under TCG).
 """
 import base64
-import datetime
 import json
 import os
 import sys
@@ -37,10 +37,6 @@ from stockade_fixture import Daemon, skip  # noqa: E402
 from test_e2b_code import DEEP_CELL, E2B_CONF, check_deep_events, json_depth, sdk_checks  # noqa: E402,E501
 
 POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
-
-
-def ts(ev):
-    return datetime.datetime.strptime(ev["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
 
 def adopted(d, sid, exec_id):
@@ -76,6 +72,41 @@ def run(d, sid, code, context=None, timeout_ms=None, wait=600):
     gone = d.proc.poll()
     raise AssertionError(f"run {r} never finished (the daemon "
                          f"{'is up' if gone is None else f'is gone, status {gone}'})")
+
+
+# A cell that waits on the test (a file the test puts) gives up after this long: "never",
+# not a speed (the test puts it as soon as it reads the event it waits for).
+STEP_WAIT_S = 120
+STEPPED_CELL = """import os, time
+for i in range({n}):
+    print('line', i, flush=True)
+    t = time.monotonic()
+    while not os.path.exists(f'go{{i}}'):
+        if time.monotonic() - t > {wait}:
+            raise RuntimeError(f'the host never read line {{i}} while the cell ran')
+        time.sleep(0.05)"""
+
+
+def run_stepped(d, sid, n):
+    """Print lines stream as printed, by causality (issue 31): the cell prints line k, then
+    waits for a file go<k> the test puts once it has read line k's code.stdout event. Output
+    the daemon held back (until the cell ended, or until a batch filled) would leave the cell
+    waiting for a file that never comes, and it fails. Returns (the lines read, the run)."""
+    r = d.post(f"/v1/sessions/{sid}/code", {"code": STEPPED_CELL.format(n=n, wait=STEP_WAIT_S)})
+    texts, err = [], None
+    for ev in d.events(sid, after=r["after"], follow=True, timeout=STEP_WAIT_S + 60):
+        if not ev["type"].startswith("code.") or ev.get("run") != r["run"]:
+            continue
+        if ev["type"] == "code.stdout":
+            texts.append(ev["data"])
+            k = len(texts) - 1  # answered only after it is read, never ahead
+            status, _, _ = d.request("PUT", f"/v1/sessions/{sid}/files/go{k}", raw=b"go")
+            assert status in (200, 201, 204), f"put go{k}: {status}"
+        elif ev["type"] == "code.error":
+            err = ev
+        elif ev["type"] == "code.done":
+            return texts, err
+    raise AssertionError(f"run {r['run']} never finished (lines {texts})")
 
 
 def main_text(out):
@@ -180,14 +211,10 @@ def main():
               f"pandas imported before, the session's cwd and environment ({main_text(e)})")
         b = run(d, sid, "x + 1")
         check(main_text(b) == "42", f"x + 1 -> 42 (got {main_text(b)!r})")
-        # 1 s apart, at least 0.3 s apart on arrival: an emulated guest starved of the CPU
-        # for a while (a loaded machine) catches its timers up at once, so 0.5 s was too tight
-        p = run(d, sid, "import time\nfor i in range(3):\n    print('line', i)\n    time.sleep(1)")
-        texts = [e["data"] for e in p["stdout"]]
-        gaps = [round(ts(y) - ts(x), 2) for x, y in zip(p["stdout"], p["stdout"][1:])]
-        print("print events:", texts, "gaps (s):", gaps)
-        check(texts == ["line 0\n", "line 1\n", "line 2\n"] and min(gaps) >= 0.3,
-              "print lines stream as printed")
+        texts, err = run_stepped(d, sid, 3)
+        check(err is None and texts == ["line 0\n", "line 1\n", "line 2\n"],
+              f"print lines stream as printed: each read before the next was printed ({texts},"
+              f" {err and err.get('value')})")
         m = run(d, sid, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('t')\nplt.show()")
         pngs = [r["data"]["image/png"] for r in m["results"] if "image/png" in r["data"]]
         check(m["error"] is None and pngs and
@@ -216,10 +243,14 @@ def main():
         check(r["error"] and r["error"]["name"] == "NameError", "restart clears the globals")
         lst = d.get(f"/v1/sessions/{sid}/contexts")["contexts"]
         check(len(lst) == 2, f"two contexts listed ({lst})")
-        # an interrupt ends a running cell; the context lives on
-        body = {"code": "import time\nwhile True: time.sleep(0.1)", "context": ctx2}
+        # an interrupt ends a running cell; the context lives on. Sent once the cell says it
+        # runs (its first line), not after a guessed delay.
+        body = {"code": "import time\nprint('looping', flush=True)\nwhile True: time.sleep(0.1)",
+                "context": ctx2}
         r = d.post(f"/v1/sessions/{sid}/code", body)
-        time.sleep(3)
+        for ev in d.events(sid, after=r["after"], follow=True, timeout=STEP_WAIT_S):
+            if ev["type"] == "code.stdout" and ev.get("run") == r["run"]:
+                break
         d.post(f"/v1/sessions/{sid}/contexts/{ctx2}/interrupt", {})
         names = [ev["name"] for ev in d.events(sid, after=r["after"])
                  if ev["type"] == "code.error" and ev.get("run") == r["run"]]

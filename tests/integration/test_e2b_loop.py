@@ -6,8 +6,9 @@ One guest (slots = 1) is taken by a first create; WAITING more creates then wait
 that never comes. While they wait, no E2B connection thread may be inside a handler
 (status.json's e2b_handlers_running, rewritten every 2 s: a handler that blocks until the
 guest runs counts, one that handed the create to the loop does not), and a quick control-plane
-request (GET /health, the list) is answered at once. Then each waiting create gets today's
-answer when its create wait runs out: 503 "no guest was ready within the create wait", its
+request (GET /health, the list) is answered while they still wait (not behind them: no create
+answered yet, all still pending after it). Then each waiting create gets today's answer when
+its create wait runs out (not before it): 503 "no guest was ready within the create wait", its
 session cancelled. The first sandbox then takes the file calls that are several round trips
 on the loop: an upload of three parts whose last is refused (the two before it are written),
 and ListDir at depth 2 (depth first).
@@ -28,7 +29,6 @@ CREATE_WAIT_S = 20
 E2B_CONF = (f"[e2b]\nenabled = true\napi_port = 0\nenvd_port = 0\n"
             f"create_wait_s = {CREATE_WAIT_S}\ntemplate_map = base=minimal\n")
 WAITING = 3
-QUICK_MAX_S = 2.0  # a request that needs no guest, while the creates wait
 
 
 def e2b_ports(d):
@@ -128,12 +128,16 @@ def main():
         busy = st["e2b_handlers_running"]
         print(f"{WAITING} creates waiting: e2b_handlers_running = {busy}")
 
+        def still_waiting():
+            return not results and \
+                sum(s["state"] == "pending" for s in d.all_sessions()) >= WAITING
+
         status, body, took = api_call(d, api, "GET", "/health")
         print(f"GET /health meanwhile: {status} in {took * 1000:.1f} ms")
-        assert status == 200 and took < QUICK_MAX_S, (status, took)
+        assert status == 200 and still_waiting(), (status, took, results)
         status, listed, took = api_call(d, api, "GET", "/v2/sandboxes")
         print(f"GET /v2/sandboxes meanwhile: {status} in {took * 1000:.1f} ms, {len(listed)} listed")
-        assert status == 200 and took < QUICK_MAX_S, (status, took)
+        assert status == 200 and still_waiting(), (status, took, results)
         assert [s["sandboxID"] for s in listed] == [first["sandboxID"]], listed
         assert busy == 0, f"{busy} E2B connection threads are held inside a handler"
 
@@ -145,7 +149,7 @@ def main():
             assert status == 503, (status, body)
             assert body["code"] == 503, body
             assert "no guest was ready within the create wait" in body["message"], body
-            assert CREATE_WAIT_S - 2 <= took <= CREATE_WAIT_S + 15, took
+            assert took >= CREATE_WAIT_S - 2, took  # its wait ran out: not before it
         d.wait(lambda: not any(s["state"] == "pending" for s in d.all_sessions()), 30,
                "the waiting creates' sessions to be cancelled")
 

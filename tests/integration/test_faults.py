@@ -8,6 +8,7 @@ the fault still served unchanged, files on disk before the fault still there, th
 exact (every reservation settled once, charged what the session records say it ran), and no
 QEMU left behind (the fixture fails the test otherwise).
 """
+import math
 import os
 import random
 import signal
@@ -20,12 +21,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from stockade_fixture import Daemon, ledger_rows, ledger_want_charge, wall  # noqa: E402
 
 MINIMAL = {"minimal": dict(warm=1, slots=3)}
-WRITER = "i=0; while true; do i=$((i+1)); echo $i > f$i.txt; echo tick $i; sleep 0.3; done"
+# The test's own clock for each session (issue 31: the charge checked against more than the
+# record the daemon wrote): {id: [before its create, the first moment the test saw it past its
+# guest (extracting or ended: the guest was released, and its life stamped, before either)]}.
+CLOCK = {}
+# Each file is on the disk (synced) before its tick is printed: "files written before the
+# fault" are the ones whose tick the test read, with no guess at when the journal commits.
+WRITER = ("i=0; while true; do i=$((i+1)); echo $i > f$i.txt; sync; echo tick $i; sleep 0.3;"
+          " done")
 
 
 def task(d, argv, timeout_s=300):
-    return d.call("POST", "/v1/tasks", body={"pool": "minimal", "argv": argv,
-                                            "timeout_s": timeout_s}, expect=(201,))["id"]
+    t = time.time()
+    sid = d.call("POST", "/v1/tasks", body={"pool": "minimal", "argv": argv,
+                                           "timeout_s": timeout_s}, expect=(201,))["id"]
+    CLOCK[sid] = [t, None]
+    return sid
 
 
 def qemu_pid(d, sid):
@@ -41,8 +52,27 @@ def wait_ticks(d, sid, n):
 
 
 def ended(d, sid, timeout=180):
-    return d.wait(lambda: (s := d.session(sid))["state"] == "ended" and s, timeout,
-                  f"session {sid} to end")
+    def done():
+        s = d.session(sid)
+        if s["state"] in ("extracting", "ended") and CLOCK.get(sid, [0, 0])[1] is None:
+            CLOCK[sid][1] = time.time()
+        return s["state"] == "ended" and s
+    return d.wait(done, timeout, f"session {sid} to end")
+
+
+def check_own_clock(sid, row, rec):
+    """The session's guest life as its record says lies within what the test saw: started
+    after the test asked for it, stopped before the test saw it extracting (or ended), so its
+    charge is at most vcpus x the test's own seconds. A life stamped late (at the end of the
+    extraction, say) passes a check against the record alone, not this one."""
+    t_create, t_past = CLOCK.get(sid, [None, None])
+    if t_past is None or rec["started_usec"] <= 0:
+        return
+    started, stopped = rec["started_usec"] / 1e6, rec["stopped_usec"] / 1e6
+    assert t_create <= started <= stopped <= t_past, \
+        (sid, f"created at {t_create:.3f}, ran {started:.3f} -> {stopped:.3f}, seen past its"
+              f" guest at {t_past:.3f} (the test's clock)")
+    assert row["charged_guest_s"] <= row["vcpus"] * math.ceil(t_past - t_create), (sid, row)
 
 
 def files_back(d, sid, n):
@@ -56,7 +86,8 @@ def ledger_exact(d):
     nothing still reserved), and each one is charged exactly vcpus x ceil(stopped - started)
     (its guest's life, not its extraction; hostd/api/API.md "Quotas") from its own record:
     a sum over sessions would let one overcharged session hide behind the rounding of the
-    others. The API's millisecond times agree with each charge to within a second."""
+    others. The API's millisecond times agree with each charge to within a second, and the
+    record's own times with the test's clock (check_own_clock)."""
     sessions = d.all_sessions()
     assert all(s["state"] == "ended" for s in sessions), sessions
     u = d.unix_call("GET", "/v1/admin/tenants/default/usage")
@@ -73,6 +104,7 @@ def ledger_exact(d):
         want = ledger_want_charge(row, rec[sid])
         assert row["state"] == ("charged" if s.get("started_at") else "released"), (row, s)
         assert row["charged_guest_s"] == want, (sid, row, rec[sid], want)
+        check_own_clock(sid, row, rec[sid])
         if s.get("started_at"):
             assert wall(s["started_at"]) <= wall(s["stopped_at"]) <= wall(s["ended_at"]), s
             life = row["vcpus"] * (wall(s["stopped_at"]) - wall(s["started_at"]))
@@ -93,7 +125,6 @@ def guest_dies(d, sig):
     d.wait(d.pool_full, 300, "a full pool")
     sid = task(d, ["sh", "-c", WRITER])
     wait_ticks(d, sid, 8)
-    time.sleep(1.5)  # the workspace commits its journal every second
     os.kill(qemu_pid(d, sid), sig)
     s = ended(d, sid)
     assert s["end_reason"] == "guest_error", s

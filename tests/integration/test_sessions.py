@@ -16,13 +16,20 @@ from stockade_fixture import Daemon  # noqa: E402
 
 PY = {"python": dict(warm=1, slots=2, memory_mib=384)}
 
+# Prints step i, then waits for a file go<i> the test puts once it has read step i: output
+# held back (until the end, or batched) leaves it waiting, and it exits 3 (issue 31: streaming
+# shown by causality, not by the spread of arrival times).
 PROGRESSIVE = r"""
-import time, pathlib
+import os, sys, time, pathlib
 pathlib.Path("out").mkdir()
 for i in range(1, 6):
     print(f"step {i}", flush=True)
     pathlib.Path(f"out/step{i}.txt").write_text(f"result {i}\n")
-    time.sleep(0.3)
+    t = time.monotonic()
+    while not os.path.exists(f"go{i}"):
+        if time.monotonic() - t > 120:
+            sys.exit(f"the host never read step {i} while the task ran")
+        time.sleep(0.02)
 print("done", flush=True)
 """
 
@@ -66,12 +73,26 @@ SHARED_POOLS = {"python": dict(warm=1, slots=3, memory_mib=384),
 SHARED_CONF = "[sessions]\nextract_max_files = 1000\nmirror_budget_mib = 1\n"
 
 
+def answer_steps(d, sid, ev, answered):
+    """Puts go<i> for each step line in ev not answered yet (in order, never ahead)."""
+    for line in ev.get("data", "").split("\n") if ev["type"] == "exec.stdout" else ():
+        if line.startswith("step "):
+            i = int(line.split()[1])
+            assert i == answered + 1, f"step {i} read after step {answered}"
+            status, _, _ = d.request("PUT", f"/v1/sessions/{sid}/files/go{i}", raw=b"go")
+            assert status in (200, 201, 204), \
+                f"step {i} reached the test only once the task could no longer take its answer" \
+                f" (put go{i}: {status}): the output was held back, not streamed"
+            answered = i
+    return answered
+
+
 def scenario_stream(d):
     sid = task(d, ["python3", "prog.py"], files=[("prog.py", PROGRESSIVE)])
-    got, times = [], []
+    got, answered = [], 0
     for ev in d.events(sid, follow=True):
         got.append(ev)
-        times.append(time.time())
+        answered = answer_steps(d, sid, ev, answered)
     check_seq(got)
     types = [e["type"] for e in got]
     assert types[0] == "session.created" and types[-1] == "session.state", types
@@ -81,9 +102,10 @@ def scenario_stream(d):
     started = types.index("exec.started")
     assert started < types.index("exec.stdout") and types.index("exec.exited") > max(
         i for i, t in enumerate(types) if t == "exec.stdout")
-    # streamed as produced: the first and last step lines arrived >= 1 s apart
-    steps = [t for e, t in zip(got, times) if e.get("data", "").startswith("step")]
-    assert steps[-1] - steps[0] > 0.8, f"output arrived in one burst: {steps}"
+    # streamed as produced, by causality: the task printed each step only once the test had
+    # read the one before (and exited 0, so it never gave up waiting)
+    steps = [e for e in got if e.get("data", "").startswith("step")]
+    assert answered == 5 and len(steps) == 5, f"steps read: {answered}, events {steps}"
     mirrored = {e["path"] for e in got if e["type"] == "file.changed"}
     assert {f"out/step{i}.txt" for i in range(1, 6)} <= mirrored, mirrored
     tar, headers = workspace(d, sid)
@@ -93,7 +115,7 @@ def scenario_stream(d):
         assert tar.extractfile(f"out/step{i}.txt").read() == f"result {i}\n".encode(), names
     s = d.session(sid)
     assert s["state"] == "ended" and s["end_reason"] == "completed" and s["exit_code"] == 0
-    print(f"stream ok: {len(got)} events, output over {steps[-1] - steps[0]:.1f} s")
+    print(f"stream ok: {len(got)} events, each step read before the next was printed")
 
 
 def scenario_cancel(d):
@@ -110,8 +132,9 @@ def scenario_cancel(d):
     t0 = time.time()
     r = d.post(f"/v1/sessions/{sid}/cancel")
     answered = time.time() - t0
-    # generous: a slow day is not a bug (figure printed); the bench measures speed
-    assert r["state"] == "stopping" and answered < 5.0, (r, answered)
+    # answered at once, by what it says rather than a clock: still "stopping", so it waited
+    # neither for the destroy (then "extracting") nor for the salvage ("ended")
+    assert r["state"] == "stopping", (r, answered)
     for _ in range(3):  # cancels racing the end: each answered, none a second stop
         assert d.post(f"/v1/sessions/{sid}/cancel")["state"] in ("stopping", "ended")
     events = list(d.events(sid, follow=True))
@@ -138,31 +161,54 @@ def scenario_cancel(d):
           f"the cancel, {len(names)} entries back, salvage {art['salvage_ms']} ms")
 
 
+# The guest reads its own clock when the host tells it to (a file the host puts, polled every
+# 10 ms), twice, CLOCK_SPACING_S apart on the host's clock.
 CLOCK = r"""
-import time
+import os, time
 cs = "/sys/devices/system/clocksource/clocksource0/"
-print(open(cs + "current_clocksource").read().split()[0], flush=True)
-time.sleep(0.2)
-print("start", flush=True)
-time.sleep(3)
-print("stop", flush=True)
+print("source", open(cs + "current_clocksource").read().split()[0], flush=True)
+for name in ("t1", "t2"):
+    while not os.path.exists(name):
+        time.sleep(0.01)
+    print(name, time.monotonic_ns(), flush=True)
 """
+CLOCK_SPACING_S = 3.0
 
 
 def scenario_clock(d):
     """The guest keeps time: a clocksource other than jiffies (which, with lost and caught-up
-    ticks under TCG, ran guest sleeps 6x short), and a 3 s guest sleep seen from the host as
-    roughly 3 s (a factor-2 band: a sanity bound on the guest's clock, not a speed check)."""
+    ticks under TCG, ran guest sleeps 6x short), and what the guest's clock counts between
+    two moments the host chose (about 3 s apart) lies within what the host's clock says those
+    moments can be apart: at least from the second ask back to the first answer, at most from
+    the first ask to the second answer. The band is the two round trips measured in the run,
+    not a factor: a clock running at another rate falls out of it however loaded the machine."""
     sid = task(d, ["python3", "c.py"], files=[("c.py", CLOCK)])
-    seen = {}
+    asked, heard, guest, source = {}, {}, {}, None
+
+    def ask(name):
+        asked[name] = time.monotonic()
+        status, _, _ = d.request("PUT", f"/v1/sessions/{sid}/files/{name}", raw=b"")
+        assert status in (200, 201, 204), (name, status)
+
     for ev in d.events(sid, follow=True):
-        for line in ev.get("data", "").split() if ev["type"] == "exec.stdout" else ():
-            seen.setdefault(line, time.time())
-    source = next(k for k in seen if k not in ("start", "stop"))
-    assert source not in ("jiffies", "refined-jiffies"), f"guest clocksource {source}"
-    host = seen["stop"] - seen["start"]
-    assert 1.5 <= host <= 6.0, f"a 3 s sleep in the guest took {host:.2f} s on the host"
-    print(f"clock ok: clocksource {source}, a 3 s guest sleep = {host:.2f} s host time")
+        for line in ev.get("data", "").splitlines() if ev["type"] == "exec.stdout" else ():
+            key, value = line.split()
+            if key == "source":
+                source = value
+                ask("t1")
+            else:
+                heard[key], guest[key] = time.monotonic(), int(value) / 1e9
+                if key == "t1":
+                    time.sleep(max(0.0, asked["t1"] + CLOCK_SPACING_S - time.monotonic()))
+                    ask("t2")
+    assert source not in (None, "jiffies", "refined-jiffies"), f"guest clocksource {source}"
+    assert set(guest) == {"t1", "t2"}, (guest, d.session(sid))
+    counted = guest["t2"] - guest["t1"]
+    low, high = asked["t2"] - heard["t1"], heard["t2"] - asked["t1"]
+    assert low <= counted <= high, \
+        f"the guest counted {counted:.3f} s where the host saw {low:.3f}..{high:.3f} s"
+    print(f"clock ok: clocksource {source}, the guest counted {counted:.3f} s between two "
+          f"asks {asked['t2'] - asked['t1']:.3f} s apart (host's band {low:.3f}..{high:.3f} s)")
 
 
 def scenario_queued(d):
@@ -214,7 +260,8 @@ def scenario_timeout(d):
     s = d.wait(lambda: (x := d.session(sid))["state"] == "ended" and x, 90, "the timeout")
     took = time.time() - t0
     assert s["end_reason"] == "timed_out", s
-    assert 4.5 < took < 60, took
+    # not before its 5 s (the wait above is the "never"); the events say which timer ended it
+    assert took >= 5, took
     events = list(d.events(sid))
     assert any(e["type"] == "exec.exited" and e["reason"] == "timed_out" for e in events) \
         or any(e["type"] == "session.timeout" for e in events), events
@@ -326,11 +373,11 @@ def scenario_restart():
         done = task(d, ["sh", "-c", "echo hello; echo kept > kept.txt"], pool="minimal")
         d.wait(lambda: d.session(done)["state"] == "ended", 120, "the first task")
         before = list(d.events(done))
-        live = task(d, ["sh", "-c", "echo begin; echo saved > saved.txt; sync; sleep 1000"],
+        # "begin" comes once saved.txt is on the disk: the kill cannot come before it
+        live = task(d, ["sh", "-c", "echo saved > saved.txt; sync; echo begin; sleep 1000"],
                     timeout_s=600, pool="minimal")
         d.wait(lambda: any(e["type"] == "exec.stdout" for e in d.events(live)), 120,
                "the live task's output")
-        time.sleep(1)
     finally:
         d.kill9()  # a crash: guests stay, the session is "running" in the store
     d2 = Daemon(pools={"minimal": dict(warm=1, slots=2)}, state_dir=d.state, prefix=d.prefix)

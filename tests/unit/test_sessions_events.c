@@ -200,36 +200,86 @@ guest_sends(Session *s, GuestMsg *m)
     session_guest_ops.message(s->guest, m, s);
 }
 
-static void
-guest_sends_everything(Session *s, uint32_t exec_id)
+/* Every kind of frame a guest can send, each as the live session would act on it: output on
+ * both streams, the start and the exit of the running exec (its request id), a file's last
+ * chunk, an unsolicited error (a guest.error event), the replies an operation waits for
+ * (ack, file data, a listing, a pong, a ready), a manifest, and the four tunnel frames
+ * (a tunnel frame in a session without egress ends it guest_error). Returns how many kinds
+ * it sent: the caller checks that is every case of GuestMsg's body. */
+static size_t
+guest_sends_everything(Session *s, uint32_t exec_id, uint32_t req_id)
 {
-    Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT;
+    Stockade__Runner__Ready ready = STOCKADE__RUNNER__READY__INIT;
+    Stockade__Runner__Ack ack = STOCKADE__RUNNER__ACK__INIT;
     Stockade__Runner__ExecStarted st = STOCKADE__RUNNER__EXEC_STARTED__INIT;
+    Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT, e = STOCKADE__RUNNER__OUTPUT__INIT;
     Stockade__Runner__ExecExit x = STOCKADE__RUNNER__EXEC_EXIT__INIT;
+    Stockade__Runner__FileData fd = STOCKADE__RUNNER__FILE_DATA__INIT;
+    Stockade__Runner__FsResult fs = STOCKADE__RUNNER__FS_RESULT__INIT;
     Stockade__Runner__FileChanged fc = STOCKADE__RUNNER__FILE_CHANGED__INIT;
-    GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
+    Stockade__Runner__Error er = STOCKADE__RUNNER__ERROR__INIT;
+    Stockade__Runner__Pong pong = STOCKADE__RUNNER__PONG__INIT;
+    Stockade__Runner__TunnelOpen to = STOCKADE__RUNNER__TUNNEL_OPEN__INIT;
+    Stockade__Runner__TunnelData td = STOCKADE__RUNNER__TUNNEL_DATA__INIT;
+    Stockade__Runner__TunnelCredit tc = STOCKADE__RUNNER__TUNNEL_CREDIT__INIT;
+    Stockade__Runner__TunnelClose tx = STOCKADE__RUNNER__TUNNEL_CLOSE__INIT;
+    Stockade__Runner__Manifest mf = STOCKADE__RUNNER__MANIFEST__INIT;
 
-    o.exec_id = exec_id;
-    o.data.data = (uint8_t *) "late\n";
-    o.data.len = 5;
-    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT;
-    m.output = &o;
-    guest_sends(s, &m);
-    o.stream = STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
-    guest_sends(s, &m);
-    st.exec_id = exec_id;
-    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED;
-    m.exec_started = &st;
-    guest_sends(s, &m);
+    o.exec_id = e.exec_id = st.exec_id = x.exec_id = exec_id;
+    o.data.data = e.data.data = (uint8_t *) "late\n";
+    o.data.len = e.data.len = 5;
+    e.stream = STOCKADE__RUNNER__OUTPUT__STREAM__STDERR;
+    st.pid = 42;
+    fd.data.data = (uint8_t *) "late";
+    fd.data.len = fd.size = 4;
+    fd.eof = true;
     fc.path = (char *) "late.txt";
-    fc.removed = true;
-    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED;
-    m.file_changed = &fc;
-    guest_sends(s, &m);
-    x.exec_id = exec_id;
-    m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT;
-    m.exec_exit = &x;
-    guest_sends(s, &m);
+    fc.size = fc.data.len = 4;
+    fc.data.data = (uint8_t *) "late";
+    fc.last = true;
+    er.message = (char *) "late";
+    er.code = STOCKADE__RUNNER__ERROR__CODE__BAD_MESSAGE;
+    to.stream_id = td.stream_id = tc.stream_id = tx.stream_id = 1;
+    to.host = (char *) "pypi.org";
+    to.port = 443;
+    td.data.data = (uint8_t *) "x";
+    td.data.len = tc.bytes = 1;
+    mf.last = true;
+    GuestMsg kinds[] = {
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_READY, .ready = &ready},
+        {.req_id = req_id, .body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_ACK, .ack = &ack},
+        {.req_id = req_id,
+         .body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED,
+         .exec_started = &st},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT, .output = &o},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_EXIT, .exec_exit = &x},
+        {.req_id = req_id,
+         .body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_DATA,
+         .file_data = &fd},
+        {.req_id = req_id,
+         .body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FS_RESULT,
+         .fs_result = &fs},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_FILE_CHANGED, .file_changed = &fc},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR, .error = &er},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_PONG, .pong = &pong},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_OPEN, .tunnel_open = &to},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_DATA, .tunnel_data = &td},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CREDIT, .tunnel_credit = &tc},
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_TUNNEL_CLOSE, .tunnel_close = &tx},
+        {.req_id = req_id,
+         .body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_MANIFEST,
+         .manifest = &mf},
+        /* and stderr, a second stream of the same kind */
+        {.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT, .output = &e},
+    };
+    bool seen[64] = {false};
+    size_t n_kinds = 0;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        guest_sends(s, &kinds[i]);
+        n_kinds += !seen[kinds[i].body_case];
+        seen[kinds[i].body_case] = true;
+    }
+    return n_kinds;
 }
 
 /* An exec of s, started on the runner: its id. */
@@ -262,7 +312,7 @@ test_nothing_from_the_guest_after_a_cancel(void **state)
     Session *s = fx->s;
     GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
     Stockade__Runner__Output o = STOCKADE__RUNNER__OUTPUT__INIT;
-    uint32_t exec_id = exec_running(fx, s);
+    uint32_t exec_id = exec_running(fx, s), exec_req = fake.next_req;
     uint64_t before = s->rec.last_seq;
 
     o.exec_id = exec_id;
@@ -271,9 +321,12 @@ test_nothing_from_the_guest_after_a_cancel(void **state)
     m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_OUTPUT;
     m.output = &o;
     guest_sends(s, &m); /* the control: a live session records it */
+    /* GuestMsg's fields: req_id, then one per kind of body. */
+    const size_t all_kinds = stockade__runner__guest_msg__descriptor.n_fields - 1;
     for (int i = 0; i < 3; i++) {
         session_end(s, SESSION_END_CANCELLED);
-        guest_sends_everything(s, exec_id); /* a tight loop's frames, already on the channel */
+        /* a tight loop's frames, already on the channel */
+        assert_int_equal(guest_sends_everything(s, exec_id, exec_req), all_kinds);
     }
 
     size_t n = 0;
