@@ -76,9 +76,9 @@ slot_uuid(const char *state_dir, const char *name, char out[37])
     sha256_final(&h, d);
     d[6] = (uint8_t) ((d[6] & 0x0f) | 0x40);
     d[8] = (uint8_t) ((d[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", d[0],
-             d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12], d[13],
-             d[14], d[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12],
+             d[13], d[14], d[15]);
 }
 
 int
@@ -154,11 +154,8 @@ pool_init_shapes(Pool *p, const PoolConfig *cfg, Error **errp)
     for (size_t i = 0; i < cfg->n_shapes; i++) {
         const PoolShapeConfig *c = &cfg->shapes[i];
         Shape *s = &p->shapes[p->n_shapes++];
-        *s = (Shape){.vcpus = c->vcpus,
-                     .memory_mib = c->memory_mib,
-                     .warm = c->warm,
-                     .n_slots = c->slots,
-                     .code_kernel = c->code_kernel};
+        *s = (Shape){.vcpus = c->vcpus, .memory_mib = c->memory_mib, .warm = c->warm,
+                     .n_slots = c->slots, .code_kernel = c->code_kernel};
         if (!(s->name = strdup(c->name)) || !(s->image_dir = strdup(c->image_dir)) ||
             !(s->slots = calloc(c->slots, sizeof(Guest))))
             return error_set(errp, E_INTERNAL, ENOMEM, "pool");
@@ -300,8 +297,8 @@ slot_refresh(Guest *g, Error **errp)
 {
     if (slot_prepare_xml(g, errp) < 0)
         return -1;
-    g->snapshot_ok =
-        g->pool->memory == POOL_MEMORY_TEMPLATE ? g->shape->template_ok : snapshot_matches(g);
+    g->snapshot_ok = g->pool->memory == POOL_MEMORY_TEMPLATE ? g->shape->template_ok
+                                                            : snapshot_matches(g);
     return 0;
 }
 
@@ -375,8 +372,7 @@ pool_on_swept(Pool *p, char **destroyed, Error *err)
     _cleanup_error_ Error *e = err;
     for (char **n = destroyed; n && *n; n++)
         log_warn("stop: destroyed %s, a domain with this daemon's prefix that no slot tracked "
-                 "(started by a libvirt call whose reply was lost?)",
-                 *n);
+                 "(started by a libvirt call whose reply was lost?)", *n);
     if (e)
         log_error("stop: sweep of leftover domains failed: %s", e->message);
     pool_check_stopped(p);
@@ -447,13 +443,10 @@ pool_status(Pool *p, PoolStatus *ret)
     for (size_t i = 0; i < p->n_shapes; i++) {
         Shape *s = &p->shapes[i];
         PoolShapeStatus *o = &ret->shapes[i];
-        *o = (PoolShapeStatus){.name = s->name,
-                               .image = s->image->name,
+        *o = (PoolShapeStatus){.name = s->name, .image = s->image->name,
                                .content_hash = s->image->content_hash,
-                               .vcpus = s->vcpus,
-                               .memory_mib = s->memory_mib,
-                               .warm = s->warm,
-                               .slots = s->n_slots,
+                               .vcpus = s->vcpus, .memory_mib = s->memory_mib,
+                               .warm = s->warm, .slots = s->n_slots,
                                .template_ready = s->template_ok,
                                .code_kernel = !s->code_kernel         ? "off"
                                               : s->code_kernel_failed ? "failed"
@@ -462,22 +455,11 @@ pool_status(Pool *p, PoolStatus *ret)
             const Guest *g = &s->slots[k];
             o->snapshots_ready += g->snapshot_ok;
             switch (g->state) {
-            case SLOT_IDLE:
-                o->idle++;
-                break;
-            case SLOT_BUSY:
-                o->busy++;
-                break;
-            case SLOT_DESTROYING:
-            case SLOT_HELD:
-                o->draining++;
-                break;
-            case SLOT_EMPTY:
-            case SLOT_BACKOFF:
-                break;
-            default:
-                o->starting++;
-                break;
+            case SLOT_IDLE: o->idle++; break;
+            case SLOT_BUSY: o->busy++; break;
+            case SLOT_DESTROYING: case SLOT_HELD: o->draining++; break;
+            case SLOT_EMPTY: case SLOT_BACKOFF: break;
+            default: o->starting++; break;
             }
         }
     }
@@ -515,8 +497,9 @@ pool_fill_soon(Pool *p)
         return;
     }
     if (p->fill_timer == 0)
-        p->fill_timer = loop_add_timer(
-            p->loop, now_usec() + p->cfg.refill_holdoff_ms * USEC_PER_MSEC, pool_on_fill_timer, p);
+        p->fill_timer = loop_add_timer(p->loop,
+                                       now_usec() + p->cfg.refill_holdoff_ms * USEC_PER_MSEC,
+                                       pool_on_fill_timer, p);
 }
 
 Guest *
