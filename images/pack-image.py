@@ -63,7 +63,8 @@ def pack(args):
     tmp = os.path.join(args.work, "pack")
     os.makedirs(tmp, exist_ok=True)
     image = os.path.join(tmp, "root.ext4")
-    ext4.make(args.tree, image, label=f"stockade-{args.name}", epoch=args.epoch,
+    # The label is not the name: the same image imported under two names is the same bytes.
+    ext4.make(args.tree, image, label="stockade-oci", epoch=args.epoch,
               margin_pct=MARGIN_PERCENT, margin_mib=MARGIN_MIB, keep_mtime=True)
     for name in ("vmlinux", "initramfs.cpio"):
         shutil.copyfile(os.path.join(args.kernel_from, name), os.path.join(tmp, name))

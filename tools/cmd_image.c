@@ -394,6 +394,8 @@ image_import(Cli *cli, int argc, char **argv)
     ImportArgs a = {0};
     char packer[IMAGE_PATH_MAX_BYTES];
     const char *sde = getenv("SOURCE_DATE_EPOCH");
+    /* another skopeo (tests put one that copies a layout as it is, lies included) */
+    const char *skopeo = getenv("STOCKADE_SKOPEO") ?: "/usr/bin/skopeo";
 
     if (image_options(cli, argc, argv, &o, &err) < 0)
         return cli_usage_error(cli, "%s", err->message);
@@ -415,7 +417,7 @@ image_import(Cli *cli, int argc, char **argv)
                      .image_dir = o.dir,
                      .kernel_from = o.kernel_from ? o.kernel_from : "minimal",
                      .authfile = o.authfile,
-                     .skopeo = "/usr/bin/skopeo",
+                     .skopeo = skopeo,
                      .packer = packer,
                      .epoch = sde && *sde ? strtoll(sde, NULL, 10) : IMAGE_DEFAULT_EPOCH,
                      .limits = a.limits};

@@ -117,6 +117,9 @@ apply_dir_failed(OciApply *a, const ApplyEntry *x, Error **errp)
     if (errno == EMLINK)
         return apply_fail(a, x->path, errp, E_TOO_LARGE, "more than %u entries in the image",
                           a->max_entries);
+    if (errno == EEXIST) /* mkdirat met a symlink that leads nowhere in the tree */
+        return apply_fail(a, x->path, errp, E_INVALID,
+                          "a parent is a symlink to nothing in the image");
     return apply_fail(
         a, x->path, errp,
         errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV ? E_INVALID : E_IO,
