@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "timeutil.h"
 
 #define OCI_DRAIN_BYTES (64u * 1024u)
@@ -30,10 +31,17 @@ oci_stream_open(OciStream *s, int fd, const OciDescriptor *d, uint64_t *budget_b
                      .want_size = d->size,
                      .budget_bytes = budget_bytes,
                      .deadline_usec = deadline_usec};
-    sha256_init(&s->in_hash);
-    sha256_init(&s->out_hash);
-    if (!(s->in = malloc(OCI_STREAM_IN_BYTES)))
+    if (gnutls_hash_init(&s->in_hash, GNUTLS_DIG_SHA256) < 0)
+        return error_set(errp, E_INTERNAL, ENOMEM, "sha256");
+    if (gnutls_hash_init(&s->out_hash, GNUTLS_DIG_SHA256) < 0) {
+        gnutls_hash_deinit(s->in_hash, NULL);
+        s->in_hash = NULL;
+        return error_set(errp, E_INTERNAL, ENOMEM, "sha256");
+    }
+    if (!(s->in = malloc(OCI_STREAM_IN_BYTES))) {
+        oci_stream_close(s);
         return error_set(errp, E_INTERNAL, ENOMEM, "layer buffer");
+    }
     if (d->compression == OCI_COMPRESSION_GZIP) {
         if (inflateInit2(&s->z, OCI_GZIP_WINDOW_BITS) != Z_OK) {
             oci_stream_close(s);
@@ -52,6 +60,11 @@ oci_stream_open(OciStream *s, int fd, const OciDescriptor *d, uint64_t *budget_b
 void
 oci_stream_close(OciStream *s)
 {
+    if (s->in_hash)
+        gnutls_hash_deinit(s->in_hash, NULL);
+    if (s->out_hash)
+        gnutls_hash_deinit(s->out_hash, NULL);
+    s->in_hash = s->out_hash = NULL;
     if (s->z_live)
         inflateEnd(&s->z);
     if (s->zstd)
@@ -79,7 +92,7 @@ stream_fill(OciStream *s)
     if (s->in_bytes + (uint64_t) n > s->want_size)
         return stream_fail(s, EFBIG, E_INVALID,
                            "the blob is longer than the manifest's size for it", NULL);
-    sha256_update(&s->in_hash, s->in, (size_t) n);
+    gnutls_hash(s->in_hash, s->in, (size_t) n);
     s->in_bytes += (uint64_t) n;
     s->in_pos = 0;
     s->in_len = (size_t) n;
@@ -98,7 +111,7 @@ stream_out(OciStream *s, const void *out, size_t n)
                            NULL);
     *s->budget_bytes -= n;
     s->out_bytes += n;
-    sha256_update(&s->out_hash, out, n);
+    gnutls_hash(s->out_hash, out, n);
     return 0;
 }
 
@@ -180,12 +193,14 @@ oci_stream_read(void *ctx, void *buf, size_t len, size_t *ret_got)
     }
 }
 
+/* Ends the hash (it cannot be fed again) and compares it with digest ("sha256:<hex>"). */
 static int
-stream_hash_matches(Sha256 *h, const char *digest)
+stream_hash_matches(gnutls_hash_hd_t *h, const char *digest)
 {
     uint8_t raw[SHA256_BYTES];
     char hex[SHA256_HEX_BYTES + 1];
-    sha256_final(h, raw);
+    gnutls_hash_deinit(*h, raw);
+    *h = NULL;
     hex_encode(raw, sizeof(raw), hex);
     return strcmp(hex, digest + 7) == 0;
 }
