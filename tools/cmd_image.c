@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "events.h"
 #include "fdutil.h"
+#include "image_build.h"
 #include "image_import.h"
 #include "images.h"
 #include "output.h"
@@ -24,6 +25,9 @@
 static const char image_help[] =
     "Usage: stockade image ls [--image-dir DIR] [--verify] [--json]\n"
     "       stockade image build NAME [--image-dir DIR] [--force]\n"
+    "       stockade image build --file DOCKERFILE [CONTEXT] --name NAME [--image-dir DIR]\n"
+    "                            [--kernel-from IMAGE] [--max-bytes SIZE] [--max-entries N]\n"
+    "                            [--timeout SECONDS] [--force]\n"
     "       stockade image import SOURCE --name NAME [--image-dir DIR] [--kernel-from IMAGE]\n"
     "                             [--authfile FILE] [--max-bytes SIZE] [--max-blob-bytes SIZE]\n"
     "                             [--max-entries N] [--timeout SECONDS] [--force]\n"
@@ -31,7 +35,10 @@ static const char image_help[] =
     "  ls      the images the daemon's pools use and those in DIR, with their manifests checked\n"
     "          (--verify also checks every file's sha256) and where each came from\n"
     "  build   builds image NAME (a recipe: minimal, python) into DIR/NAME with the project's\n"
-    "          builder, from Debian packages through this machine's apt\n"
+    "          builder, from Debian packages through this machine's apt; with --file, builds\n"
+    "          --name NAME from a Dockerfile: FROM an image of DIR, COPY/ADD of CONTEXT's files\n"
+    "          (default .), ENV, ARG, WORKDIR, USER, CMD, ENTRYPOINT (RUN is refused: it needs a\n"
+    "          build guest, which this version does not start yet)\n"
     "  import  makes image NAME in DIR/NAME from an OCI image: SOURCE is oci:DIR[:TAG] (an OCI\n"
     "          layout), docker-archive:FILE (a `docker save` tarball) or docker://REF (a\n"
     "          registry this host reaches; credentials from skopeo's usual auth file or\n"
@@ -57,6 +64,7 @@ enum {
     OPT_MAX_BLOB_BYTES,
     OPT_MAX_ENTRIES,
     OPT_TIMEOUT,
+    OPT_FILE,
 };
 
 typedef struct ImageArgs {
@@ -64,6 +72,7 @@ typedef struct ImageArgs {
     bool verify, force;
     const char *name, *kernel_from, *authfile;
     const char *max_bytes, *max_blob_bytes, *max_entries, *timeout;
+    const char *file; /* build --file: a Dockerfile */
 } ImageArgs;
 
 static int
@@ -80,6 +89,7 @@ image_options(Cli *cli, int argc, char **argv, ImageArgs *a, Error **errp)
         {"max-blob-bytes", required_argument, NULL, OPT_MAX_BLOB_BYTES},
         {"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"file", required_argument, NULL, OPT_FILE},
         CLI_GLOBAL_OPTIONS,
     };
     int c;
@@ -106,6 +116,8 @@ image_options(Cli *cli, int argc, char **argv, ImageArgs *a, Error **errp)
             a->max_entries = optarg;
         else if (c == OPT_TIMEOUT)
             a->timeout = optarg;
+        else if (c == OPT_FILE)
+            a->file = optarg;
         else if (args_global(cli, c, argc, argv, errp) < 0)
             return -1;
     }
@@ -276,6 +288,8 @@ image_build_exec(const char *builder, const char *recipe, const char *runner, co
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static int image_build_file(Cli *cli, const ImageArgs *o, int argc, char **argv);
+
 static int
 image_build(Cli *cli, int argc, char **argv)
 {
@@ -287,6 +301,8 @@ image_build(Cli *cli, int argc, char **argv)
         return cli_usage_error(cli, "%s", err->message);
     if (cli->help)
         return cli_print_help(image_help);
+    if (a.file)
+        return image_build_file(cli, &a, argc, argv);
     if (optind != argc - 1 || !args_id_ok(argv[optind]) || strchr(argv[optind], '_'))
         return cli_usage_error(cli, "one image name is needed (a recipe: minimal, python)");
     const char *name = argv[optind];
@@ -441,6 +457,49 @@ image_import(Cli *cli, int argc, char **argv)
     printf("a pool uses it with `image = %s` in a [pool NAME] section of stockaded.conf, after "
            "a restart of the daemon\n",
            o.name);
+    return CLI_EXIT_OK;
+}
+
+/* build --file DOCKERFILE [CONTEXT] --name NAME */
+static int
+image_build_file(Cli *cli, const ImageArgs *o, int argc, char **argv)
+{
+    _cleanup_error_ Error *err = NULL;
+    char packer[IMAGE_PATH_MAX_BYTES];
+    const char *sde = getenv("SOURCE_DATE_EPOCH");
+    BuildArgs b = {0};
+
+    if (optind < argc - 1)
+        return cli_usage_error(cli, "at most one CONTEXT folder after the options");
+    if (!o->name || !image_name_ok(o->name))
+        return cli_usage_error(cli, "--name NAME is needed: 1-%d of a-z, 0-9 and - (not first)",
+                               IMAGE_NAME_MAX);
+    if (image_import_limits(o, &b.limits, &err) < 0)
+        return cli_usage_error(cli, "%s", err->message);
+    snprintf(packer, sizeof(packer), "%s/pack-image.py",
+             running_from_build_tree() ? STOCKADE_CLI_SOURCE_IMAGES
+                                       : STOCKADE_CLI_LIBEXEC_DIR "/images");
+    b.dockerfile = o->file;
+    b.context = optind < argc ? argv[optind] : ".";
+    b.name = o->name;
+    b.image_dir = o->dir;
+    b.kernel_from = o->kernel_from ? o->kernel_from : "minimal";
+    b.packer = packer;
+    b.epoch = sde && *sde ? strtoll(sde, NULL, 10) : IMAGE_DEFAULT_EPOCH;
+    if (!image_name_ok(b.kernel_from))
+        return cli_usage_error(cli, "--kernel-from names an image of %s", o->dir);
+    if (geteuid() != 0) {
+        error_set(&err, E_FORBIDDEN, 0, "building an image needs root (it writes %s and sets "
+                                        "the owners of the image's files): run it with sudo",
+                  o->dir);
+        return cli_report(cli, err, false);
+    }
+    if (image_import_target_ok(o, &err) < 0 || image_build_dockerfile(&b, &err) < 0) {
+        cli_report(cli, err, false);
+        return CLI_EXIT_FAIL;
+    }
+    printf("a pool uses it with `image = %s` in a [pool NAME] section of stockaded.conf, after "
+           "a restart of the daemon\n", o->name);
     return CLI_EXIT_OK;
 }
 

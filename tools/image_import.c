@@ -38,10 +38,7 @@
 #define IMPORT_TAG "import"
 #define IMPORT_WAIT_STEP_MS 100
 
-/* snprintf that says when the path did not fit (the caller refuses it). */
-static bool path_fmt(char *out, size_t cap, const char *fmt, ...) _printf_(3, 4);
-
-static bool
+bool
 path_fmt(char *out, size_t cap, const char *fmt, ...)
 {
     va_list ap;
@@ -63,9 +60,7 @@ image_import_source_ok(const char *source)
     return false;
 }
 
-/* Runs argv (a path in argv[0]) with RLIMIT_FSIZE = fsize_bytes, killed at deadline_usec.
- * Returns its exit status (128 + signal when killed), or -1 with errp. */
-static int
+int
 run_bounded(const char *const *argv, uint64_t fsize_bytes, uint64_t deadline_usec, Error **errp)
 {
     fflush(NULL);
@@ -151,7 +146,7 @@ import_progress(void *ctx, size_t i, size_t n, const OciLayerInfo *l)
     fflush(stdout);
 }
 
-static json_t *
+json_t *
 strings_json(char *const *v, size_t n)
 {
     json_t *a = json_array();
@@ -244,8 +239,8 @@ fail_clear:
     return r;
 }
 
-static int
-import_pack(const ImportArgs *a, const char *scratch, uint64_t deadline, Error **errp)
+int
+image_pack(const ImportArgs *a, const char *scratch, uint64_t deadline, Error **errp)
 {
     char tree[IMPORT_PATH_MAX_BYTES], meta[IMPORT_PATH_MAX_BYTES], out[IMPORT_PATH_MAX_BYTES];
     char base[IMPORT_PATH_MAX_BYTES], epoch[24];
@@ -287,7 +282,7 @@ image_import_run(const ImportArgs *a, Error **errp)
     if (r == 0)
         r = import_tree(a, scratch, deadline, errp);
     if (r == 0)
-        r = import_pack(a, scratch, deadline, errp);
+        r = image_pack(a, scratch, deadline, errp);
     if (rm_rf(scratch) < 0 && r == 0)
         fprintf(stderr, "stockade image import: could not remove %s: %s\n", scratch,
                 strerror(errno));

@@ -111,6 +111,12 @@ apply_open_dir(OciApply *a, const char *path, bool create, int *ret_fd)
     return fd < 0 ? -1 : 0;
 }
 
+int
+oci_apply_open_dir(OciApply *a, const char *path, bool create, int *ret_fd)
+{
+    return apply_open_dir(a, path, create, ret_fd);
+}
+
 static int
 apply_dir_failed(OciApply *a, const ApplyEntry *x, Error **errp)
 {

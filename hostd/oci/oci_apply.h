@@ -55,6 +55,10 @@ typedef struct OciApply {
  * NO_MAGICLINKS | NO_XDEV): symlinks, absolute or climbing, resolve inside the tree. */
 int oci_open_in_root(int root_fd, const char *path, int flags);
 
+/* Opens directory path ("" = the root) of the tree the confined way; with create, missing
+ * directories are made root-owned 0755 and counted as entries. -1 with errno. */
+int oci_apply_open_dir(OciApply *a, const char *path, bool create, int *ret_fd);
+
 /* Applies one layer read from s, labelled for messages. On error the tree is half-applied:
  * the caller throws it away. */
 int oci_apply_layer(OciApply *a, const char *label, OciStream *s, Error **errp);

@@ -349,7 +349,8 @@ finish_defaults(int root_fd, const OciConfig *cfg, const OciUser *user, Error **
     return 0;
 }
 
-/* Sets atime/mtime of dir_fd's directory and of every directory below to epoch. */
+/* Sets atime/mtime of dir_fd's directory, of every directory below and of every symlink to
+ * epoch (debugfs rdump, which a Dockerfile build starts from, stamps symlinks with "now"). */
 static int
 finish_dir_times(int dir_fd, const struct timespec ts[2], unsigned depth)
 {
@@ -367,7 +368,13 @@ finish_dir_times(int dir_fd, const struct timespec ts[2], unsigned depth)
         return -1;
     }
     for (struct dirent *de; r == 0 && (de = readdir(d));) {
-        if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (de->d_type == DT_LNK) {
+            r = utimensat(dirfd(d), de->d_name, ts, AT_SYMLINK_NOFOLLOW);
+            continue;
+        }
+        if (de->d_type != DT_DIR)
             continue;
         int child = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         r = child < 0 ? -1 : finish_dir_times(child, ts, depth + 1);

@@ -7,8 +7,8 @@
  *    no entry for them (the files made if absent);
  *  - the runner's defaults for every exec, from the image config, in IMAGE_DEFAULTS_PATH
  *    (format: guest/imagecfg.h), replacing whatever the layers had at /etc/stockade;
- *  - every directory's atime/mtime set to epoch (creating entries moved them: the tree must
- *    not depend on when it was made). Files and symlinks keep the layers' mtimes.
+ *  - every directory's and symlink's atime/mtime set to epoch (creating entries moved a
+ *    directory's; the tree must not depend on when it was made). Files keep the layers'.
  * Every lookup is confined to the tree (RESOLVE_IN_ROOT), as in oci_apply.h. */
 #pragma once
 

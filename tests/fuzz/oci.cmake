@@ -9,3 +9,5 @@ target_include_directories(fuzz_imagecfg_replay PRIVATE ${PROJECT_SOURCE_DIR}/gu
 if(STOCKADE_FUZZ)
     target_include_directories(fuzz_imagecfg PRIVATE ${PROJECT_SOURCE_DIR}/guest)
 endif()
+# The Dockerfile parser and word expansion of `stockade image build --file`.
+stockade_fuzz_target(fuzz_dockerfile SOURCES fuzz_dockerfile.c LIBS stockade_oci_json)

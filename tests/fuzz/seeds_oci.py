@@ -54,6 +54,26 @@ def main(out):
     write(lay, "bomb", b"\1" + gzip.compress(L.tar_layer([L.file("z", b"\0" * (1 << 20))]),
                                             mtime=0))
 
+    dfd = os.path.join(out, "fuzz_dockerfile")
+    write(dfd, "template", b"""# syntax=docker/dockerfile:1
+ARG BASE=minimal
+FROM ${BASE} AS base
+ENV GREETING="hello there" \\
+    HOME_DIR=/srv/app  B='single $A'
+ENV OLD value with spaces
+WORKDIR $HOME_DIR
+COPY --chown=app:app ["a b", "c", "/dest/"]
+ADD app/ ./
+RUN apt-get update && \\
+    # a comment inside
+    apt-get install -y jq
+USER ${USERNAME:-app}
+ENTRYPOINT ["/bin/sh", "-c"]
+CMD echo ${GREETING:+set} \\$literal
+EXPOSE 8080
+""")
+    write(dfd, "bad", b"FROM a\nFROM b\nSHELL [\"x\"]\nADD http://x/y /z\nCOPY --from=x a b\n")
+
     cfgdir = os.path.join(out, "fuzz_imagecfg")
     write(cfgdir, "full", b"# header\nenv A=1\nenv PATH=/usr/bin:/bin\nenv E=%25%0A\n"
                           b"cwd /srv/app\nuser 4321:4322\nentrypoint /bin/sh\ncmd -c\n")

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""integration_image_import: `stockade image import` end to end, no guest (issue 29).
+"""integration_image_import: `stockade image import` and `image build --file` end to end, no
+guest (issue 29).
 
 Honest images: an OCI layout made with umoci from the minimal image's root (two layers: the
 second adds, changes and deletes files, so umoci writes whiteouts) imported through the real
@@ -12,7 +13,11 @@ of the tree, `..` and absolute names, a decompression bomb, a manifest that lies
 a blob, a diff_id, the config or itself, too many entries, a skopeo that overstays, whiteouts
 and opaque directories, owners, a planted runner defaults file. Each result is read back from
 root.ext4 with debugfs (Debian's tool, not ours). Every case also checks that nothing landed
-outside the image directory and that the scratch folder is gone.
+outside the image directory and that the scratch folder is gone. Dockerfile builds: FROM,
+ARG, ENV, WORKDIR, COPY (--chown, a symlink in the context copied as one), USER, CMD read back
+the same way, the same Dockerfile and context give the same content_hash; RUN (before any
+step runs), a COPY source outside the context (by `..` or through a symlink), an unsupported
+instruction and a FROM that is no local image are refused.
 """
 import json
 import os
@@ -326,9 +331,84 @@ def case_owner_user(w):
               r"User nobody-here: no such user")
 
 
+def build(w, name, dockerfile, files, *flags):
+    ctx = w.path(f"ctx-{name}")
+    os.makedirs(ctx)
+    for rel, data in files.items():
+        full = os.path.join(ctx, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if isinstance(data, tuple):  # ("symlink", target)
+            os.symlink(data[1], full)
+        else:
+            with open(full, "wb") as f:
+                f.write(data)
+    df = os.path.join(ctx, "Dockerfile")
+    with open(df, "w") as f:
+        f.write(dockerfile)
+    p = subprocess.run([CLI, "image", "build", "--file", df, ctx, "--name", name, "--image-dir",
+                        w.imgs, *flags], capture_output=True, text=True, timeout=600)
+    assert not os.listdir(os.path.join(w.imgs, ".import")), "scratch left behind"
+    return p
+
+
+DOCKERFILE = """\
+# syntax=docker/dockerfile:1
+ARG BASE=minimal
+FROM ${BASE}
+ARG GREETING="hello there"
+ENV GREETING=$GREETING \\
+    APP_HOME=/srv/app
+WORKDIR ${APP_HOME}
+COPY app/ ./
+COPY --chown=4321:4322 app/main.py /opt/
+LABEL org.example.note="changes nothing"
+USER 4321:4322
+CMD ["sh", "-c", "echo $GREETING"]
+"""
+
+
+def case_dockerfile(w):
+    files = {"app/main.py": b"print('hi')\n", "app/sub/data.txt": b"data\n",
+             "app/link": ("symlink", "/etc/shadow")}
+    p = build(w, "df-one", DOCKERFILE, files)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Step 6/10 : COPY app/ ./" in p.stdout, p.stdout
+    img = Image(os.path.join(w.imgs, "df-one"))
+    assert img.cat("/srv/app/main.py") == "print('hi')\n"
+    assert img.cat("/srv/app/sub/data.txt") == "data\n"
+    assert img.stat("/srv/app/link")["type"] == "symlink", "a context symlink is copied as one"
+    st = img.stat("/opt/main.py")
+    assert (st["uid"], st["gid"]) == (4321, 4322), st
+    conf = img.cat("/etc/stockade/image.conf").splitlines()
+    for line in ("env GREETING=hello there", "env APP_HOME=/srv/app", "cwd /srv/app",
+                 "user 4321:4322", "cmd sh", "cmd -c", "cmd echo $GREETING"):
+        assert line in conf, f"{line!r} not in {conf}"
+    assert img.manifest["origin"]["kind"] == "dockerfile"
+    again = build(w, "df-two", DOCKERFILE, files)
+    assert again.returncode == 0, again.stderr
+    assert Image(os.path.join(w.imgs, "df-two")).manifest["content_hash"] == \
+        img.manifest["content_hash"], "the same Dockerfile and context gave another image"
+
+
+def case_dockerfile_refused(w):
+    p = build(w, "df-run", "FROM minimal\nCOPY a /a\nRUN apt-get install -y jq\n", {"a": b"a"})
+    assert p.returncode == 1 and "line 3: RUN apt-get install -y jq" in p.stderr, p.stderr
+    assert "Step 1" not in p.stdout, "a RUN is refused before any step runs"
+    p = build(w, "df-out", "FROM minimal\nCOPY ../../etc/passwd /x\n", {})
+    assert p.returncode == 1 and "not a path inside the build context" in p.stderr, p.stderr
+    p = build(w, "df-link", "FROM minimal\nCOPY out /x\n", {"out": ("symlink", "/etc")})
+    assert p.returncode == 1 and "COPY out: not in the build context" in p.stderr, p.stderr
+    p = build(w, "df-shell", "FROM minimal\nSHELL [\"/bin/bash\"]\n", {})
+    assert p.returncode == 1 and "line 2: SHELL is not supported" in p.stderr, p.stderr
+    p = build(w, "df-from", "FROM ubuntu:22.04\n", {})
+    assert p.returncode == 1 and "FROM ubuntu:22.04: name an image" in p.stderr, p.stderr
+    for name in ("df-run", "df-out", "df-link", "df-shell", "df-from"):
+        assert not os.path.exists(os.path.join(w.imgs, name))
+
+
 CASES = [case_umoci_and_docker_archive, case_devices, case_setuid, case_symlink_parents,
          case_hardlinks, case_names, case_bomb, case_lies, case_entries, case_time,
-         case_whiteouts, case_owner_user]
+         case_whiteouts, case_owner_user, case_dockerfile, case_dockerfile_refused]
 
 
 def main():
