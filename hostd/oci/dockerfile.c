@@ -189,7 +189,7 @@ parse_copy(char *text, DfInstr *in, const char **why)
     }
     for (size_t i = 0; in->kind == DF_ADD && i + 1 < in->n_args; i++)
         if (strstr(in->args[i], "://")) {
-            *why = "ADD of a URL is not supported: the build reaches no network";
+            *why = "of a URL is not supported: the build reaches no network";
             return -1;
         }
     return 0;
