@@ -46,9 +46,12 @@ def base_files(base):
 
 
 def install(tmp, out, names):
-    """Move each new file into out (manifest last); a file with the same bytes stays."""
+    """Move each new file into out (manifest last); a file with the same bytes stays. Modes
+    are set, not left to the umask: QEMU (libvirt-qemu) must read the files."""
     os.makedirs(out, exist_ok=True)
+    os.chmod(out, 0o755)
     for name in names:
+        os.chmod(os.path.join(tmp, name), 0o644)
         src, dst = os.path.join(tmp, name), os.path.join(out, name)
         if os.path.exists(dst) and sha256_file(dst) == sha256_file(src):
             os.remove(src)

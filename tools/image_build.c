@@ -461,6 +461,7 @@ image_build_dockerfile(const BuildArgs *a, Error **errp)
 
     if (!b)
         return error_set(errp, E_INTERNAL, ENOMEM, "build");
+    umask(022); /* directories the tree implies are 0755 whatever the operator's umask */
     *b = (Build){.a = a,
                  .root_fd = -1,
                  .ctx_fd = -1,

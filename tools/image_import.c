@@ -269,6 +269,7 @@ image_import_run(const ImportArgs *a, Error **errp)
     uint64_t t0 = now_usec(), deadline = t0 + a->limits.max_usec;
     int r;
 
+    umask(022); /* directories the tree implies are 0755 whatever the operator's umask */
     if (!path_fmt(dir, sizeof(dir), "%s/.import", a->image_dir) ||
         !path_fmt(scratch, sizeof(scratch), "%s/%s.%d", dir, a->name, (int) getpid()))
         return error_set(errp, E_INVALID, ENAMETOOLONG, "image directory path");

@@ -115,7 +115,8 @@ def timed_skopeo(layout, work):
 
 def first_guest(imgs, name):
     os.environ["STOCKADE_IMAGE_DIR"] = imgs
-    state = tempfile.mkdtemp(prefix="stockade-bench-image.")
+    state = tempfile.mkdtemp(prefix="stockade-bench-image-state.")
+    os.chmod(state, 0o711)
     try:
         t0 = time.monotonic()
         with Daemon(pools={"byo": dict(image=name, warm=1, slots=1)}, state_dir=state,
@@ -140,6 +141,7 @@ def main():
     if not os.path.exists(os.path.join(IMAGES, base, "manifest.json")):
         skip(f"the {base} image is not built in {IMAGES}")
     work = tempfile.mkdtemp(prefix="stockade-bench-image.")
+    os.chmod(work, 0o711)  # QEMU (libvirt-qemu) opens the image's files by path
     try:
         layers = [root_tar(base, work), filler_tar(a.mib or (20 if a.quick else 92))]
         unpacked_mib = sum(len(t) for t in layers) / MIB

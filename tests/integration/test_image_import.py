@@ -76,7 +76,7 @@ class Work:
                        cfg, **kw)
         return f"oci:{root}:v1"
 
-    def run(self, source, name, *flags, fake=True, env=None):
+    def run(self, source, name, *flags, fake=True, env=None, umask=None):
         e = dict(os.environ, **(env or {}))
         if fake:
             e["STOCKADE_SKOPEO"] = FAKE
@@ -84,7 +84,7 @@ class Work:
             e.pop("STOCKADE_SKOPEO", None)
         p = subprocess.run([CLI, "image", "import", source, "--name", name, "--image-dir",
                             self.imgs, *flags], env=e, capture_output=True, text=True,
-                           timeout=600)
+                           timeout=600, preexec_fn=(lambda: os.umask(umask)) if umask else None)
         left = os.listdir(os.path.join(self.imgs, ".import"))
         assert not left, f"scratch left behind: {left}"
         return p
@@ -255,6 +255,16 @@ def case_hardlinks(w):
               r"entry h: hard link target /etc/passwd is absolute")
 
 
+def case_umask(w):
+    """An operator's umask 077 changes no mode: implied directories 0755, the image's files
+    0644 in a 0755 folder (QEMU, another user, must read them)."""
+    img, _ = w.ok(w.layout([[L.file("deep/er/f", b"x")]]), "umask", umask=0o077)
+    assert img.stat("/deep")["mode"] == 0o755 and img.stat("/deep/er")["mode"] == 0o755
+    assert os.stat(img.folder).st_mode & 0o777 == 0o755
+    for name in ("root.ext4", "vmlinux", "initramfs.cpio", "manifest.json"):
+        assert os.stat(os.path.join(img.folder, name)).st_mode & 0o777 == 0o644, name
+
+
 def case_names(w):
     w.refused(w.layout([[L.file("ok", b"x"), L.file("a/../../escape", b"x")]]), "dotdot",
               r"layer 1/1 \(sha256:[0-9a-f]{12}\): entry a/\.\./\.\./escape: a \.\. component")
@@ -407,7 +417,7 @@ def case_dockerfile_refused(w):
 
 
 CASES = [case_umoci_and_docker_archive, case_devices, case_setuid, case_symlink_parents,
-         case_hardlinks, case_names, case_bomb, case_lies, case_entries, case_time,
+         case_hardlinks, case_umask, case_names, case_bomb, case_lies, case_entries, case_time,
          case_whiteouts, case_owner_user, case_dockerfile, case_dockerfile_refused]
 
 
@@ -415,11 +425,12 @@ def main():
     need()
     only = sys.argv[1:]
     w = Work()
-    failed = 0
+    failed = ran = 0
     try:
         for case in CASES:
             if only and case.__name__ not in only:
                 continue
+            ran += 1
             try:
                 case(w)
                 print(f"PASS {case.__name__}")
@@ -429,7 +440,7 @@ def main():
             sys.stdout.flush()
     finally:
         shutil.rmtree(w.dir, ignore_errors=True)
-    print(f"{len(CASES) - failed} passed, {failed} failed")
+    print(f"{ran - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
