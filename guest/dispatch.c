@@ -129,7 +129,10 @@ dispatch_ready(Server *s, const HostMsg *m)
                        .home = s->cfg->workspace, /* /workspace in a guest */
                        .uid = ss->uid,
                        .gid = ss->gid,
-                       .session_env = &ss->env};
+                       .session_env = &ss->env,
+                       .default_cwd = s->cfg->image && s->cfg->image->cwd[0]
+                                          ? s->cfg->image->cwd
+                                          : NULL};
     _cleanup_error_ Error *err = NULL;
 
     if (dispatch_is_tunnel(m->body_case)) {

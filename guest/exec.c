@@ -162,6 +162,7 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
             .path_var = env_list_get(&env, "PATH"),
             .ws_fd = ctx->ws_fd,
             .cwd_rel = cwd_rel,
+            .cwd_abs = x->cwd[0] ? NULL : ctx->default_cwd,
             .uid = ctx->uid,
             .gid = ctx->gid,
             .stdin_fd = p.in[0],

@@ -44,6 +44,9 @@ typedef struct ExecContext {
     uid_t uid;
     gid_t gid;
     const EnvList *session_env;
+    /* An exec whose cwd is empty starts here (an image's WorkingDir, imagecfg.h; absolute,
+     * not confined to the workspace: the root filesystem is read-only); NULL = the workspace. */
+    const char *default_cwd;
 } ExecContext;
 
 /* The table writes its messages to q (borrowed). cgroup_root NULL = pgroup fallback. */

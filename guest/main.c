@@ -24,6 +24,7 @@
 
 #include "fdutil.h"
 #include "guest_limits.h"
+#include "imagecfg.h"
 #include "init.h"
 #include "log.h"
 #include "serve.h"
@@ -37,6 +38,7 @@ typedef struct Args {
     const char *workspace;
     const char *cgroup_root;
     uint16_t proxy_port;
+    const char *image_cfg; /* host mode: an image defaults file to serve with (tests) */
     bool debug;
 } Args;
 
@@ -45,7 +47,7 @@ usage(FILE *out)
 {
     fprintf(out,
             "usage: %s --serve-fd FD --workspace DIR [--cgroup-root DIR] [--proxy-port N] "
-            "[--debug]\n"
+            "[--image-config FILE] [--debug]\n"
             "       (as PID 1 it takes no arguments and boots from the kernel command "
             "line)\n",
             RUNNER_IDENT);
@@ -60,6 +62,7 @@ parse_args(int argc, char **argv, Args *ret)
         {"cgroup-root", required_argument, NULL, 'c'},
         {"proxy-port", required_argument, NULL, 'p'},
         {"debug", no_argument, NULL, 'd'},
+        {"image-config", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {0},
@@ -92,6 +95,9 @@ parse_args(int argc, char **argv, Args *ret)
             break;
         case 'd':
             a.debug = true;
+            break;
+        case 'i':
+            a.image_cfg = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -138,6 +144,27 @@ main_pid1_fatal(Error *err)
     init_power_off();
 }
 
+/* The image's exec defaults (imagecfg.h), if its root has them. A file that does not parse
+ * is logged and ignored: the runner still serves, with the defaults of the project's images. */
+static void
+main_load_image_cfg(const char *path, ImageCfg *ret)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len, line = 0;
+
+    *ret = (ImageCfg){0};
+    if (read_file_bounded(path, IMAGECFG_MAX_BYTES, &text, &len) < 0) {
+        if (errno != ENOENT)
+            log_error("image defaults %s: %m; execs get none", path);
+        return;
+    }
+    if (imagecfg_parse(text, len, ret, &line) < 0)
+        log_error("image defaults %s: line %zu is not valid (%m); execs get none", path, line);
+    else
+        log_debug("image defaults: %zu variables, cwd %s, user %s", ret->env.n,
+                  ret->cwd[0] ? ret->cwd : "(workspace)", ret->has_user ? "set" : "(session's)");
+}
+
 _Noreturn static void
 main_pid1(void)
 {
@@ -154,11 +181,14 @@ main_pid1(void)
     log_debug("boot: root=%s port=%s", boot.root[0] ? boot.root : "(initramfs)", boot.port);
     if (init_boot(&boot, &init, &err) < 0)
         main_pid1_fatal(err);
+    static ImageCfg image;
+    main_load_image_cfg(IMAGECFG_PATH, &image);
     ServeConfig cfg = {.pid1 = true,
                        .port_fd = init.port_fd,
                        .workspace = INIT_WORKSPACE,
                        .cgroup_root = init.cgroups ? INIT_CGROUP_ROOT : NULL,
-                       .proxy_port = PROXY_PORT};
+                       .proxy_port = PROXY_PORT,
+                       .image = &image};
     log_debug("serving %s", boot.port);
     if (serve_run(&cfg, &end, &err) < 0)
         main_pid1_fatal(err);
@@ -196,11 +226,15 @@ main(int argc, char **argv)
         log_error("setup: %m");
         return 1;
     }
+    static ImageCfg image;
+    if (args.image_cfg)
+        main_load_image_cfg(args.image_cfg, &image);
     ServeConfig cfg = {.pid1 = false,
                        .port_fd = args.serve_fd,
                        .workspace = args.workspace,
                        .cgroup_root = args.cgroup_root,
-                       .proxy_port = args.proxy_port};
+                       .proxy_port = args.proxy_port,
+                       .image = &image};
     if (serve_run(&cfg, &end, &err) < 0) {
         log_error("%s", err->message);
         return 1;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "imagecfg.h"
 
 typedef struct ServeConfig {
     bool pid1;               /* Hello sets clock, entropy, hostname and mounts the workspace */
@@ -22,6 +23,7 @@ typedef struct ServeConfig {
     const char *workspace;   /* the real workspace directory (mount point when pid1) */
     const char *cgroup_root; /* writable cgroup v2 directory for exec trees; NULL = fallback */
     uint16_t proxy_port;     /* the egress proxy's port on 127.0.0.1 (PROXY_PORT in a guest) */
+    const ImageCfg *image;   /* the image's exec defaults (imagecfg.h); empty for none */
 } ServeConfig;
 
 typedef enum {

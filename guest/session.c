@@ -176,7 +176,8 @@ session_guest_setup(Server *s, const Stockade__Runner__Hello *h, Error **errp)
 /* With egress, every exec gets the proxy in its environment, before the session's own
  * variables (which may replace them). */
 static int
-session_env_new(const Stockade__Runner__SessionConfig *c, uint16_t proxy_port, EnvList *ret)
+session_env_new(const Stockade__Runner__SessionConfig *c, const ImageCfg *image,
+                uint16_t proxy_port, EnvList *ret)
 {
     static const char *const proxy_vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
                                              "https_proxy"};
@@ -184,6 +185,12 @@ session_env_new(const Stockade__Runner__SessionConfig *c, uint16_t proxy_port, E
     char url[sizeof(PROXY_URL_FORMAT) + 8];
 
     snprintf(url, sizeof(url), PROXY_URL_FORMAT, (unsigned) proxy_port);
+    for (size_t i = 0; image && i < image->env.n; i++) { /* the image's Env comes first */
+        const char *kv = image->env.items[i], *eq = strchr(kv, '=');
+        _cleanup_free_ char *name = strndup(kv, (size_t) (eq - kv));
+        if (!name || env_list_set(&env, name, eq + 1) < 0)
+            goto fail_clear;
+    }
     for (size_t i = 0; c->egress && i < ELEMENTSOF(proxy_vars); i++)
         if (env_list_set(&env, proxy_vars[i], url) < 0)
             goto fail_clear;
@@ -210,10 +217,14 @@ session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp)
     _cleanup_close_ int ws = open(s->cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (ws < 0)
         return error_set(errp, E_IO, errno, "open the workspace");
-    if (fchownat(ws, "", c->uid, c->gid, AT_EMPTY_PATH) < 0)
+    /* An image with a User of its own runs its execs as that user (imagecfg.h). */
+    const ImageCfg *image = s->cfg->image;
+    uid_t uid = image && image->has_user ? image->uid : c->uid;
+    gid_t gid = image && image->has_user ? image->gid : c->gid;
+    if (fchownat(ws, "", uid, gid, AT_EMPTY_PATH) < 0)
         return error_set(errp, E_IO, errno, "chown the workspace");
     EnvList env = {0};
-    if (session_env_new(c, s->cfg->proxy_port, &env) < 0)
+    if (session_env_new(c, image, s->cfg->proxy_port, &env) < 0)
         return error_set(errp, E_INTERNAL, ENOMEM, "session env");
     if (c->egress &&
         !(s->proxy = proxy_new(&s->q, s->cfg->proxy_port, c->egress->max_streams, errp))) {
@@ -227,8 +238,8 @@ session_hello(Server *s, const Stockade__Runner__Hello *h, Error **errp)
         return -1;
     }
     ss->env = env;
-    ss->uid = c->uid;
-    ss->gid = c->gid;
+    ss->uid = uid;
+    ss->gid = gid;
     ss->ws_fd = TAKE_FD(ws);
     ss->ready = true;
     return 0;

@@ -108,6 +108,8 @@ spawn_drop_ids(const SpawnSpec *s)
 static int
 spawn_chdir(const SpawnSpec *s)
 {
+    if (s->cwd_abs)
+        return chdir(s->cwd_abs);
     int fd = wspath_openat(s->ws_fd, s->cwd_rel, O_PATH | O_DIRECTORY, 0);
     if (fd < 0)
         return -1;

@@ -32,6 +32,7 @@ typedef struct SpawnSpec {
     const char *path_var; /* PATH of envp, NULL for the default */
     int ws_fd;            /* workspace root (O_PATH) */
     const char *cwd_rel;  /* workspace-relative, "" = the root */
+    const char *cwd_abs;  /* an image's WorkingDir instead, or NULL */
     uid_t uid;
     gid_t gid;
     int stdin_fd; /* read end, or -1 for /dev/null */

@@ -133,6 +133,24 @@ check_files(ImageInfo *info, const char *dir, json_t *m, bool verify)
         problem(info, "content_hash does not match the listed files: rebuild the image");
 }
 
+/* "recipe" for the project's images (no origin), else the kind and the source, escaped. */
+static void
+check_origin(ImageInfo *info, json_t *m)
+{
+    json_t *origin = json_object_get(m, "origin");
+    const char *kind = json_string_value(json_object_get(origin, "kind"));
+    const char *source = json_string_value(json_object_get(origin, "source"));
+    char esc[sizeof(info->origin) - 16];
+
+    info->imported = origin != NULL;
+    if (!origin) {
+        snprintf(info->origin, sizeof(info->origin), "recipe");
+        return;
+    }
+    log_escape(esc, sizeof(esc), source ? source : "?", source ? strlen(source) : 1);
+    snprintf(info->origin, sizeof(info->origin), "%.12s %s", kind ? kind : "?", esc);
+}
+
 static void
 check_manifest(ImageInfo *info, const char *dir, json_t *m, bool verify)
 {
@@ -150,6 +168,7 @@ check_manifest(ImageInfo *info, const char *dir, json_t *m, bool verify)
         return;
     }
     snprintf(info->content_hash, sizeof(info->content_hash), "%s", json_string_value(hash));
+    check_origin(info, m);
     if (json_is_string(kernel))
         log_escape(info->kernel, sizeof(info->kernel), json_string_value(kernel),
                    json_string_length(kernel));

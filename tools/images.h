@@ -22,6 +22,8 @@ typedef struct ImageInfo {
     char kernel[64];   /* kernel release, e.g. 6.1.0-57-amd64 */
     uint64_t bytes;    /* the three files together */
     int64_t built_sec; /* the manifest's mtime */
+    char origin[128];  /* "recipe" (the project's builder), or "import SOURCE" (escaped) */
+    bool imported;     /* made by `stockade image import|build`: removable with image rm */
     bool ok;
     char problem[IMAGE_PROBLEM_MAX_BYTES]; /* why not ok, and what to do */
 } ImageInfo;

@@ -34,7 +34,7 @@ endif()
 set(images_src ${PROJECT_SOURCE_DIR}/images)
 set(libexec ${CMAKE_INSTALL_LIBEXECDIR}/stockade)
 install(PROGRAMS $<TARGET_FILE:stockade-runner> DESTINATION ${libexec})
-install(PROGRAMS ${images_src}/build-image.py DESTINATION ${libexec}/images)
+install(PROGRAMS ${images_src}/build-image.py ${images_src}/pack-image.py DESTINATION ${libexec}/images)
 install(FILES ${images_src}/common.json DESTINATION ${libexec}/images)
 install(DIRECTORY ${images_src}/builder DESTINATION ${libexec}/images FILES_MATCHING
         PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)

@@ -194,8 +194,8 @@ pool_json(const PoolStatus *st)
     for (size_t i = 0; i < st->n_shapes; i++) {
         const PoolShapeStatus *s = &st->shapes[i];
         json_array_append_new(
-            pools, json_pack("{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "name", s->name,
-                             "vcpus", s->vcpus, "memory_mib", s->memory_mib, "warm", s->warm,
+            pools, json_pack("{s:s,s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "name",
+                             s->name, "image", s->image, "content_hash", s->content_hash, "vcpus", s->vcpus, "memory_mib", s->memory_mib, "warm", s->warm,
                              "slots", s->slots, "idle", s->idle, "busy", s->busy, "starting",
                              s->starting, "draining", s->draining, "snapshots_ready",
                              s->snapshots_ready, "code_kernel", s->code_kernel));

@@ -7,11 +7,16 @@
 #define TAR_OFF_NAME 0
 #define TAR_LEN_NAME 100
 #define TAR_OFF_MODE 100
+#define TAR_OFF_UID 108
+#define TAR_OFF_GID 116
+#define TAR_LEN_ID 8
 #define TAR_OFF_SIZE 124
 #define TAR_OFF_MTIME 136
 #define TAR_OFF_CHKSUM 148
 #define TAR_LEN_CHKSUM 8
 #define TAR_OFF_TYPE 156
+#define TAR_OFF_LINK 157
+#define TAR_LEN_LINK 100
 #define TAR_OFF_MAGIC 257
 #define TAR_OFF_PREFIX 345
 #define TAR_LEN_PREFIX 155
@@ -127,7 +132,9 @@ tar_pending_clear(TarReader *r)
 {
     r->pend_path_set = r->pend_path_bad = r->pend_size_set = false;
     r->pend_mtime_set = r->pend_sparse = false;
-    r->pend_path_len = 0;
+    r->pend_link_set = r->pend_link_bad = r->pend_uid_set = r->pend_gid_set = false;
+    r->pend_owner_bad = false;
+    r->pend_path_len = r->pend_link_len = 0;
 }
 
 void
@@ -143,15 +150,45 @@ tar_reader_init(TarReader *r, TarReadFn read, void *ctx)
     tar_pending_clear(r);
 }
 
+static bool tar_parse_decimal(const char *s, size_t len, uint64_t *ret);
+
+/* A long name or link target: kept if it fits and holds no NUL, else marked bad. */
+static void
+tar_set_long(char *dst, size_t *ret_len, bool *ret_bad, const char *p, size_t len)
+{
+    *ret_bad = len > TAR_PATH_MAX_BYTES || memchr(p, '\0', len) != NULL;
+    *ret_len = *ret_bad ? 0 : len;
+    if (!*ret_bad)
+        memcpy(dst, p, len);
+    dst[*ret_len] = '\0';
+}
+
 static void
 tar_set_pending_path(TarReader *r, const char *p, size_t len)
 {
     r->pend_path_set = true;
-    r->pend_path_bad = len > TAR_PATH_MAX_BYTES || memchr(p, '\0', len) != NULL;
-    r->pend_path_len = r->pend_path_bad ? 0 : len;
-    if (!r->pend_path_bad)
-        memcpy(r->pend_path, p, len);
-    r->pend_path[r->pend_path_len] = '\0';
+    tar_set_long(r->pend_path, &r->pend_path_len, &r->pend_path_bad, p, len);
+}
+
+static void
+tar_set_pending_link(TarReader *r, const char *p, size_t len)
+{
+    r->pend_link_set = true;
+    tar_set_long(r->pend_link, &r->pend_link_len, &r->pend_link_bad, p, len);
+}
+
+/* pax uid/gid: decimal; a value over UINT32_MAX (or not a number) marks the owner bad. */
+static void
+tar_pax_id(TarReader *r, const char *val, size_t vlen, bool *ret_set, uint32_t *ret_id)
+{
+    uint64_t n;
+    *ret_set = true;
+    if (!tar_parse_decimal(val, vlen, &n) || memchr(val, '.', vlen) || n > UINT32_MAX) {
+        r->pend_owner_bad = true;
+        *ret_id = 0;
+        return;
+    }
+    *ret_id = (uint32_t) n;
 }
 
 /* Parses a decimal integer of at most 19 digits from s[0..len); pax fractions are cut. */
@@ -177,6 +214,12 @@ tar_pax_record(TarReader *r, const char *key, size_t klen, const char *val, size
     uint64_t n;
     if (klen == 4 && memcmp(key, "path", 4) == 0) {
         tar_set_pending_path(r, val, vlen);
+    } else if (klen == 8 && memcmp(key, "linkpath", 8) == 0) {
+        tar_set_pending_link(r, val, vlen);
+    } else if (klen == 3 && memcmp(key, "uid", 3) == 0) {
+        tar_pax_id(r, val, vlen, &r->pend_uid_set, &r->pend_uid);
+    } else if (klen == 3 && memcmp(key, "gid", 3) == 0) {
+        tar_pax_id(r, val, vlen, &r->pend_gid_set, &r->pend_gid);
     } else if (klen == 4 && memcmp(key, "size", 4) == 0) {
         if (!tar_parse_decimal(val, vlen, &n) || memchr(val, '.', vlen) || n > TAR_SIZE_MAX_BYTES)
             return false;
@@ -229,10 +272,11 @@ static TarStatus
 tar_meta(TarReader *r, char type, uint64_t size)
 {
     uint64_t padded = size + tar_padding(size);
-    if (type == 'K')
-        return tar_skip(r, padded);
-    if (type == 'L' && size > TAR_PATH_MAX_BYTES + 1) {
-        tar_set_pending_path(r, "", TAR_PATH_MAX_BYTES + 1); /* marks it bad */
+    if ((type == 'L' || type == 'K') && size > TAR_PATH_MAX_BYTES + 1) {
+        if (type == 'L') /* marks it bad */
+            tar_set_pending_path(r, "", TAR_PATH_MAX_BYTES + 1);
+        else
+            tar_set_pending_link(r, "", TAR_PATH_MAX_BYTES + 1);
         return tar_skip(r, padded);
     }
     if ((type == 'x' || type == 'g') && size > TAR_PAX_MAX_BYTES)
@@ -243,11 +287,14 @@ tar_meta(TarReader *r, char type, uint64_t size)
     st = tar_skip(r, tar_padding(size));
     if (st != TAR_ENTRY)
         return st;
-    if (type == 'L') {
+    if (type == 'L' || type == 'K') {
         size_t n = (size_t) size;
         while (n > 0 && r->pax[n - 1] == '\0') /* GNU writes a trailing NUL */
             n--;
-        tar_set_pending_path(r, r->pax, n);
+        if (type == 'L')
+            tar_set_pending_path(r, r->pax, n);
+        else
+            tar_set_pending_link(r, r->pax, n);
         return TAR_ENTRY;
     }
     return tar_parse_pax(r, (size_t) size, type == 'g');
@@ -298,10 +345,34 @@ tar_header_name(const uint8_t *b, TarEntry *e)
     e->path_bad = false;
 }
 
+/* Owner and link target: pending pax/GNU values first, else the header's fields. */
+static void
+tar_fill_owner_link(TarReader *r, const uint8_t *b, TarEntry *e)
+{
+    uint64_t uid = 0, gid = 0;
+    bool ok = tar_parse_number(b + TAR_OFF_UID, TAR_LEN_ID, &uid) &&
+              tar_parse_number(b + TAR_OFF_GID, TAR_LEN_ID, &gid);
+    e->owner_bad = r->pend_owner_bad || (!r->pend_uid_set && (!ok || uid > UINT32_MAX)) ||
+                   (!r->pend_gid_set && (!ok || gid > UINT32_MAX));
+    e->uid = r->pend_uid_set ? r->pend_uid : (uint32_t) MIN(uid, (uint64_t) UINT32_MAX);
+    e->gid = r->pend_gid_set ? r->pend_gid : (uint32_t) MIN(gid, (uint64_t) UINT32_MAX);
+    if (r->pend_link_set) {
+        memcpy(e->link, r->pend_link, r->pend_link_len + 1);
+        e->link_len = r->pend_link_len;
+        e->link_bad = r->pend_link_bad;
+    } else {
+        e->link_len = strnlen((const char *) b + TAR_OFF_LINK, TAR_LEN_LINK);
+        memcpy(e->link, b + TAR_OFF_LINK, e->link_len);
+        e->link[e->link_len] = '\0';
+        e->link_bad = false;
+    }
+}
+
 static TarStatus
 tar_fill_entry(TarReader *r, const uint8_t *b, uint64_t size, uint64_t mode, uint64_t mtime,
                TarEntry *e)
 {
+    tar_fill_owner_link(r, b, e);
     e->typeflag = (char) b[TAR_OFF_TYPE];
     e->type = r->pend_sparse ? TAR_TYPE_OTHER : tar_type_of(e->typeflag);
     e->mode = (uint32_t) (mode & TAR_MODE_BITS);

@@ -38,6 +38,13 @@ typedef struct TarEntry {
     char path[TAR_PATH_MAX_BYTES + 1]; /* NUL-terminated, path_len bytes (may hold no NUL) */
     size_t path_len;
     bool path_bad; /* the name held a NUL or was longer than TAR_PATH_MAX_BYTES */
+    /* The link target of a symlink or hard link (header linkname, GNU 'K', pax linkpath),
+     * as written: never resolved here. Same bounds and NUL rule as path. */
+    char link[TAR_PATH_MAX_BYTES + 1];
+    size_t link_len;
+    bool link_bad;
+    uint32_t uid, gid; /* owner from the header or pax uid/gid; over UINT32_MAX: owner_bad */
+    bool owner_bad;
     TarType type;
     char typeflag;
     uint32_t mode; /* low 12 bits of the header's mode */
@@ -62,10 +69,13 @@ typedef struct TarReader {
     const char *why; /* static text for TAR_MALFORMED */
     /* Pending overrides from 'L' / 'x' headers, applied to the next real header. */
     bool pend_path_set, pend_path_bad, pend_size_set, pend_mtime_set, pend_sparse;
-    size_t pend_path_len;
+    bool pend_link_set, pend_link_bad, pend_uid_set, pend_gid_set, pend_owner_bad;
+    size_t pend_path_len, pend_link_len;
     uint64_t pend_size;
     int64_t pend_mtime;
+    uint32_t pend_uid, pend_gid;
     char pend_path[TAR_PATH_MAX_BYTES + 1];
+    char pend_link[TAR_PATH_MAX_BYTES + 1];
     uint8_t block[TAR_BLOCK_BYTES];
     char pax[TAR_PAX_MAX_BYTES];
 } TarReader;

@@ -443,7 +443,9 @@ pool_status(Pool *p, PoolStatus *ret)
     for (size_t i = 0; i < p->n_shapes; i++) {
         Shape *s = &p->shapes[i];
         PoolShapeStatus *o = &ret->shapes[i];
-        *o = (PoolShapeStatus){.name = s->name, .vcpus = s->vcpus, .memory_mib = s->memory_mib,
+        *o = (PoolShapeStatus){.name = s->name, .image = s->image->name,
+                               .content_hash = s->image->content_hash,
+                               .vcpus = s->vcpus, .memory_mib = s->memory_mib,
                                .warm = s->warm, .slots = s->n_slots,
                                .template_ready = s->template_ok,
                                .code_kernel = !s->code_kernel         ? "off"

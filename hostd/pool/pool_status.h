@@ -14,6 +14,8 @@
 
 typedef struct PoolShapeStatus {
     const char *name;
+    const char *image;        /* the image's name (its folder in the image directory) */
+    const char *content_hash; /* the image's, as loaded at start */
     unsigned vcpus, memory_mib; /* the shape: what tenant quotas are checked against */
     unsigned warm, slots;
     unsigned idle, busy, starting, draining, snapshots_ready;

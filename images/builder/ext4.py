@@ -108,10 +108,11 @@ def _used_inodes(image):
     return used
 
 
-def _fix_inodes(image, epoch, env, flatten_owner):
+def _fix_inodes(image, epoch, env, flatten_owner, keep_mtime):
     cmds = []
+    fields = ("atime", "ctime") if keep_mtime else ("atime", "ctime", "mtime")
     for ino in _used_inodes(image):
-        for field in ("atime", "ctime", "mtime"):
+        for field in fields:
             cmds.append(f"sif <{ino}> {field} @{epoch}")
         if flatten_owner:
             cmds += [f"sif <{ino}> uid 0", f"sif <{ino}> gid 0"]
@@ -128,8 +129,9 @@ def _fix_inodes(image, epoch, env, flatten_owner):
         raise BuildError(f"debugfs fix-up failed: {errors[:5]}")
 
 
-def make(root, image, *, label, epoch, margin_pct, margin_mib):
-    """Build image from root. Returns (size in bytes, tree digest)."""
+def make(root, image, *, label, epoch, margin_pct, margin_mib, keep_mtime=False):
+    """Build image from root. Returns (size in bytes, tree digest). keep_mtime: the tree's
+    mtimes stay (an imported image's, which its layers fixed); else every time is epoch."""
     # Not root: dpkg-deb -x made the files ours; the image gets them as root's (debugfs).
     flatten_owner = os.geteuid() != 0
     digest = tree_digest(root, flatten_owner)
@@ -152,6 +154,6 @@ def make(root, image, *, label, epoch, margin_pct, margin_mib):
         if attempt == 3 or not re.search(r"space|allocate", text, re.I):
             raise BuildError(f"mkfs.ext4 failed: {text[-2000:]}")
         size_kib = size_kib * 5 // 4 // 1024 * 1024   # deterministic growth, whole MiB
-    _fix_inodes(image, epoch, env, flatten_owner)
+    _fix_inodes(image, epoch, env, flatten_owner, keep_mtime)
     run([tool("e2fsck"), "-fn", image])
     return os.path.getsize(image), digest
