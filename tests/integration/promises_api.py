@@ -356,14 +356,16 @@ def start_live(ctx):
 
 
 def prepare_live(ctx, sid):
-    """Waits for it to run and writes the files LIVE_ROWS read: 64 MiB + 1 and 64 MiB."""
+    """Waits for it to run and writes the files LIVE_ROWS read: 64 MiB + 1 and 64 MiB, sparse (the
+    workspace is 128 MiB)."""
     d, tok = ctx.d, ctx.other["token"]
     d.wait(lambda: d.call("GET", f"/v1/sessions/{sid}", token=tok)["state"] == "running", 300,
            f"session {sid} to run")
     ctx.live = sid
     ex = d.call("POST", f"/v1/sessions/{sid}/exec", token=tok,
-                body={"argv": ["sh", "-c", "head -c 67108865 /dev/zero > big.bin && "
-                                           "head -c 67108864 /dev/zero > limit.bin"]})["exec_id"]
+                body={"argv": ["sh", "-c", "dd if=/dev/zero of=big.bin bs=1 count=0 seek=67108865 "
+                                           "&& dd if=/dev/zero of=limit.bin bs=1 count=0 "
+                                           "seek=67108864"]})["exec_id"]
     for ev in d.events(sid, follow=True, token=tok):
         if ev["type"] in ("exec.exited", "exec.failed") and ev.get("exec_id") == ex:
             assert ev.get("exit_code") == 0, ev

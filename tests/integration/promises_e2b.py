@@ -64,16 +64,21 @@ def code(method, path, body=None, raw=None):
     return send
 
 
-def multipart(n_parts, head_pad=0):
-    """POST /files with n_parts small files; head_pad pads the first part's header block."""
+def multipart(n_parts, head_bytes=None):
+    """POST /files with n_parts small files; head_bytes: the first part's header block (from
+    after its delimiter line to its blank line, both CRLFs excluded) padded to that size."""
     def send(ctx):
         boundary = "b" + uuid.uuid4().hex
         out = b""
         for i in range(n_parts):
-            pad = f"X-Pad: {'p' * head_pad}\r\n" if i == 0 and head_pad else ""
-            out += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-                    f"filename=\"mp/f{i}.txt\"\r\n{pad}Content-Type: application/octet-stream"
-                    f"\r\n\r\n").encode() + f"part {i}\n".encode() + b"\r\n"
+            lines = [f"Content-Disposition: form-data; name=\"file\"; filename=\"mp/f{i}.txt\"",
+                     "Content-Type: application/octet-stream"]
+            if i == 0 and head_bytes is not None:
+                base = len("\r\n".join(lines)) + 2 + len("X-Pad: ")
+                lines.insert(1, "X-Pad: " + "p" * (head_bytes - base))
+                assert len("\r\n".join(lines)) == head_bytes
+            out += (f"--{boundary}\r\n" + "\r\n".join(lines) + "\r\n\r\n").encode() + \
+                f"part {i}\n".encode() + b"\r\n"
         out += f"--{boundary}--\r\n".encode()
         return http_request(ctx.envd, "POST", "/files", out,
                             envd_headers(ctx, **{"Content-Type":
@@ -195,8 +200,10 @@ SANDBOX_ROWS = [
     # ---- envd
     Row("an upload of 64 parts: 200", S("≤ 64 parts"), multipart(64), 200),
     Row("an upload of 65 parts: 400", S("≤ 64 parts"), multipart(65), 400),
-    Row("a part header block of 8 KiB + 1: 400",
-        S("part headers ≤ 8 KiB"), multipart(1, head_pad=8192), 400),
+    Row("a part header block of 8 KiB: 200", S("part headers ≤ 8 KiB"),
+        multipart(1, head_bytes=8192), 200),
+    Row("a part header block of 8 KiB + 1: 400", S("part headers ≤ 8 KiB"),
+        multipart(1, head_bytes=8193), 400),
     Row("an envd body of 64 MiB + 1: 413 from the head",
         S("| envd body (uploads) | 64 MiB (`E2B_ENVD_MAX_BODY_BYTES`)"),
         big(lambda c: c.envd, "/files?path=big.bin", 64 * MIB + 1,
