@@ -40,6 +40,23 @@ def big_head(method, path, length, token="tenant"):
     return send
 
 
+def cache_check(a):
+    h = a.headers
+    if h.get("cache-control") != "no-store" or h.get("x-content-type-options") != "nosniff":
+        return f"Cache-Control {h.get('cache-control')!r}, X-Content-Type-Options " \
+            f"{h.get('x-content-type-options')!r}"
+    return None
+
+
+def refusal_check(a):
+    e = a.json()["error"]
+    want = {"quota": "max_sessions", "limit": 0, "used": 0, "requested": 1, "retry_after": None}
+    got = {k: e.get(k, "absent") for k in want}
+    if got != want:
+        return f"refusal {got}, promised {want}"
+    return "Retry-After sent" if "retry-after" in a.headers else None
+
+
 def exec_body(argc=1, arg_bytes=1, n_env=0):
     return {"argv": ["x" * arg_bytes] * argc,
             "env": {f"V{i}": "v" for i in range(n_env)}}
@@ -121,6 +138,20 @@ ROWS = [
     Row("an unknown token on a wrong method: 401, not 405", S("`401 unauthorized` on every route"),
         req("DELETE", "/v1/sessions", token="stk_" + secrets.token_hex(32)), 401,
         "unauthorized", same=AUTH_SAME),
+    # ---- 431, response headers
+    Row("a request head of 40 KiB: 431", S("| 431 | | request head too large |"),
+        req("GET", "/v1/sessions", headers={"X-Big": "h" * (40 * KIB)}), 431),
+    Row("a request of 65 header lines: 431", S("| 431 | | request head too large |"),
+        req("GET", "/v1/sessions", headers={f"X-H{i}": "v" for i in range(65)}), 431),
+    Row("an answer of the router (404) carries no-store and nosniff",
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
+        req("GET", "/v1/sessions/" + NOSUCH), 404, "not_found", check=lambda ctx, a: cache_check(a)),
+    Row("an answer of the HTTP layer (405) carries no-store and nosniff",
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
+        req("PATCH", "/v1/sessions", raw=b"{}"), 405, check=lambda ctx, a: cache_check(a)),
+    Row("a 200 carries no-store and nosniff",
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
+        req("GET", "/v1/pool"), 200, check=lambda ctx, a: cache_check(a)),
     # ---- 403
     Row("a tenant token on /v1/admin/tenants: 403",
         S("| 403 | `forbidden` | a tenant token on an operator route"),
@@ -131,6 +162,11 @@ ROWS = [
         S("A tenant token may send the header only with its own id (else 403)"),
         lambda ctx: req("GET", "/v1/sessions",
                         headers={"X-Stockade-Tenant": ctx.other["id"]})(ctx), 403, "forbidden"),
+    Row("an operator acting for a removed tenant: 403 'was removed'",
+        S("admits nothing for it afterwards (403 `forbidden`, \"tenant … was removed\", even for an\n  operator acting for it with `X-Stockade-Tenant`)"),
+        lambda ctx: req("POST", "/v1/sessions", {"pool": "minimal"}, token="admin",
+                        headers={"X-Stockade-Tenant": ctx.removed["id"]})(ctx), 403,
+        "forbidden", "was removed"),
     # ---- 400 for an unknown X-Stockade-Tenant
     Row("an operator naming no tenant in X-Stockade-Tenant: 400",
         S("`X-Stockade-Tenant: <tenant id>` (400 if no such tenant)"),
@@ -187,6 +223,13 @@ ROWS = [
         task_at(["t" * (HALF - 1), "u" * (HALF - 1)]), 429, "quota_exceeded"),
     Row("a task of 256 KiB + 1 of argv: 400", S("256 KiB together"),
         task_at(["t" * (HALF - 1), "u" * HALF]), 400, "invalid_argument", "together"),
+    Row("a session of timeout_s 86401 (over max_timeout_s, 86400 by default): 400",
+        S("(default `[sessions] default_timeout_s`, at most `max_timeout_s`)"),
+        req("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 86401}), 400,
+        "invalid_argument", "timeout_s"),
+    Row("a quota refusal: 429 with quota, limit, used, requested; retry_after null, no header",
+        S("`retry_after: null` (and no `Retry-After` header): only an operator can lift the limit"),
+        task_at(["true"]), 429, "quota_exceeded", check=lambda ctx, a: refusal_check(a)),
     # ---- stdin
     Row("stdin of 64 KiB: past validation (404)", S("Body: raw bytes (at most 64 KiB)"),
         req("POST", "/v1/sessions/" + NOSUCH + "/execs/1/stdin", raw=b"s" * (64 * KIB)), 404,
@@ -272,6 +315,16 @@ ROWS = [
     Row("?cancel=yes: 400", S("`cancel` other than `0`/`1`/`false`/`true` 400"),
         req("DELETE", "/v1/admin/tenants/{other_id}?cancel=yes", token="admin"), 400,
         "invalid_argument"),
+    Row("removing a removed tenant again: 200, the first removed_at",
+        S("removing it again answers 200 with the\n  first time and changes nothing"),
+        req("DELETE", "/v1/admin/tenants/{removed_id}", token="admin"), 200,
+        check=lambda ctx, a: None if a.json().get("removed_at") == ctx.removed["removed_at"]
+        else f"removed_at {a.json().get('removed_at')!r}, first {ctx.removed['removed_at']!r}"),
+    Row("revoking a revoked token again: 200, the first revoked_at",
+        S("Idempotent\n(the first `revoked_at` stays)"),
+        req("DELETE", "/v1/admin/tokens/{revoked_id}", token="admin"), 200,
+        check=lambda ctx, a: None if a.json().get("revoked_at") == ctx.revoked_at
+        else f"revoked_at {a.json().get('revoked_at')!r}, first {ctx.revoked_at!r}"),
     Row("removing an unknown tenant: 404", S("an unknown id\n404"),
         req("DELETE", "/v1/admin/tenants/ten_" + "c" * 26, token="admin"), 404, "not_found"),
 ]
@@ -338,14 +391,16 @@ class Ctx:
         self.zero = mk("zero")
         d.unix_call("PUT", f"/v1/admin/tenants/{self.zero['id']}/quota", {"max_sessions": 0})
         self.removed = mk("removed")
-        d.unix_call("DELETE", f"/v1/admin/tenants/{self.removed['id']}")
+        self.removed["removed_at"] = d.unix_call(
+            "DELETE", f"/v1/admin/tenants/{self.removed['id']}")["removed_at"]
         tok = d.unix_call("POST", f"/v1/admin/tenants/{self.other['id']}/tokens")
-        d.unix_call("DELETE", f"/v1/admin/tokens/{tok['id']}")
-        self.revoked = tok["token"]
+        self.revoked_at = d.unix_call("DELETE", f"/v1/admin/tokens/{tok['id']}")["revoked_at"]
+        self.revoked, self.revoked_id = tok["token"], tok["id"]
         self.live = None
 
     def names(self):
         return dict(other_id=self.other["id"], removed_id=self.removed["id"],
+                    revoked_id=self.revoked_id,
                     live=self.live or NOSUCH)
 
 
