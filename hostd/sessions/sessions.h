@@ -226,7 +226,7 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
  * fresh one. Context and run ids are per session, from 1; context 0 asks for the default
  * context (made on first use). Everything the kernel sends is checked (code_wire.h). */
 #define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
-#define SESSIONS_CODE_QUEUED_MAX 16   /* runs waiting in one context */
+#define SESSIONS_CODE_QUEUED_MAX 16   /* runs in one context, the one being served included */
 typedef struct SessionsCodeRun {
     uint32_t context, run, exec_id;
     uint64_t after_seq; /* follow the events after this seq to see the run's */

@@ -259,7 +259,7 @@ SANDBOX_ROWS = [
     Row("context id 4294967296: 404", S("(`\"1\"`..`\"4294967295\"`"),
         code("POST", "/contexts/4294967296/restart"), 404),
     Row("8 contexts: 201", S("At most 8 contexts per sandbox"), contexts_upto(8), 201),
-    Row("a 9th context: 429", S("At most 8 contexts per sandbox, 16 runs waiting in\n  one (429 beyond)"),
+    Row("a 9th context: 429", S("At most 8 contexts per sandbox"),
         code("POST", "/contexts", {"cwd": "/home/user"}), 429),
 ]
 
