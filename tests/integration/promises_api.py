@@ -360,6 +360,10 @@ LIVE_ROWS = [
     Row("exec of exactly 256 KiB together on a running session: 202", S("256 KiB together"),
         req("POST", "/v1/sessions/{live}/exec", token="other", body=
             {"argv": ["true", "u" * (HALF - 1), "v" * (HALF - 6)]}), 202),
+    Row("GET a file the running session does not have: 404",
+        S("From the guest while the session runs (up to 64 MiB)"),
+        req("GET", "/v1/sessions/{live}/files/no-such-file.txt", token="other"), 404,
+        "not_found"),
     Row("GET a running session's file of 64 MiB + 1: 413",
         S("From the guest while the session runs (up to 64 MiB)"),
         req("GET", "/v1/sessions/{live}/files/big.bin", token="other"), 413, "too_large"),

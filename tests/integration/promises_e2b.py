@@ -241,6 +241,12 @@ SANDBOX_ROWS = [
     Row("ListDir of 4097 files: 4096 entries", S("depth 1..16, at most 4096 entries"),
         rpc("/filesystem.Filesystem/ListDir", {"path": "/home/user/many", "depth": 1}), 200,
         check=listdir_entries),
+    Row("files.read() of a missing file: 404", S("404 → `FileNotFoundError`, 400 for a directory"),
+        lambda ctx: http_request(ctx.envd, "GET", "/files?path=no-such-file.txt",
+                                 headers=envd_headers(ctx)), 404),
+    Row("files.read() of a directory: 400", S("404 → `FileNotFoundError`, 400 for a directory"),
+        lambda ctx: http_request(ctx.envd, "GET", "/files?path=many",
+                                 headers=envd_headers(ctx)), 400),
     # ---- code interpreter
     Row("an /execute body of 12 MiB + 1: 413 from the head",
         S("an `/execute` body over 12 MiB (`E2B_CODE_MAX_BODY_BYTES`) is refused\n  from its Content-Length before it is read"),
