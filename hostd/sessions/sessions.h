@@ -166,8 +166,9 @@ void sessions_unwatch(Sessions *s, SessionsWatch *w); /* NULL: nothing */
 
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it
- * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that;
- * sessions_timeout_left() says how much is left. Records a session.timeout_set event. */
+ * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that
+ * (100 ms of slack: asking for what sessions_timeout_left() said is left is never refused;
+ * the end is clamped to the lifetime's). Records a session.timeout_set event. */
 int sessions_set_timeout(Sessions *s, const char *tenant, const char *id, uint64_t timeout_usec,
                          Error **errp);
 int sessions_timeout_left(Sessions *s, const char *tenant, const char *id, uint64_t *ret_usec,

@@ -414,6 +414,16 @@ def start_live(ctx):
                       token=ctx.other["token"])["id"]
 
 
+def exec_wait(ctx, sid, argv):
+    d, tok = ctx.d, ctx.other["token"]
+    ex = d.call("POST", f"/v1/sessions/{sid}/exec", token=tok, body={"argv": argv})["exec_id"]
+    for ev in d.events(sid, follow=True, token=tok):
+        if ev["type"] in ("exec.exited", "exec.failed") and ev.get("exec_id") == ex:
+            assert ev.get("exit_code") == 0, ev
+            return
+    raise AssertionError(f"exec {argv} never ended")
+
+
 def prepare_live(ctx, sid):
     """Waits for it to run and writes the files LIVE_ROWS read: 64 MiB + 1 and 64 MiB, sparse (the
     workspace is 128 MiB)."""
@@ -421,18 +431,13 @@ def prepare_live(ctx, sid):
     d.wait(lambda: d.call("GET", f"/v1/sessions/{sid}", token=tok)["state"] == "running", 300,
            f"session {sid} to run")
     ctx.live = sid
-    ex = d.call("POST", f"/v1/sessions/{sid}/exec", token=tok,
-                body={"argv": ["sh", "-c", "dd if=/dev/zero of=big.bin bs=1 count=0 seek=67108865 "
-                                           "&& dd if=/dev/zero of=limit.bin bs=1 count=0 "
-                                           "seek=67108864"]})["exec_id"]
-    for ev in d.events(sid, follow=True, token=tok):
-        if ev["type"] in ("exec.exited", "exec.failed") and ev.get("exec_id") == ex:
-            assert ev.get("exit_code") == 0, ev
-            return
+    exec_wait(ctx, sid, ["sh", "-c", "dd if=/dev/zero of=big.bin bs=1 count=0 seek=67108865 "
+                                     "&& dd if=/dev/zero of=limit.bin bs=1 count=0 seek=67108864"])
 
 
 def end_live(ctx):
     d, tok = ctx.d, ctx.other["token"]
+    exec_wait(ctx, ctx.live, ["rm", "big.bin", "limit.bin"])  # nothing big for the close to fetch
     d.call("DELETE", f"/v1/sessions/{ctx.live}", token=tok)
     d.wait(lambda: d.call("GET", f"/v1/sessions/{ctx.live}", token=tok)["state"] == "ended",
            300, "the live session to end")

@@ -114,8 +114,17 @@ def connect_keeps(ctx):
     return a
 
 
+CONNECTS = 20  # the clamp once raced a second clock reading (issue 31): each try is a chance
+
+
 def connect_caps(ctx):
-    return api("POST", "/sandboxes/{id}/connect", {"timeout": 86400})(ctx)
+    """connect for longer than the lifetime left, CONNECTS times: each is 200 (clamped)."""
+    a = None
+    for _ in range(CONNECTS):
+        a = api("POST", "/sandboxes/{id}/connect", {"timeout": 86400})(ctx)
+        if a.status != 200:
+            return a
+    return a
 
 
 def lifetime_held(ctx, a):
@@ -210,7 +219,7 @@ SANDBOX_ROWS = [
         connect_keeps, 200,
         check=lambda ctx, a: None if ctx.note[1] >= ctx.note[0] - 0.001 else
         f"endAt moved from {ctx.note[0]} to {ctx.note[1]}"),
-    Row("connect for 24 h: 200, never past the admitted lifetime",
+    Row(f"connect for 24 h, {CONNECTS} times: 200, never past the admitted lifetime",
         S("never past the admitted lifetime"), connect_caps, 200, check=lifetime_held),
     Row("setTimeout beyond the lifetime: 400",
         S("400 beyond the lifetime admitted at create"),
