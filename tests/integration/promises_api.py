@@ -7,7 +7,6 @@ admission are shown the same way against a tenant whose quota admits nothing (42
 bound, 400 past it): no guest is touched either way. LIVE rows run on one session with a
 guest, ENDED rows on the same session once it ended.
 """
-import json
 import secrets
 
 from promises import Answer, Row, head_only
@@ -90,7 +89,8 @@ HALF = 128 * KIB  # one argv entry at its cap; two of them and "true" overrun 25
 
 ROWS = [
     # ---- 405 through the real routes (the router, and the HTTP layer for other methods)
-    Row("DELETE /v1/sessions (the list): 405", S("| 405 | `method_not_allowed` | known path, wrong method |"),
+    Row("DELETE /v1/sessions (the list): 405", S("| 405 | `method_not_allowed` | known path, "
+                                                 "wrong method |"),
         req("DELETE", "/v1/sessions"), 405, "method_not_allowed"),
     Row("PUT /v1/pool: 405", S("| 405 | `method_not_allowed` | known path, wrong method |"),
         req("PUT", "/v1/pool", raw=b"{}"), 405, "method_not_allowed"),
@@ -108,7 +108,8 @@ ROWS = [
         req("POST", "/v1/sessions", raw=b'{"pool": "minimal"',
             headers={"Content-Type": "application/json"}), 400, "invalid_argument",
         "not JSON"),
-    Row("POST /v1/sessions with a JSON array: 400", S("| 400 | `invalid_argument` | malformed JSON"),
+    Row("POST /v1/sessions with a JSON array: 400", S("| 400 | `invalid_argument` | malformed "
+                                                      "JSON"),
         req("POST", "/v1/sessions", raw=b'["minimal"]',
             headers={"Content-Type": "application/json"}), 400, "invalid_argument",
         "JSON object"),
@@ -120,7 +121,8 @@ ROWS = [
         req("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": "60"}), 400,
         "invalid_argument", "timeout_s"),
     # ---- 401: the same message for all four causes
-    Row("no Authorization: 401", S("missing, malformed, unknown or revoked token is `401 unauthorized` on every route (the same message for all four)"),
+    Row("no Authorization: 401", S("missing, malformed, unknown or revoked token is `401 "
+                                   "unauthorized` on every route (the same message for all four)"),
         req("GET", "/v1/sessions", token=None), 401, "unauthorized", same=AUTH_SAME),
     Row("a malformed token: 401, the same message",
         S("(the same message for all four)"),
@@ -144,13 +146,17 @@ ROWS = [
     Row("a request of 65 header lines: 431", S("| 431 | | request head too large |"),
         req("GET", "/v1/sessions", headers={f"X-H{i}": "v" for i in range(65)}), 431),
     Row("an answer of the router (404) carries no-store and nosniff",
-        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
-        req("GET", "/v1/sessions/" + NOSUCH), 404, "not_found", check=lambda ctx, a: cache_check(a)),
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: "
+          "nosniff`"),
+        req("GET", "/v1/sessions/" + NOSUCH), 404, "not_found",
+        check=lambda ctx, a: cache_check(a)),
     Row("an answer of the HTTP layer (405) carries no-store and nosniff",
-        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: "
+          "nosniff`"),
         req("PATCH", "/v1/sessions", raw=b"{}"), 405, check=lambda ctx, a: cache_check(a)),
     Row("a 200 carries no-store and nosniff",
-        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`"),
+        S("Every response carries\n`Cache-Control: no-store` and `X-Content-Type-Options: "
+          "nosniff`"),
         req("GET", "/v1/pool"), 200, check=lambda ctx, a: cache_check(a)),
     # ---- 403
     Row("a tenant token on /v1/admin/tenants: 403",
@@ -163,7 +169,8 @@ ROWS = [
         lambda ctx: req("GET", "/v1/sessions",
                         headers={"X-Stockade-Tenant": ctx.other["id"]})(ctx), 403, "forbidden"),
     Row("an operator acting for a removed tenant: 403 'was removed'",
-        S("admits nothing for it afterwards (403 `forbidden`, \"tenant … was removed\", even for an\n  operator acting for it with `X-Stockade-Tenant`)"),
+        S("admits nothing for it afterwards (403 `forbidden`, \"tenant … was removed\", even for "
+          "an\n  operator acting for it with `X-Stockade-Tenant`)"),
         lambda ctx: req("POST", "/v1/sessions", {"pool": "minimal"}, token="admin",
                         headers={"X-Stockade-Tenant": ctx.removed["id"]})(ctx), 403,
         "forbidden", "was removed"),
@@ -186,7 +193,8 @@ ROWS = [
         req("GET", "/v1/admin/hosts", token="admin"), 404, "not_found", "[cluster]"),
     # ---- 413
     Row("PUT a file of 64 MiB + 1: 413 from the head",
-        S("| 413 | `too_large` | request body over `[api] max_body_mib` (64 MiB), or a file over its cap |"),
+        S("| 413 | `too_large` | request body over `[api] max_body_mib` (64 MiB), or a file over "
+          "its cap |"),
         big_head("PUT", "/v1/sessions/" + NOSUCH + "/files/big.bin", 64 * MIB + 1), 413,
         "too_large"),
     Row("POST /v1/tasks of 64 MiB + 1: 413 from the head",
@@ -333,13 +341,15 @@ ROWS = [
 for name in "KILL TERM INT HUP QUIT STOP CONT USR1 USR2".split():
     for spelled in (name, "SIG" + name):
         ROWS.append(Row(f"signal {spelled!r}: accepted (404)",
-                        S("a name (`KILL TERM INT HUP QUIT STOP CONT USR1 USR2`, with or without\n`SIG`)"),
+                        S("a name (`KILL TERM INT HUP QUIT STOP CONT USR1 USR2`, with or "
+                          "without\n`SIG`)"),
                         sig(spelled), 404, "not_found"))
 for n, status in ((1, 404), (64, 404), (0, 400), (65, 400)):
     ROWS.append(Row(f"signal {n}: {status}", S("or a number 1..64"), sig(n), status,
                     "not_found" if status == 404 else "invalid_argument"))
 for bad in ("term", "SIGSEGV", "SIG", "9"):
-    ROWS.append(Row(f"signal {bad!r}: 400", S("a name (`KILL TERM INT HUP QUIT STOP CONT USR1 USR2`"),
+    ROWS.append(Row(f"signal {bad!r}: 400", S("a name (`KILL TERM INT HUP QUIT STOP CONT USR1 "
+                                              "USR2`"),
                     sig(bad), 400, "invalid_argument", "signal"))
 
 
@@ -374,11 +384,14 @@ LIVE_ROWS = [
 ]
 
 ENDED_ROWS = [
-    Row("exec on an ended session: 409", S("| 409 | `conflict` | the session is not in a state that allows this (e.g. exec on an ended session) |"),
-        req("POST", "/v1/sessions/{live}/exec", {"argv": ["true"]}, token="other"), 409, "conflict"),
+    Row("exec on an ended session: 409", S("| 409 | `conflict` | the session is not in a state "
+                                           "that allows this (e.g. exec on an ended session) |"),
+        req("POST", "/v1/sessions/{live}/exec", {"argv": ["true"]}, token="other"), 409,
+        "conflict"),
     Row("code on an ended session: 409", S("409 when the session\nis not running"),
         req("POST", "/v1/sessions/{live}/code", {"code": "1"}, token="other"), 409, "conflict"),
-    Row("closing it again: 200 ended", S("Idempotent: an ended session answers 200 `{\"state\":\"ended\"}`"),
+    Row("closing it again: 200 ended", S("Idempotent: an ended session answers 200 "
+                                         "`{\"state\":\"ended\"}`"),
         req("DELETE", "/v1/sessions/{live}", token="other"), 200,
         check=lambda ctx, a: None if a.json().get("state") == "ended" else "not ended"),
 ]

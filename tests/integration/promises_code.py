@@ -123,7 +123,8 @@ def S(quote):
 # Each row's send may leave state the next one relies on: run them in this order.
 QUEUE_ROWS = [
     Row(f"{QUEUED - 1} runs waiting behind the one served ({QUEUED} in all): 202 each",
-        S("Runs of a\ncontext are served in order (at most 16 a context, the one being served included)"),
+        S("Runs of a\ncontext are served in order (at most 16 a context, the one being served "
+          "included)"),
         queue_up_to(QUEUED - 1), 202),
     Row(f"a run past {QUEUED} in all: 429, saying so",
         S("(at most 16 a context, the one being served included)"),

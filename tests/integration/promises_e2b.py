@@ -209,7 +209,8 @@ ROWS = [
         S("Unknown, killed and timed-out sandboxes answer **502** on every envd path"),
         lambda ctx: http_request(ctx.envd, "GET", "/health",
                                  headers={"E2b-Sandbox-Id": "b" * 26}), 502),
-    Row("pause: 501", S("pause, resume, snapshots, fork, metrics, logs, network | their paths | **501**"),
+    Row("pause: 501", S("pause, resume, snapshots, fork, metrics, logs, network | their paths | "
+                        "**501**"),
         api("POST", "/sandboxes/{id}/pause"), 501, 501),
 ]
 
@@ -225,7 +226,8 @@ SANDBOX_ROWS = [
         S("400 beyond the lifetime admitted at create"),
         lambda ctx: api("POST", "/sandboxes/{id}/timeout", {"timeout": ctx.lifetime_s + 1})(ctx),
         400, 400),
-    Row("setTimeout within it: 204", S("| `sbx.setTimeout(ms)` | `POST /sandboxes/{id}/timeout` | 204"),
+    Row("setTimeout within it: 204", S("| `sbx.setTimeout(ms)` | `POST /sandboxes/{id}/timeout` | "
+                                       "204"),
         api("POST", "/sandboxes/{id}/timeout", {"timeout": 300}), 204),
     Row("v1 create without timeout: 201 with a 15 s lifetime", S("(default 300 s; v1 15 s)"),
         v1_default, 201,
@@ -258,7 +260,8 @@ SANDBOX_ROWS = [
                                  headers=envd_headers(ctx)), 400),
     # ---- code interpreter
     Row("an /execute body of 12 MiB + 1: 413 from the head",
-        S("an `/execute` body over 12 MiB (`E2B_CODE_MAX_BODY_BYTES`) is refused\n  from its Content-Length before it is read"),
+        S("an `/execute` body over 12 MiB (`E2B_CODE_MAX_BODY_BYTES`) is refused\n  from its "
+          "Content-Length before it is read"),
         big(lambda c: c.envd, "/execute", 12 * MIB + 1,
             lambda c: envd_headers(c, **{"E2b-Sandbox-Port": "49999",
                                          "Content-Type": "application/json"})), 413),
