@@ -98,6 +98,7 @@ daemon_notify_ready(DaemonNotify *n, Loop *l, Pool *pool)
     n->loop = l;
     n->pool = pool;
     daemon_notify_send(n, "READY=1", false);
+    log_info("readiness: READY=1 told to the service manager");
     daemon_notify_progress(n);
     if (n->watchdog_usec) {
         log_info("readiness: watchdog every %llu ms (half of WATCHDOG_USEC)",

@@ -6,7 +6,8 @@ name, starts the daemon with NOTIFY_SOCKET=@that and WATCHDOG_USEC set, and read
 daemon says (sd_notify's protocol, hostd/base/notify.c):
   - a STATUS= line before READY=1, and STATUS lines naming the pool;
   - READY=1 once, and only when the API answers: the moment READY=1 arrives the test connects
-    to the TCP API and GET /v1/health must answer 200 (causality, no clock);
+    to the TCP API and GET /v1/health must answer 200 (causality, no clock), and the daemon's
+    log says the API listened before it told READY=1;
   - WATCHDOG=1 again and again while the daemon runs (three at least);
   - STOPPING=1 after SIGTERM.
 `stockade pool --wait minimal` is started before the daemon: it must still be waiting (not
@@ -148,6 +149,11 @@ def main():
         mgr.wait_for(lambda m: m.health_on_ready is not None, 120, "READY=1")
         assert mgr.health_on_ready == 200, \
             f"READY=1 came before the API answered: {mgr.health_on_ready}"
+        # The same order in the daemon's own log, which one thread writes in the order it
+        # acts (the connect above cannot see a READY=1 sent a moment before listen()).
+        log = d.tail_log(100000)
+        api_at, ready_at = log.find("info: API on "), log.find("readiness: READY=1 told")
+        assert 0 <= api_at < ready_at, f"READY=1 before the API listened:\n{log}"
         mgr.wait_for(lambda m: len(m.lines("WATCHDOG=1")) >= 3, 120, "three WATCHDOG=1")
         out, err = waiter.communicate(timeout=600)
         assert waiter.returncode == 0, (waiter.returncode, out, err)

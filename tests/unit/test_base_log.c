@@ -56,16 +56,18 @@ test_log_json_escapes_every_byte(void **state)
     char line[LOG_LINE_MAX_BYTES + 1];
     (void) state;
     /* control bytes, quote and backslash, DEL, valid UTF-8 (é, €, U+1F600), then bytes that are
-     * not UTF-8: a lone continuation, a cut sequence, an overlong '/', a surrogate, 0xff */
+     * not UTF-8: a lone continuation, a cut sequence, overlong '/' in two and three bytes, a
+     * surrogate, 0xff */
     const char *msg = "a\nb\x01\"\\\x7f"
                       "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
-                      "\x80|\xc3(|\xc0\xaf|\xed\xa0\x80|\xff";
+                      "\x80|\xc3(|\xc0\xaf|\xe0\x80\xaf|\xed\xa0\x80|\xff";
     size_t n = log_format_line(line, sizeof(line), LOG_STYLE_JSON, LOG_LEVEL_WARN, &when,
                                "stockaded", 7, msg);
     assert_string_equal(line, "{\"time\":\"2026-12-03T10:00:00.123Z\",\"level\":\"warn\","
                               "\"ident\":\"stockaded\",\"pid\":7,\"message\":\"a\\u000ab\\u0001"
                               "\\\"\\\\\\u007f\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
-                              "\\\\x80|\\\\xc3(|\\\\xc0\\\\xaf|\\\\xed\\\\xa0\\\\x80|\\\\xff\"}\n");
+                              "\\\\x80|\\\\xc3(|\\\\xc0\\\\xaf|\\\\xe0\\\\x80\\\\xaf|"
+                              "\\\\xed\\\\xa0\\\\x80|\\\\xff\"}\n");
     assert_int_equal(n, strlen(line));
 }
 
