@@ -10,6 +10,8 @@ daemon says (sd_notify's protocol, hostd/base/notify.c):
     log says the API listened before it told READY=1;
   - WATCHDOG=1 again and again while the daemon runs (three at least);
   - STOPPING=1 after SIGTERM.
+Its stderr is "the journal" (JOURNAL_STREAM names the log file's device and inode): every
+line the daemon writes carries a syslog priority (<6>info: ...) and no time of its own.
 `stockade pool --wait minimal` is started before the daemon: it must still be waiting (not
 failed at once on the missing socket) when the daemon starts, and exit 0 once a guest is idle.
 
@@ -20,6 +22,7 @@ stockade_admission_refusals_total{quota="max_vcpus"} by one; stockade_http_reque
 {class,status} moves by exactly the requests made.
 """
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -132,7 +135,13 @@ def check_metrics(d):
 def main():
     mgr = Manager()
     mgr.start()
-    d = Daemon(env=dict(os.environ, NOTIFY_SOCKET=mgr.name_, WATCHDOG_USEC="1000000"))
+    d = Daemon()
+    # stderr is "the journal": the fixture appends to this file, so its device and inode are
+    # what systemd would put in JOURNAL_STREAM for the daemon's stderr stream
+    open(d.log_path, "ab").close()
+    st = os.stat(d.log_path)
+    d.env = dict(os.environ, NOTIFY_SOCKET=mgr.name_, WATCHDOG_USEC="1000000",
+                 JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
     mgr.port = d.port
     cli = os.path.join(d.build, "tools", "stockade")
     waiter = subprocess.Popen([cli, "pool", "--wait", "minimal",
@@ -167,6 +176,11 @@ def main():
               f"(last {status[-1]!r}); pool --wait started first exited 0")
         check_metrics(d)
     mgr.wait_for(lambda m: m.lines("STOPPING=1"), 30, "STOPPING=1")
+    lines = d.tail_log(100000).splitlines()
+    bad = [ln for ln in lines if not re.match(r"<[3467]>(error|warn|info|debug): ", ln)]
+    assert lines and not bad, f"lines without a journal priority (or with our own time): {bad[:5]}"
+    assert any(ln.startswith("<6>info: ") for ln in lines), lines[:5]
+    print(f"journal ok: {len(lines)} lines, each with its syslog priority and no time of ours")
     mgr.stop = True
     print("stopping ok: STOPPING=1 on SIGTERM")
     print("ok")
