@@ -1,7 +1,7 @@
 /* See daemon_notify.h. The STATUS text is built from pool_status() each status tick, so the
  * pool needs no hook: "starting: pool minimal: snapshots 1/2, warm 0/1" while slots are
  * being made, "pool code: template making" while a shape's memory template is, and
- * "ready: ..." once every pool is warm. */
+ * "serving: ..." once every pool was warm. */
 #include "daemon_notify.h"
 
 #include <stdio.h>
@@ -12,14 +12,20 @@
 #include "notify.h"
 #include "timeutil.h"
 
+/* The shortest feeding interval: a manager asking for less would have the loop do nothing
+ * else; it gets a ping every this and kills us, which says its setting is wrong. */
+#define WATCHDOG_MIN_PERIOD_USEC (100 * 1000)
+
 struct DaemonNotify {
     Loop *loop;
     Pool *pool;
     Notify *sock;
-    uint64_t watchdog_usec; /* the manager's interval; fed every half of it */
+    uint64_t watchdog_usec;        /* the manager's interval */
+    uint64_t watchdog_period_usec; /* fed every half of it (not under the minimum) */
     TimerId watchdog_timer;
     bool failing;  /* the last send failed (logged once per outage) */
     bool stopping; /* STATUS stays "stopping" */
+    bool warmed;   /* every pool was warm once: "serving" from then on, never "starting" */
     char last_status[NOTIFY_MAX_BYTES];
 };
 
@@ -62,7 +68,8 @@ pools_progress(DaemonNotify *n, char *buf, size_t cap)
     for (size_t i = 0; i < st.n_shapes; i++)
         ready &= shape_progress(&st.shapes[i], st.guest_memory == POOL_MEMORY_TEMPLATE, detail,
                                 sizeof(detail));
-    snprintf(buf, cap, "%s: %s%s", ready ? "ready" : "starting",
+    n->warmed |= ready;
+    snprintf(buf, cap, "%s: %s%s", n->warmed ? "serving" : "starting",
              st.accel_decided ? "" : "deciding accel; ", detail);
 }
 
@@ -87,7 +94,7 @@ daemon_notify_on_watchdog(Loop *l, void *userdata)
     DaemonNotify *n = userdata;
     daemon_notify_send(n, "WATCHDOG=1", false);
     n->watchdog_timer =
-        loop_add_timer(l, now_usec() + n->watchdog_usec / 2, daemon_notify_on_watchdog, n);
+        loop_add_timer(l, now_usec() + n->watchdog_period_usec, daemon_notify_on_watchdog, n);
 }
 
 void
@@ -101,8 +108,10 @@ daemon_notify_ready(DaemonNotify *n, Loop *l, Pool *pool)
     log_info("readiness: READY=1 told to the service manager");
     daemon_notify_progress(n);
     if (n->watchdog_usec) {
-        log_info("readiness: watchdog every %llu ms (half of WATCHDOG_USEC)",
-                 (unsigned long long) (n->watchdog_usec / 2000));
+        n->watchdog_period_usec = MAX(n->watchdog_usec / 2, (uint64_t) WATCHDOG_MIN_PERIOD_USEC);
+        log_info("readiness: watchdog every %llu ms (half of WATCHDOG_USEC, at least %d)",
+                 (unsigned long long) (n->watchdog_period_usec / 1000),
+                 WATCHDOG_MIN_PERIOD_USEC / 1000);
         daemon_notify_on_watchdog(n->loop, n);
     }
 }

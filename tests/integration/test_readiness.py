@@ -4,7 +4,8 @@
 Readiness: the test is the service manager. It binds a unix datagram socket under an abstract
 name, starts the daemon with NOTIFY_SOCKET=@that and WATCHDOG_USEC set, and reads what the
 daemon says (sd_notify's protocol, hostd/base/notify.c):
-  - a STATUS= line before READY=1, and STATUS lines naming the pool;
+  - a STATUS= line before READY=1, STATUS lines naming the pool, "serving: ..." once a guest
+    is idle;
   - READY=1 once, and only when the API answers: the moment READY=1 arrives the test connects
     to the TCP API and GET /v1/health must answer 200 (causality, no clock), and the daemon's
     log says the API listened before it told READY=1;
@@ -167,6 +168,9 @@ def main():
         out, err = waiter.communicate(timeout=600)
         assert waiter.returncode == 0, (waiter.returncode, out, err)
         assert "minimal" in out, out
+        # a guest is idle: the pools' progress turns to "serving" (on the next status tick)
+        mgr.wait_for(lambda m: any(ln.startswith("STATUS=serving: pool minimal:")
+                                   for ln in m.lines("STATUS=")), 60, "STATUS=serving")
         status = mgr.lines("STATUS=")
         first_ready = next(i for i, t in enumerate(mgr.got) if "READY=1" in t.split("\n"))
         assert any("STATUS=" in t for t in mgr.got[:first_ready]), mgr.got
