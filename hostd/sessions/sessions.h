@@ -255,6 +255,8 @@ typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
     uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
     uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
+    uint64_t ended_by_reason[SESSION_END_COUNT_]; /* sessions ended this run, by end reason */
+    uint64_t admission_refusals[_ADMIT_LIMIT_MAX]; /* creations refused, by the quota that did */
     uint64_t pending, live;
     /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
      * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
