@@ -9,8 +9,14 @@
  * quiet stream sends a keepalive message every Keepalive-Ping-Interval seconds. The stream
  * ends with an end-stream envelope: {} after the process's end event, or an error:
  * deadline_exceeded (its Connect-Timeout-Ms passed and it was killed), unavailable (the
- * sandbox stopped). A client that goes away ends only its stream: the process runs on
- * (commands.connect(pid) picks it up again).
+ * sandbox timed out). A sandbox killed (or ended otherwise) under a stream cuts it instead,
+ * once what was queued is sent, without an end: at E2B the VM and its envd vanish mid-stream,
+ * and the SDKs read exactly that as "the sandbox was killed" (the JS SDK: a ConnectError
+ * `unknown` "terminated" and GET /health 502 make handleRpcErrorWithHealthCheck()'s
+ * TimeoutError, e2b-dev/E2B packages/js-sdk/src/envd/rpc.ts; @e2b/code-interpreter: a closed
+ * connection and isRunning() false, js/src/sandbox.ts handleRequestError()). A client that
+ * goes away ends only its stream: the process runs on (commands.connect(pid) picks it up
+ * again).
  *
  * The code interpreter's /execute (e2b_code.c) follows a code run the same way, as NDJSON
  * lines instead of envelopes and without keepalives; it ends after the run's code.done. A
@@ -49,6 +55,7 @@ typedef struct Follower {
     uint8_t *out; /* envelopes not yet sent */
     size_t out_len, out_off;
     bool finished; /* the end-stream envelope is queued */
+    bool dropped;  /* the sandbox was killed: the connection is cut once the output is out */
 } Follower;
 
 static void
@@ -230,7 +237,10 @@ on_event(Follower *f, const EventRecord *ev)
         const char *reason = json_string_value(json_object_get(attrs, "reason"));
         char msg[160];
         snprintf(msg, sizeof(msg), "the sandbox stopped (%s)", reason ? reason : state);
-        finish(f, false, CONNECT_UNAVAILABLE, msg);
+        if (reason && strcmp(reason, "timed_out") == 0)
+            finish(f, false, CONNECT_UNAVAILABLE, msg);
+        else /* killed (or gone for another reason): its VM's streams just break at E2B */
+            f->dropped = f->finished = true;
     } else if (f->kind == FOLLOW_PROCESS && ev->exec_id == f->pid) {
         on_exec_event(f, ev, attrs);
     } else if (f->kind == FOLLOW_WATCH && strcmp(ev->type, "file.changed") == 0) {
@@ -293,7 +303,7 @@ produce(HttpStream *st, void *userdata, uint8_t *buf, size_t cap)
         if (f->out_len > f->out_off)
             return drain(f, buf, cap);
         if (f->finished)
-            return 0;
+            return f->dropped ? -1 : 0;
         bool over = session_over(f); /* read first: no lost race */
         int n = fill(f);
         if (n < 0)
