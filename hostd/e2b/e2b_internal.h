@@ -1,7 +1,8 @@
 /* Internal to hostd/e2b.
  *   e2b.c         module life cycle, loop calls, the sandbox and process tables
  *   e2b_api.c     the control plane (connect, get, list, kill, timeout; routes)
- *   e2b_create.c  sandbox create: admitted on the loop, answered there once the guest runs
+ *   e2b_create.c  sandbox create: admitted on the loop, answered there once the guest runs;
+ *                 template aliases (GET /templates/aliases/{alias})
  *   e2b_envd.c    the envd face: routing, access tokens, dispatch, unary process calls
  *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
  *   e2b_files.c   /files and the filesystem calls
