@@ -124,7 +124,7 @@ entry_json(const SessionsFsEntry *en, const E2bPath *p, const char *shown)
         x.link = true;
         x.link_mode = en->mode;
         x.type = r ? file_type(en->target_type) : E2B_FILE_OTHER;
-        x.mode = r ? en->target_mode : 0;
+        x.mode = r ? en->target_mode & 0777 : 0; /* os.FileMode.Perm(): no setuid, sticky */
         if (!r)
             x.symlink_target = shown;
         else if (strncmp(r, E2B_WORKSPACE, wl) == 0 && (r[wl] == '\0' || r[wl] == '/') &&

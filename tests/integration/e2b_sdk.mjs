@@ -106,7 +106,7 @@ report('control', {
 // path and of a file, an expired signed URL, fork of an unknown sandbox, Template.exists()
 await sbx.commands.run('mkdir -p lnk/d && chmod 750 lnk/d && printf abc > lnk/t.txt && ' +
   'chmod 640 lnk/t.txt && ln -s t.txt lnk/l && ln -s /home/user/lnk/d lnk/ld && ln -s nowhere lnk/dangling && ' +
-  'ln -s /proc/self/fd/1 lnk/magic')
+  'ln -s /proc/self/fd/1 lnk/magic && ln -s /tmp lnk/tmp')
 const pick = (i) => ({ type: i.type ?? null, mode: i.mode, permissions: i.permissions, symlinkTarget: i.symlinkTarget ?? null })
 const links = {
   file: pick(await sbx.files.getInfo('/home/user/lnk/l')),
@@ -114,6 +114,8 @@ const links = {
   dangling: pick(await sbx.files.getInfo('/home/user/lnk/dangling')),
   // resolved by the runner (root, PID 1): its own descriptors must stay unnamed
   magic: pick(await sbx.files.getInfo('/home/user/lnk/magic')),
+  // outside the workspace, sticky (1777): envd's mode is os.FileMode.Perm()
+  tmp: pick(await sbx.files.getInfo('/home/user/lnk/tmp')),
 }
 const watchMissing = await expectThrow(() => sbx.files.watchDir('/home/user/no-such-dir', () => {}))
 const watchFile = await expectThrow(() => sbx.files.watchDir('/home/user/lnk/t.txt', () => {}))

@@ -136,6 +136,7 @@ def check_wire(s):
         ("dangling link", links["dangling"] == link(None, 0, "/home/user/lnk/dangling")),
         ("the runner's own fd stays unnamed",
          links["magic"] == link(None, 0, "/home/user/lnk/magic")),
+        ("link to /tmp (1777)", links["tmp"] == link("dir", 0o777, "/tmp")),
         ("watchDir of a missing path", wm["threw"] and wm["name"] == "FileNotFoundError" and
          "path /home/user/no-such-dir not found" in wm["message"]),
         ("watchDir of a file", wf["threw"] and wf["name"] == "InvalidArgumentError" and
