@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ascii.h"
+
 #define IMAGECFG_ENV_MAX_BYTES (ENV_NAME_MAX_BYTES + 1 + ENV_VALUE_MAX_BYTES)
 
 static int
@@ -55,23 +57,6 @@ env_name_ok(const char *s, size_t len)
     return true;
 }
 
-static bool
-parse_u32(const char *s, size_t len, uint32_t *ret)
-{
-    uint64_t v = 0;
-    if (len == 0 || len > 10)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t) (s[i] - '0');
-    }
-    if (v > UINT32_MAX)
-        return false;
-    *ret = (uint32_t) v;
-    return true;
-}
-
 static int
 cfg_env(ImageCfg *c, char *kv)
 {
@@ -89,8 +74,8 @@ static int
 cfg_user(ImageCfg *c, const char *v)
 {
     const char *colon = strchr(v, ':');
-    if (c->has_user || !colon || !parse_u32(v, (size_t) (colon - v), &c->uid) ||
-        !parse_u32(colon + 1, strlen(colon + 1), &c->gid) || c->uid < EXEC_MIN_UID ||
+    if (c->has_user || !colon || !ascii_parse_u32(v, (size_t) (colon - v), &c->uid) ||
+        !ascii_parse_u32(colon + 1, strlen(colon + 1), &c->gid) || c->uid < EXEC_MIN_UID ||
         c->gid < EXEC_MIN_UID)
         return -1;
     c->has_user = true;

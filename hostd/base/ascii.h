@@ -2,6 +2,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 /* 0..15 for [0-9a-fA-F], -1 for anything else. */
@@ -27,5 +29,24 @@ ascii_charset_ok(const char *s, const char *extra)
         if (!alnum && !strchr(extra, c))
             return false;
     }
+    return true;
+}
+
+/* s[0..len) as a decimal uint32_t: digits only (no sign, no blank), 1 to 10 of them, at most
+ * UINT32_MAX. A uid or gid as /etc/passwd and an image's config write it. */
+static inline bool
+ascii_parse_u32(const char *s, size_t len, uint32_t *ret)
+{
+    uint64_t v = 0;
+    if (len == 0 || len > 10)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t) (s[i] - '0');
+    }
+    if (v > UINT32_MAX)
+        return false;
+    *ret = (uint32_t) v;
     return true;
 }

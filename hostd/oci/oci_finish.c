@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ascii.h"
 #include "fdutil.h"
 #include "log.h"
 #include "oci_apply.h"
@@ -32,23 +33,6 @@ static const MountPoint mount_points[] = {
 
 /* ------------------------------------------------------------ User */
 
-static bool
-parse_id(const char *s, size_t len, uint32_t *ret)
-{
-    uint64_t v = 0;
-    if (len == 0 || len > 10)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t) (s[i] - '0');
-    }
-    if (v > UINT32_MAX)
-        return false;
-    *ret = (uint32_t) v;
-    return true;
-}
-
 /* Field 3 (and 4) of the line of /etc/passwd or /etc/group whose name is name[0..len). */
 static bool
 id_file_lookup(const char *text, const char *name, size_t len, uint32_t *ret_id, uint32_t *ret_gid)
@@ -63,9 +47,9 @@ id_file_lookup(const char *text, const char *name, size_t len, uint32_t *ret_id,
         if (nf < 4 || (size_t) (f[1] - 1 - line) != len || memcmp(line, name, len) != 0)
             continue;
         const char *f4end = memchr(f[3], ':', (size_t) (end - f[3]));
-        if (!parse_id(f[2], (size_t) (f[3] - 1 - f[2]), ret_id))
+        if (!ascii_parse_u32(f[2], (size_t) (f[3] - 1 - f[2]), ret_id))
             return false;
-        if (ret_gid && !parse_id(f[3], (size_t) ((f4end ? f4end : end) - f[3]), ret_gid))
+        if (ret_gid && !ascii_parse_u32(f[3], (size_t) ((f4end ? f4end : end) - f[3]), ret_gid))
             return false;
         return true;
     }
@@ -110,7 +94,7 @@ oci_user_resolve(int root_fd, const char *user, OciUser *ret, Error **errp)
         return colon ? error_set(errp, E_INVALID, 0, "image config: User %s has no user", esc) : 0;
     }
     bool have_primary = passwd && id_file_lookup(passwd, user, ulen, &u.uid, &primary);
-    if (!have_primary && !parse_id(user, ulen, &u.uid))
+    if (!have_primary && !ascii_parse_u32(user, ulen, &u.uid))
         return error_set(errp, E_INVALID, 0,
                          "image config: User %s: no such user in the "
                          "image's /etc/passwd",
@@ -123,7 +107,7 @@ oci_user_resolve(int root_fd, const char *user, OciUser *ret, Error **errp)
             snprintf(uidtext, sizeof(uidtext), "%u", u.uid);
             if (c3 && c3 < nl && (size_t) (c3 - c2 - 1) == strlen(uidtext) &&
                 memcmp(c2 + 1, uidtext, strlen(uidtext)) == 0 &&
-                parse_id(c3 + 1, strcspn(c3 + 1, ":\n"), &primary)) {
+                ascii_parse_u32(c3 + 1, strcspn(c3 + 1, ":\n"), &primary)) {
                 have_primary = true;
                 break;
             }
@@ -131,7 +115,7 @@ oci_user_resolve(int root_fd, const char *user, OciUser *ret, Error **errp)
     }
     u.gid = have_primary ? primary : u.uid; /* no passwd line: the group of the same number */
     if (colon && !(group && id_file_lookup(group, colon + 1, strlen(colon + 1), &u.gid, NULL)) &&
-        !parse_id(colon + 1, strlen(colon + 1), &u.gid))
+        !ascii_parse_u32(colon + 1, strlen(colon + 1), &u.gid))
         return error_set(errp, E_INVALID, 0,
                          "image config: User %s: no such group in the "
                          "image's /etc/group",
@@ -316,7 +300,7 @@ finish_id_file(int root_fd, const char *name, uint32_t id, const char *line, con
     for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
         const char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         const char *nl = strchrnul(l, '\n');
-        if (c2 && c2 < nl && parse_id(c2 + 1, strcspn(c2 + 1, ":\n"), &found) && found == id)
+        if (c2 && c2 < nl && ascii_parse_u32(c2 + 1, strcspn(c2 + 1, ":\n"), &found) && found == id)
             return 0;
     }
     _cleanup_close_ int fd = openat(etc, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
