@@ -6,4 +6,4 @@ add_test(NAME integration_cli
          COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/cli_test.py)
 set_tests_properties(integration_cli PROPERTIES LABELS integration SKIP_RETURN_CODE 77
                      TIMEOUT 900 RUN_SERIAL TRUE
-                     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR}")
+                     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
