@@ -11,6 +11,7 @@
 
 #include "admit.h"
 #include "e2b_internal.h"
+#include "http_route.h"
 #include "http_url.h"
 #include "timeutil.h"
 
@@ -394,51 +395,41 @@ route_unsupported(ApiReq *a)
                  "or network settings here (hostd/e2b/README.md)");
 }
 
+/* The pattern (http_route.h): "*" is a sandbox id (the route checks it). */
 typedef struct {
-    const char *method;
-    const char *pattern[4]; /* literal segments; "*" = a sandbox id */
+    HttpRoute r;
     ApiFn fn;
     bool auth;
 } ApiRoute;
 
 static const ApiRoute routes[] = {
-    {"GET", {"health"}, route_health, false},
-    {"POST", {"sandboxes"}, route_create_v1, true},
-    {"POST", {"v2", "sandboxes"}, route_create_v2, true},
-    {"GET", {"sandboxes"}, route_list, true},
-    {"GET", {"v2", "sandboxes"}, route_list, true},
-    {"GET", {"sandboxes", "*"}, route_get, true},
-    {"DELETE", {"sandboxes", "*"}, route_kill, true},
-    {"POST", {"sandboxes", "*", "timeout"}, route_timeout, true},
-    {"POST", {"sandboxes", "*", "connect"}, route_connect, true},
-    {"POST", {"v2", "sandboxes", "*", "connect"}, route_connect, true},
-    {"POST", {"sandboxes", "*", "refreshes"}, route_refresh, true},
-    {"POST", {"sandboxes", "*", "pause"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "resume"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "snapshots"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "fork"}, route_unsupported, true},
-    {"GET", {"sandboxes", "*", "metrics"}, route_unsupported, true},
-    {"GET", {"sandboxes", "*", "logs"}, route_unsupported, true},
-    {"PUT", {"sandboxes", "*", "network"}, route_unsupported, true},
+    {{"GET", {"health"}}, route_health, false},
+    {{"POST", {"sandboxes"}}, route_create_v1, true},
+    {{"POST", {"v2", "sandboxes"}}, route_create_v2, true},
+    {{"GET", {"sandboxes"}}, route_list, true},
+    {{"GET", {"v2", "sandboxes"}}, route_list, true},
+    {{"GET", {"sandboxes", "*"}}, route_get, true},
+    {{"DELETE", {"sandboxes", "*"}}, route_kill, true},
+    {{"POST", {"sandboxes", "*", "timeout"}}, route_timeout, true},
+    {{"POST", {"sandboxes", "*", "connect"}}, route_connect, true},
+    {{"POST", {"v2", "sandboxes", "*", "connect"}}, route_connect, true},
+    {{"POST", {"sandboxes", "*", "refreshes"}}, route_refresh, true},
+    {{"POST", {"sandboxes", "*", "pause"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "resume"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "snapshots"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "fork"}}, route_unsupported, true},
+    {{"GET", {"sandboxes", "*", "metrics"}}, route_unsupported, true},
+    {{"GET", {"sandboxes", "*", "logs"}}, route_unsupported, true},
+    {{"PUT", {"sandboxes", "*", "network"}}, route_unsupported, true},
 };
 
+/* E2B's API has no 405: a path without the method is not an endpoint either. */
 static const ApiRoute *
 route_find(const ApiReq *a)
 {
-    for (size_t r = 0; r < ELEMENTSOF(routes); r++) {
-        size_t i = 0;
-        for (; i < ELEMENTSOF(routes[r].pattern) && routes[r].pattern[i]; i++)
-            if (i >= a->n_seg || (strcmp(routes[r].pattern[i], "*") != 0 &&
-                                  strcmp(routes[r].pattern[i], a->seg[i]) != 0))
-                break;
-        bool method =
-            strcmp(routes[r].method, http_method(a->req)) == 0 ||
-            (strcmp(routes[r].method, "GET") == 0 && strcmp(http_method(a->req), "HEAD") == 0);
-        if ((i == ELEMENTSOF(routes[r].pattern) || !routes[r].pattern[i]) && i == a->n_seg &&
-            method)
-            return &routes[r];
-    }
-    return NULL;
+    HttpRouteMatch m;
+    ssize_t i = HTTP_ROUTE_FIND(routes, http_method(a->req), a->seg, a->n_seg, &m);
+    return m == HTTP_ROUTE_FOUND ? &routes[i] : NULL;
 }
 
 static int
