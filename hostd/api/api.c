@@ -81,22 +81,9 @@ api_parse_body(ApiCtx *c, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(c->req, &len);
-    json_error_t jerr;
 
-    if (len == 0) {
-        c->body = json_object();
-        return 0;
-    }
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
-        return error_set(errp, E_INVALID, 0, "request body nests deeper than %d levels",
-                         HTTP_JSON_MAX_DEPTH);
-    c->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!c->body)
-        return error_set(errp, E_INVALID, 0, "request body is not JSON: %s (at byte %d)", jerr.text,
-                         jerr.position);
-    if (!json_is_object(c->body))
-        return error_set(errp, E_INVALID, 0, "request body must be a JSON object");
-    return 0;
+    c->body = http_json_object(body, len, 0, "request body", errp);
+    return c->body ? 0 : -1;
 }
 
 void

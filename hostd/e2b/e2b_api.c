@@ -432,21 +432,16 @@ route_find(const ApiReq *a)
     return m == HTTP_ROUTE_FOUND ? &routes[i] : NULL;
 }
 
+/* An empty body stays none (a create then says what it needs); any other must be an object. */
 static int
 parse_body(ApiReq *a, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(a->req, &len);
-    json_error_t jerr;
     if (len == 0)
         return 0;
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
-        return error_set(errp, E_INVALID, 0, "the body nests deeper than %d levels",
-                         HTTP_JSON_MAX_DEPTH);
-    a->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!a->body || !json_is_object(a->body))
-        return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
-    return 0;
+    a->body = http_json_object(body, len, 0, "the body", errp);
+    return a->body ? 0 : -1;
 }
 
 /* The route of a request and, unless it needs none, its caller (an unknown caller learns no

@@ -201,24 +201,8 @@ code_body(HttpRequest *req, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(req, &len);
-    json_error_t jerr;
 
-    if (len > E2B_CODE_MAX_BODY_BYTES) {
-        error_set(errp, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);
-        return NULL;
-    }
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH)) {
-        error_set(errp, E_INVALID, 0, "the body nests deeper than %d levels", HTTP_JSON_MAX_DEPTH);
-        return NULL;
-    }
-    json_t *o =
-        len ? json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr) : json_object();
-    if (!json_is_object(o)) {
-        json_decref(o);
-        error_set(errp, E_INVALID, 0, "the body is not a JSON object");
-        return NULL;
-    }
-    return o;
+    return http_json_object(body, len, E2B_CODE_MAX_BODY_BYTES, "the body", errp);
 }
 
 static int
