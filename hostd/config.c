@@ -78,6 +78,7 @@ static const Key keys[] = {
     {SEC_DAEMON, "libvirt_uri", K_STR, DC(libvirt_uri), 256, 0, 0},
     {SEC_DAEMON, "domain_prefix", K_STR, DC(domain_prefix), POOL_PREFIX_MAX_BYTES + 1, 0, 0},
     {SEC_DAEMON, "log_level", K_STR, DC(log_level), 8, 0, 0},
+    {SEC_DAEMON, "log_format", K_STR, DC(log_format), 8, 0, 0},
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
     {SEC_DAEMON, "kvm_probe_append", K_STR, DC(kvm_probe_append), POOL_PROBE_APPEND_MAX_BYTES + 1,
      0, 0},
@@ -223,6 +224,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->libvirt_uri, sizeof(c->libvirt_uri), "%s", c->pool.libvirt_uri);
     snprintf(c->domain_prefix, sizeof(c->domain_prefix), "%s", c->pool.domain_prefix);
     snprintf(c->log_level, sizeof(c->log_level), "info");
+    snprintf(c->log_format, sizeof(c->log_format), "text");
     c->workers = 6;
     http_config_defaults(&c->http);
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);

@@ -9,7 +9,8 @@
  * unit, and a value may carry a unit of the same kind ("lease_s = 2m", "memory_mib = 1GiB").
  *
  *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel,
- *                       kvm_probe_append, log_level, workspace_mib, refill_concurrency,
+ *                       kvm_probe_append, log_level, log_format (text | json),
+ *                       workspace_mib, refill_concurrency,
  * refill_holdoff_ms, workers, guest_memory (template | copy), template_dir [limits] tb_cache_mib,
  * memory_overhead_mib, cpu_quota_percent, disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
  *   [timeouts]          boot_s, kvm_probe_s, sync_s, health_interval_s, ping_timeout_s
@@ -79,6 +80,7 @@ typedef struct DaemonConfig {
     char kvm_probe_append[POOL_PROBE_APPEND_MAX_BYTES + 1]; /* accel=auto probe only */
     char template_dir[POOL_TEMPLATE_DIR_MAX_BYTES + 1];     /* "": the pool chooses */
     char log_level[8];
+    char log_format[8]; /* text (journal priorities when stderr is the journal) or json */
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */
     char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */

@@ -16,6 +16,7 @@
 #include "api.h"
 #include "cluster.h"
 #include "cluster_route.h"
+#include "daemon_notify.h"
 #include "e2b.h"
 #include "eventhub.h"
 #include "extract_service.h"
@@ -55,6 +56,7 @@ struct Daemon {
     EventHub *hub;
     Sessions *sessions;
     Api *api;
+    DaemonNotify *notify;    /* the service manager's readiness protocol (NOTIFY_SOCKET) */
     E2b *e2b;                /* [e2b] enabled: the E2B SDK's control plane and envd face */
     HttpBudget *body_budget; /* request bodies in memory, across the API and E2B listeners */
     char *db_path;
@@ -322,6 +324,7 @@ daemon_on_status_timer(Loop *l, void *userdata)
         daemon_heartbeat(d);
         daemon_tenancy_sync(d);
     }
+    daemon_notify_progress(d->notify);
     daemon_takeover(d);
     d->status_timer =
         loop_add_timer(l, now_usec() + TAKEOVER_INTERVAL_USEC, daemon_on_status_timer, d);
@@ -399,6 +402,7 @@ daemon_begin_stop(void *userdata)
         return;
     }
     log_info("stopping: ending live sessions (host_shutdown), then destroying guests");
+    daemon_notify_stopping(d->notify);
     extract_service_wind_down(d->extract); /* no new launch; the sessions' salvages go on */
     sessions_stop(d->sessions, daemon_on_sessions_stopped, d);
 }
@@ -543,6 +547,7 @@ daemon_start_api(Daemon *d, Error **errp)
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
     hc.authenticate = daemon_authenticate;
     hc.authenticate_userdata = d;
+    hc.route_class = api_route_class;  /* request counts of /metrics */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
     log_info("API on %s%s%s:%u and unix:%s",
@@ -715,6 +720,7 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     d->cfg = cfg;
     d->state_fd = d->lock_fd = d->signal_fd = -1;
     signal(SIGPIPE, SIG_IGN);
+    daemon_notify_new(&d->notify); /* unsets the environment: before any thread */
     /* Signals are blocked before any thread starts, so every thread inherits the mask. */
     if (daemon_lock_state(d, errp) < 0 || loop_new(&d->loop, errp) < 0 ||
         daemon_watch_signals(d, errp) < 0 || workq_new(d->loop, cfg->workers, &d->q, errp) < 0 ||
@@ -727,6 +733,15 @@ daemon_new(DaemonConfig *cfg, Daemon **ret, Error **errp)
     }
     *ret = d;
     return 0;
+}
+
+/* The first turn of the loop, every listener accepting: the service manager may start what
+ * waits for us (READY=1). */
+static void
+daemon_on_listening(Loop *l, void *userdata)
+{
+    Daemon *d = userdata;
+    daemon_notify_ready(d->notify, l, d->pool);
 }
 
 int
@@ -746,6 +761,7 @@ daemon_run(Daemon *d)
         return 1;
     }
     d->status_timer = loop_add_timer(d->loop, now_usec(), daemon_on_status_timer, d);
+    loop_add_timer(d->loop, now_usec(), daemon_on_listening, d);
     return loop_run(d->loop);
 }
 
@@ -774,6 +790,7 @@ daemon_free(Daemon *d)
     free(d->db_path);
     pool_free(d->pool);
     loop_source_free(d->signal_src);
+    daemon_notify_free(d->notify); /* cancels its timer: before the loop goes */
     loop_free(d->loop);
     safe_close(d->signal_fd);
     safe_close(d->lock_fd);

@@ -215,6 +215,7 @@ main(int argc, char **argv)
     _cleanup_error_ Error *err = NULL;
     Daemon *d = NULL;
     LogLevel level;
+    LogFormat format;
 
     if (parse_args(argc, argv, &args) < 0)
         return 2;
@@ -223,11 +224,16 @@ main(int argc, char **argv)
         fprintf(stderr, "stockaded: %s\n", err ? err->message : "log_level: unknown level");
         return 2;
     }
+    if (log_format_from_string(cfg.log_format, &format) < 0) {
+        fprintf(stderr, "stockaded: log_format: text or json\n");
+        return 2;
+    }
     if (args.check_config)
         return print_config(&cfg);
     if (args.create_admin_token)
         return create_admin_token(&cfg);
     log_setup("stockaded", level);
+    log_set_format(format);
     raise_fd_limit();
     if (daemon_new(&cfg, &d, &err) < 0) {
         log_error("%s", err->message);

@@ -8,7 +8,8 @@ target_link_libraries(stockade_config PUBLIC stockade_cluster_config stockade_po
                       stockade_egress_policy stockade_base PRIVATE stockade_proto_limits)
 
 set(STOCKADE_INSTALL_IMAGE_DIR ${CMAKE_INSTALL_FULL_DATADIR}/stockade/images)
-add_executable(stockaded ${CMAKE_CURRENT_LIST_DIR}/main.c ${CMAKE_CURRENT_LIST_DIR}/daemon.c)
+add_executable(stockaded ${CMAKE_CURRENT_LIST_DIR}/main.c ${CMAKE_CURRENT_LIST_DIR}/daemon.c
+               ${CMAKE_CURRENT_LIST_DIR}/daemon_notify.c)
 target_compile_definitions(stockaded PRIVATE
     STOCKADE_INSTALL_IMAGE_DIR="${STOCKADE_INSTALL_IMAGE_DIR}"
     STOCKADE_BUILD_IMAGE_DIR="${STOCKADE_IMAGE_DIR}")

@@ -23,7 +23,8 @@ struct Client {
     void *interrupted_ud;
     ClientProgressFn progress;
     void *progress_ud;
-    long last_status; /* of the last request's answer; 0: none came */
+    long last_status;   /* of the last request's answer; 0: none came */
+    bool nobody_listens; /* the last request found no socket, or a refusal: not up (yet) */
 };
 
 typedef struct Xfer {
@@ -116,6 +117,12 @@ const char *
 client_where(const Client *c)
 {
     return c->where;
+}
+
+bool
+client_nobody_listens(const Client *c)
+{
+    return c && c->nobody_listens;
 }
 
 long
@@ -301,6 +308,7 @@ connect_error(Client *c, CURLcode rc, const char *errbuf, Error **errp)
 {
     long os_errno = 0;
     curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+    c->nobody_listens = os_errno == ECONNREFUSED || (c->socket_path && os_errno == ENOENT);
     if (c->socket_path && os_errno == ENOENT)
         return error_set(errp, E_UNAVAILABLE, 0,
                          "cannot reach the daemon: no socket at %s; is stockaded running? "
@@ -340,6 +348,7 @@ perform(Client *c, const Request *rq, Xfer *x, CURLcode *ret_rc, char *errbuf, E
     x->c = c;
     errbuf[0] = '\0';
     c->last_status = 0;
+    c->nobody_listens = false;
     if (setup(c, rq, x, &headers, errbuf, errp) < 0) {
         curl_slist_free_all(headers);
         return -1;

@@ -52,6 +52,10 @@ const char *client_where(const Client *c);
 /* The HTTP status of the last request's answer, 0 when none came (or c is NULL): tells a
  * refusal of the daemon (4xx) from the CLI's own checks. */
 long client_last_status(const Client *c);
+/* True when the last request failed because nothing listens where the daemon should (no
+ * socket file, or the connection refused): a daemon not started yet, or still starting. A
+ * denied permission or an unknown host is not this. */
+bool client_nobody_listens(const Client *c);
 
 /* Hooks for every later transfer until changed. interrupted() is polled about once a second
  * and on each chunk; true ends the transfer (streams report CLIENT_STREAM_INTERRUPTED, other

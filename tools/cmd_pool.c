@@ -1,5 +1,7 @@
 /* stockade pool: the warm pools (GET /v1/pool) and the accelerator in use, with why.
- * --wait POOL polls until that pool has an idle guest (scripts, the quickstart). */
+ * --wait POOL polls until that pool has an idle guest (scripts, the quickstart); a daemon
+ * that does not listen yet (started a moment ago: no socket, or refused) is waited for
+ * within the same --wait-timeout. */
 #include <string.h>
 #include <time.h>
 
@@ -19,7 +21,8 @@ static const char pool_help[] =
     "ready), the accelerator the daemon uses (kvm or tcg) with the reason it chose it, the\n"
     "pool's failure counters, the accel=auto KVM probe apart from them, and the extraction\n"
     "appliance that salvages files after a cancel, timeout or crash.\n\n"
-    "  --wait POOL         wait until POOL has an idle guest, then show the pools\n"
+    "  --wait POOL         wait until the daemon listens and POOL has an idle guest,\n"
+    "                      then show the pools\n"
     "  --wait-extraction   with --wait: also wait until the extraction appliance is up\n"
     "  --wait-timeout S    give up after S seconds (default 600; exit 125)\n";
 
@@ -107,6 +110,35 @@ pool_ready(json_t *p, const char *name, bool extraction, bool *ret, Error **errp
                      "the daemon has no pool named '%.32s' (see stockade pool)", name);
 }
 
+static void
+pool_wait_pause(void)
+{
+    struct timespec ts = {.tv_nsec = (long) POOL_WAIT_POLL_USEC * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* GET /v1/pool once the daemon listens: until then (a start under way) it is polled again;
+ * past the deadline, E_TIMEOUT with why it could not be reached. */
+static int
+pool_wait_get(Client *c, uint64_t deadline_usec, uint64_t timeout_s, json_t **ret, Error **errp)
+{
+    for (;;) {
+        _cleanup_error_ Error *err = NULL;
+        if (client_json(c, "GET", "/v1/pool", NULL, ret, &err) == 0)
+            return 0;
+        if (!client_nobody_listens(c)) {
+            *errp = TAKE_PTR(err);
+            return -1;
+        }
+        if (now_usec() > deadline_usec)
+            return error_set(errp, E_TIMEOUT, 0,
+                             "the daemon did not start listening within "
+                             "%llu s (%s)",
+                             (unsigned long long) timeout_s, err->message);
+        pool_wait_pause();
+    }
+}
+
 static int
 pool_wait(Client *c, const char *name, bool extraction, uint64_t timeout_s, json_t **ret,
           Error **errp)
@@ -115,7 +147,7 @@ pool_wait(Client *c, const char *name, bool extraction, uint64_t timeout_s, json
     for (;;) {
         json_t *p = NULL;
         bool ready = false;
-        if (client_json(c, "GET", "/v1/pool", NULL, &p, errp) < 0)
+        if (pool_wait_get(c, deadline, timeout_s, &p, errp) < 0)
             return -1;
         if (pool_ready(p, name, extraction, &ready, errp) < 0) {
             json_decref(p);
@@ -132,8 +164,7 @@ pool_wait(Client *c, const char *name, bool extraction, uint64_t timeout_s, json
                              "snapshots and launches the appliance: see the daemon's log)",
                              name, extraction ? " or the extraction appliance is not up" : "",
                              (unsigned long long) timeout_s);
-        struct timespec ts = {.tv_nsec = (long) POOL_WAIT_POLL_USEC * 1000};
-        nanosleep(&ts, NULL);
+        pool_wait_pause();
     }
 }
 

@@ -39,6 +39,10 @@ typedef struct ApiDeps {
 } ApiDeps;
 
 int api_start(const ApiDeps *deps, const HttpConfig *http, Api **ret, Error **errp);
+/* The class of a v1 route a decoded path belongs to (HttpConfig.route_class: the daemon sets
+ * it for /metrics' stockade_http_requests_total): health, metrics, pool, sessions, tasks,
+ * exec, code, files, events, admin, or other (no route's prefix). Pure, any thread. */
+unsigned api_route_class(const char *const *segments, size_t n);
 void api_stop(Api *a);
 
 /* Cluster mode, for the E2B faces (hostd/e2b, "Cluster"; handed to them by the daemon).

@@ -1,6 +1,7 @@
 /* GET /metrics (Prometheus text format 0.0.4), /v1/health, /v1/pool. Counts of sessions by
  * state come from the store (reader, connection thread); pool and session counters from the
- * loop thread, where they live. */
+ * loop thread, where they live. Every label value passes label_value() (the format's escapes
+ * of '\\', '"' and newline), names from config and constants alike. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,71 @@ counter(FILE *f, const char *name, const char *help, uint64_t v)
             (unsigned long long) v);
 }
 
+/* A label value as the text format writes it: '\\', '"' and newline escaped, any other
+ * control byte dropped (a value is text to a scraper, never a line break). */
+static void
+label_value(FILE *f, const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *) v; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p >= 0x20 && *p != 0x7f)
+            fputc(*p, f);
+    }
+}
+
+/* name{label="value"} v */
+static void
+labelled(FILE *f, const char *name, const char *label, const char *value, uint64_t v)
+{
+    fprintf(f, "%s{%s=\"", name, label);
+    label_value(f, value);
+    fprintf(f, "\"} %llu\n", (unsigned long long) v);
+}
+
+static void
+pool_capacity_text(FILE *f, const PoolStatus *st)
+{
+    fprintf(f, "# HELP stockade_pool_slots Guests each pool can hold at once (its capacity).\n"
+               "# TYPE stockade_pool_slots gauge\n");
+    for (size_t i = 0; i < st->n_shapes; i++)
+        labelled(f, "stockade_pool_slots", "pool", st->shapes[i].name, st->shapes[i].slots);
+    fprintf(f, "# HELP stockade_pool_snapshots_ready Slots whose snapshot (or clone of the "
+               "template) is ready.\n# TYPE stockade_pool_snapshots_ready gauge\n");
+    for (size_t i = 0; i < st->n_shapes; i++)
+        labelled(f, "stockade_pool_snapshots_ready", "pool", st->shapes[i].name,
+                 st->shapes[i].snapshots_ready);
+}
+
+/* Per end reason and per refusing quota: one series for every name of the store's and the
+ * admission's tables, zeros included, so a rate() has a series before the first event. */
+static void
+sessions_reason_text(FILE *f, const SessionsStats *ss)
+{
+    fprintf(f, "# HELP stockade_sessions_ended_total Sessions ended this run, by end reason.\n"
+               "# TYPE stockade_sessions_ended_total counter\n");
+    for (SessionEndReason r = SESSION_END_NONE + 1; r < SESSION_END_COUNT_; r++)
+        labelled(f, "stockade_sessions_ended_total", "reason", session_end_reason_name(r),
+                 ss->ended_by_reason[r]);
+    fprintf(f, "# HELP stockade_admission_refusals_total Session creations refused by a tenant "
+               "quota (429), by quota.\n# TYPE stockade_admission_refusals_total counter\n");
+    for (AdmitLimit l = ADMIT_OK + 1; l < _ADMIT_LIMIT_MAX; l++)
+        labelled(f, "stockade_admission_refusals_total", "quota", admit_limit_name(l),
+                 ss->admission_refusals[l]);
+}
+
+static void
+build_info_text(FILE *f, const PoolStatus *st)
+{
+    fprintf(f, "# HELP stockade_build_info The daemon's version and guest memory mode; always 1."
+               "\n# TYPE stockade_build_info gauge\nstockade_build_info{version=\"");
+    label_value(f, STOCKADE_VERSION);
+    fprintf(f, "\",guest_memory=\"%s\"} 1\n",
+            st->guest_memory == POOL_MEMORY_TEMPLATE ? "template" : "copy");
+}
+
 static void
 pool_text(FILE *f, const PoolStatus *st)
 {
@@ -49,15 +115,17 @@ pool_text(FILE *f, const PoolStatus *st)
                     {"busy", s->busy},
                     {"starting", s->starting},
                     {"draining", s->draining}};
-        for (size_t k = 0; k < ELEMENTSOF(rows); k++)
-            fprintf(f, "stockade_pool_guests{pool=\"%s\",state=\"%s\"} %u\n", s->name,
-                    rows[k].state, rows[k].v);
+        for (size_t k = 0; k < ELEMENTSOF(rows); k++) {
+            fputs("stockade_pool_guests{pool=\"", f);
+            label_value(f, s->name);
+            fprintf(f, "\",state=\"%s\"} %u\n", rows[k].state, rows[k].v);
+        }
     }
     fprintf(f, "# HELP stockade_pool_warm_target Idle guests each pool keeps ready.\n"
                "# TYPE stockade_pool_warm_target gauge\n");
     for (size_t i = 0; i < st->n_shapes; i++)
-        fprintf(f, "stockade_pool_warm_target{pool=\"%s\"} %u\n", st->shapes[i].name,
-                st->shapes[i].warm);
+        labelled(f, "stockade_pool_warm_target", "pool", st->shapes[i].name, st->shapes[i].warm);
+    pool_capacity_text(f, st);
     fprintf(f,
             "# HELP stockade_accel_kvm 1 when guests run under KVM, 0 under TCG.\n"
             "# TYPE stockade_accel_kvm gauge\nstockade_accel_kvm %d\n",
@@ -107,6 +175,77 @@ body_budget_text(FILE *f, const HttpBudget *b)
             "Connections cut because their body came in below the minimum rate.", st.slow_cut);
 }
 
+enum {
+    RC_OTHER,
+    RC_HEALTH,
+    RC_METRICS,
+    RC_POOL,
+    RC_SESSIONS,
+    RC_TASKS,
+    RC_EXEC,
+    RC_CODE,
+    RC_FILES,
+    RC_EVENTS,
+    RC_ADMIN,
+    RC_COUNT_,
+};
+static const char *const route_class_names[RC_COUNT_] = {
+    [RC_OTHER] = "other",   [RC_HEALTH] = "health",     [RC_METRICS] = "metrics",
+    [RC_POOL] = "pool",     [RC_SESSIONS] = "sessions", [RC_TASKS] = "tasks",
+    [RC_EXEC] = "exec",     [RC_CODE] = "code",         [RC_FILES] = "files",
+    [RC_EVENTS] = "events", [RC_ADMIN] = "admin",
+};
+
+/* What a session's or task's sub-resource (segments[3]) is about. */
+static unsigned
+session_part_class(const char *part, unsigned whole)
+{
+    static const struct {
+        const char *name;
+        unsigned cls;
+    } parts[] = {{"exec", RC_EXEC},     {"execs", RC_EXEC},  {"code", RC_CODE},
+                 {"contexts", RC_CODE}, {"files", RC_FILES}, {"workspace", RC_FILES},
+                 {"events", RC_EVENTS}};
+    for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+        if (strcmp(part, parts[i].name) == 0)
+            return parts[i].cls;
+    return whole;
+}
+
+unsigned
+api_route_class(const char *const *seg, size_t n)
+{
+    if (n == 1 && strcmp(seg[0], "metrics") == 0)
+        return RC_METRICS;
+    if (n < 2 || strcmp(seg[0], "v1") != 0)
+        return RC_OTHER;
+    if (strcmp(seg[1], "health") == 0)
+        return RC_HEALTH;
+    if (strcmp(seg[1], "pool") == 0)
+        return RC_POOL;
+    if (strcmp(seg[1], "admin") == 0)
+        return RC_ADMIN;
+    if (strcmp(seg[1], "sessions") == 0 || strcmp(seg[1], "tasks") == 0) {
+        unsigned whole = seg[1][0] == 's' ? RC_SESSIONS : RC_TASKS;
+        return n >= 4 ? session_part_class(seg[3], whole) : whole;
+    }
+    return RC_OTHER;
+}
+
+/* stockade_http_requests_total{class,status}: the API's listeners (TCP and unix), every class
+ * and status hundred 2xx..5xx, zeros included. */
+static void
+requests_text(FILE *f, HttpServer *http)
+{
+    fprintf(f, "# HELP stockade_http_requests_total Requests the API answered, by route class "
+               "and status.\n# TYPE stockade_http_requests_total counter\n");
+    for (unsigned cls = 0; cls < RC_COUNT_; cls++)
+        for (unsigned h = 2; h < HTTP_STATUS_CLASSES; h++)
+            fprintf(f, "stockade_http_requests_total{class=\"%s\",status=\"%uxx\"} %llu\n",
+                    route_class_names[cls], h,
+                    (unsigned long long) http_server_requests(http, cls, h));
+}
+
 static void
 metrics_on_loop(ApiCtx *c)
 {
@@ -120,6 +259,7 @@ metrics_on_loop(ApiCtx *c)
     c->api->d.pool_status(c->api->d.pool_userdata, &ps);
     sessions_stats(c->api->d.sessions, &ss);
     if (f) {
+        build_info_text(f, &ps);
         pool_text(f, &ps);
         fprintf(f, "# HELP stockade_sessions Sessions by state.\n"
                    "# TYPE stockade_sessions gauge\n");
@@ -128,6 +268,7 @@ metrics_on_loop(ApiCtx *c)
                     (unsigned long long) m->by_state[i]);
         counter(f, "stockade_sessions_created_total", "Sessions and tasks created.", ss.created);
         counter(f, "stockade_cancels_total", "Sessions cancelled.", ss.cancels);
+        sessions_reason_text(f, &ss);
         counter(f, "stockade_timeouts_total", "Sessions ended by their timeout.", ss.timeouts);
         counter(f, "stockade_extraction_bytes_total", "Bytes salvaged from workspace disks.",
                 ss.extraction_bytes);
@@ -164,6 +305,7 @@ metrics_on_loop(ApiCtx *c)
                 (double) ss.appliance_launch_usec / 1e6);
         api_forward_metrics(c->api->fwd, f);
         body_budget_text(f, http_server_budget(c->api->http));
+        requests_text(f, c->api->http);
         fclose(f);
     }
     free(m);

@@ -201,6 +201,29 @@ request_wait(HttpRequest *r)
     return answered;
 }
 
+/* One more answered request under its route class (the face's classifier, on the decoded
+ * path) and its status's hundred. */
+static void
+request_count(HttpServer *s, const HttpRequest *r, unsigned status)
+{
+    unsigned cls = 0, hundred = status / 100;
+    if (s->cfg.route_class)
+        cls = s->cfg.route_class((const char *const *) r->target.segments, r->target.n_segments);
+    if (cls >= HTTP_ROUTE_CLASSES_MAX)
+        cls = 0;
+    if (hundred >= HTTP_STATUS_CLASSES)
+        hundred = 0;
+    atomic_fetch_add_explicit(&s->requests[cls][hundred], 1, memory_order_relaxed);
+}
+
+uint64_t
+http_server_requests(HttpServer *s, unsigned route_class, unsigned status_class)
+{
+    if (route_class >= HTTP_ROUTE_CLASSES_MAX || status_class >= HTTP_STATUS_CLASSES)
+        return 0;
+    return atomic_load_explicit(&s->requests[route_class][status_class], memory_order_relaxed);
+}
+
 /* The whole request is in: run the handler and queue its answer. */
 static enum MHD_Result
 request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
@@ -232,12 +255,15 @@ request_dispatch(HttpRequest *r, struct MHD_Connection *mc)
      * connection would hold a thread for idle_timeout_s, counted only per address. */
     if (answered && s->cfg.guard && !r->caller_named)
         r->reply.close = true;
-    if (answered)
+    if (answered) {
+        request_count(s, r, r->reply.status);
         return http_reply_queue(s, &r->reply, mc);
+    }
 
     Error e = {.category = E_UNAVAILABLE};
     snprintf(e.message, sizeof(e.message), "the server is shutting down");
     http_reply_set_error(&stop_reply, MHD_HTTP_SERVICE_UNAVAILABLE, &e);
+    request_count(s, r, stop_reply.status);
     ret = http_reply_queue(s, &stop_reply, mc);
     http_reply_clear(&stop_reply);
     return ret;
@@ -287,6 +313,7 @@ request_answer_early(HttpRequest *r, struct MHD_Connection *mc)
     http_conn_set_deadline(r->conn, false);
     http_conn_watch_body(r->conn, false);
     r->phase = PHASE_DONE;
+    request_count(r->srv, r, r->reply.status);
     return http_reply_queue(r->srv, &r->reply, mc);
 }
 

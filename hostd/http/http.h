@@ -87,6 +87,10 @@ unsigned http_server_handlers_running(const HttpServer *s);
 unsigned http_server_connections(const HttpServer *s);
 /* The body budget this server counts against (its own or HttpConfig.body_budget). */
 HttpBudget *http_server_budget(const HttpServer *s);
+/* Requests answered so far with a status of status_class hundred (1..5; 0: any other) whose
+ * route class (HttpConfig.route_class) is route_class; 0 for indexes out of range. Any
+ * thread. */
+uint64_t http_server_requests(HttpServer *s, unsigned route_class, unsigned status_class);
 /* Connections one caller may hold on this server (HttpConfig.max_per_caller, resolved). */
 unsigned http_server_max_per_caller(const HttpServer *s);
 

@@ -69,6 +69,14 @@ typedef struct Error Error;
 typedef int (*HttpAuthenticateFn)(void *userdata, const char *token, HttpIdentity *ret,
                                   Error **errp);
 
+/* Request counts (http_server_requests()): each answered request is counted under the class
+ * its face gives it and its status's hundred. A class is an index below
+ * HTTP_ROUTE_CLASSES_MAX (the face names them); segments are the decoded path's (n 0 for a
+ * head that never parsed). Pure; any connection thread. */
+#define HTTP_ROUTE_CLASSES_MAX 16
+#define HTTP_STATUS_CLASSES 6 /* index status / 100: 1..5; 0 for any other */
+typedef unsigned (*HttpRouteClassFn)(const char *const *segments, size_t n);
+
 /* Bytes of request bodies held in memory at once, shared by every server given it (the
  * daemon's API and E2B listeners), in all and per caller (the key a guard names with
  * http_request_set_caller(), else the peer's address): a body is admitted only if its
@@ -114,6 +122,7 @@ typedef struct HttpConfig {
                               * The budget above counts it the same either way. */
     size_t spool_min_bytes;
     HttpGuard guard;            /* NULL: every head passes */
+    HttpRouteClassFn route_class; /* NULL: every request is class 0 */
     const char *tls_cert_file;  /* TCP: HTTPS with this PEM certificate (chain) and key, read */
     const char *tls_key_file;   /* and checked at start; NULL: plain HTTP. Unix: never TLS */
     bool peer_listener;         /* the cluster's host-to-host listener: its guard admits only

@@ -81,6 +81,8 @@ struct HttpServer {
     int stop_fd;             /* eventfd, readable from the moment stop begins: wakes producers */
     atomic_bool stopping;
     atomic_uint in_handler; /* connection threads inside handler() */
+    /* answered requests by route class (cfg.route_class) and status / 100 */
+    atomic_uint_least64_t requests[HTTP_ROUTE_CLASSES_MAX][HTTP_STATUS_CLASSES];
 
     pthread_mutex_t lock;
     pthread_cond_t watchdog_cond; /* CLOCK_MONOTONIC; under lock */

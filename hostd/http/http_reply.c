@@ -195,8 +195,15 @@ reply_set_error_extra(HttpReply *rp, unsigned status, const Error *e, json_t *ex
 void
 http_reply_set_error(HttpReply *rp, unsigned status, const Error *e)
 {
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) {
+        /* A method no route has: the code hostd/api/API.md promises for 405, the one the
+         * router answers for a known path with another method (no category maps to it). */
         (void) reply_add_header(rp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD, POST, PUT, DELETE");
+        reply_set_json(rp, status,
+                       json_pack("{s:{s:s,s:o}}", "error", "code", "method_not_allowed", "message",
+                                 message_string(e ? e->message : "method not allowed")));
+        return;
+    }
     reply_set_error_extra(rp, status, e, NULL);
 }
 

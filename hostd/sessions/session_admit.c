@@ -84,8 +84,10 @@ session_shape(Sessions *m, const char *pool, AdmitRequest *rq, Error **errp)
 }
 
 static int
-admit_refused(const AdmitDecision *d, AdmitRefusal *ret_refusal, Error **errp)
+admit_refused(Sessions *m, const AdmitDecision *d, AdmitRefusal *ret_refusal, Error **errp)
 {
+    if (d->refusal.limit_id < _ADMIT_LIMIT_MAX)
+        m->stats.admission_refusals[d->refusal.limit_id]++;
     if (ret_refusal)
         *ret_refusal = d->refusal;
     return error_set(errp, E_QUOTA, 0, "quota exceeded: %s (limit %llu, used %llu)",
@@ -130,7 +132,7 @@ session_admit(Session *s, AdmitRefusal *ret_refusal, Error **errp)
         return -1;
     admit_decide(&q, &u, &rq, now, &d);
     if (d.refusal.limit_id != ADMIT_OK)
-        return admit_refused(&d, ret_refusal, errp);
+        return admit_refused(m, &d, ret_refusal, errp);
     ReservationRecord res = {
         .vcpus = rq.vcpus,
         .reserved_guest_s = d.reserve_guest_s,
@@ -170,7 +172,7 @@ session_admit_cluster(Session *s, AdmitRefusal *ret_refusal, Error **errp)
                       (int64_t) wall_usec(), &res, &d, errp) < 0)
         return -1;
     if (d.refusal.limit_id != ADMIT_OK)
-        return admit_refused(&d, ret_refusal, errp);
+        return admit_refused(m, &d, ret_refusal, errp);
     s->grant->output_limit_bytes = res.output_bytes;
     s->grant->workspace_limit_bytes = res.workspace_bytes;
     return 0;

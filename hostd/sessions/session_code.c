@@ -486,7 +486,8 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     if (!c)
         return -1;
     if (c->n_runs >= SESSIONS_CODE_QUEUED_MAX)
-        return error_set(errp, E_QUOTA, 0, "at most %d runs wait in a context",
+        return error_set(errp, E_QUOTA, 0,
+                         "at most %d runs in a context, the one being served included",
                          SESSIONS_CODE_QUEUED_MAX);
     uint32_t run = s->code->next_run_id + 1;
     size_t n;

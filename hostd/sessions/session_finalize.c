@@ -31,7 +31,7 @@
 #include "fdutil.h"
 #include "guest_replies.h"
 #include "log.h"
-#include "manifest.h"
+#include "manifest_check.h"
 #include "runner_limits.h"
 #include "session_internal.h"
 #include "timeutil.h"

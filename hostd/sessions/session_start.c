@@ -142,6 +142,9 @@ session_on_timeout(Loop *l, void *userdata)
     session_end(s, SESSION_END_TIMED_OUT);
 }
 
+/* How late a caller's second clock reading may be (sessions_set_timeout()). */
+#define SESSION_TIMEOUT_SLACK_USEC (100u * 1000u)
+
 static uint64_t
 session_lifetime_left(const Session *s)
 {
@@ -167,19 +170,24 @@ sessions_set_timeout(Sessions *m, const char *tenant, const char *id, uint64_t t
     Session *s = session_running(m, tenant, id, errp);
     if (!s)
         return -1;
-    uint64_t left = session_lifetime_left(s);
-    if (timeout_usec > left)
+    uint64_t end = session_lifetime_end_usec(s), now = now_usec();
+    uint64_t left = end > now ? end - now : 0;
+    /* A caller that read sessions_timeout_left() and asks for all of it (E2B connect, create)
+     * is a clock reading late here: refusing that made a connect past the lifetime 400 instead
+     * of "never past the lifetime" (issue 31). The slack accepts it; the timer below never
+     * passes the lifetime's end all the same. */
+    if (timeout_usec > left + SESSION_TIMEOUT_SLACK_USEC)
         return error_set(errp, E_INVALID, 0,
                          "a timeout of %llu s is over what is left of the "
                          "lifetime admitted for this session (%llu s of %llu s)",
                          (unsigned long long) ((timeout_usec + USEC_PER_SEC - 1) / USEC_PER_SEC),
                          (unsigned long long) (left / USEC_PER_SEC),
                          (unsigned long long) (s->rec.timeout_usec / USEC_PER_SEC));
+    uint64_t deadline = MIN(now + timeout_usec, end);
     loop_cancel_timer(m->loop, s->start->timeout_timer);
-    s->start->timeout_timer =
-        loop_add_timer(m->loop, now_usec() + timeout_usec, session_on_timeout, s);
+    s->start->timeout_timer = loop_add_timer(m->loop, deadline, session_on_timeout, s);
     session_event(s, "session.timeout_set", 0, NULL, 0,
-                  json_pack("{s:I}", "timeout_ms", (json_int_t) (timeout_usec / 1000)));
+                  json_pack("{s:I}", "timeout_ms", (json_int_t) ((deadline - now) / 1000)));
     return 0;
 }
 

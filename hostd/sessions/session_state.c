@@ -182,8 +182,11 @@ session_record_move(Session *s, SessionState st, SessionEndReason reason)
     }
     if (st == ST_RUNNING && s->rec.started_usec == 0)
         s->rec.started_usec = (int64_t) wall_usec();
-    if (st == ST_ENDED)
+    if (st == ST_ENDED) {
         s->rec.ended_usec = (int64_t) wall_usec();
+        if (s->rec.end_reason < SESSION_END_COUNT_)
+            s->mgr->stats.ended_by_reason[s->rec.end_reason]++;
+    }
     if (st == ST_ENDED && s->rec.has_exit_code)
         json_object_set_new(attrs, "exit_code", json_integer(s->rec.exit_code));
     session_event(s, "session.state", 0, NULL, 0, attrs);

@@ -166,8 +166,9 @@ void sessions_unwatch(Sessions *s, SessionsWatch *w); /* NULL: nothing */
 
 /* Moves a running session's end to timeout_usec from now (the timeout event and reason stay
  * "timed_out"). It never lives longer than what was admitted and reserved for it
- * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that;
- * sessions_timeout_left() says how much is left. Records a session.timeout_set event. */
+ * (SessionSpec.timeout_usec, counted from when it got its guest): E_INVALID beyond that
+ * (100 ms of slack: asking for what sessions_timeout_left() said is left is never refused;
+ * the end is clamped to the lifetime's). Records a session.timeout_set event. */
 int sessions_set_timeout(Sessions *s, const char *tenant, const char *id, uint64_t timeout_usec,
                          Error **errp);
 int sessions_timeout_left(Sessions *s, const char *tenant, const char *id, uint64_t *ret_usec,
@@ -226,7 +227,7 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
  * fresh one. Context and run ids are per session, from 1; context 0 asks for the default
  * context (made on first use). Everything the kernel sends is checked (code_wire.h). */
 #define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
-#define SESSIONS_CODE_QUEUED_MAX 16   /* runs waiting in one context */
+#define SESSIONS_CODE_QUEUED_MAX 16   /* runs in one context, the one being served included */
 typedef struct SessionsCodeRun {
     uint32_t context, run, exec_id;
     uint64_t after_seq; /* follow the events after this seq to see the run's */
@@ -254,6 +255,8 @@ typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
     uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
     uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
+    uint64_t ended_by_reason[SESSION_END_COUNT_]; /* sessions ended this run, by end reason */
+    uint64_t admission_refusals[_ADMIT_LIMIT_MAX]; /* creations refused, by the quota that did */
     uint64_t pending, live;
     /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
      * disks), "starting", "up" or "failed" (retried); its accel settings; launches that

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "manifest.h"
+#include "manifest_check.h"
 #include "message.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -17,3 +17,7 @@ stockade_fuzz_target(fuzz_forward_answer SOURCES fuzz_forward_answer.c
 # check (tools/images.c, on a scratch image folder) read it. Seeds: tests/fuzz/seeds_image_manifest.py.
 stockade_fuzz_target(fuzz_image_manifest SOURCES fuzz_image_manifest.c fuzz_image_manifest_cli.c
                      LIBS stockade_pool_image stockade_cli)
+# A log line whose message carries hostile bytes (issue 30): every form one bounded line, the
+# JSON form one object that jansson parses. Seeds: corpus/fuzz_log_line/seed_*.
+pkg_check_modules(STOCKADE_FUZZ_JANSSON REQUIRED IMPORTED_TARGET jansson)
+stockade_fuzz_target(fuzz_log_line SOURCES fuzz_log_line.c LIBS PkgConfig::STOCKADE_FUZZ_JANSSON)

@@ -233,9 +233,9 @@ static const RawCase path_cases[] = {
     {REQ("a/b"), 400, "invalid_argument"},
     {REQ("*"), 400, "invalid_argument"},
     {REQ("http://x/a"), 400, "invalid_argument"},
-    {"PATCH /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
-    {"BREW /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
-    {"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 405, "invalid_argument"},
+    {"PATCH /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed"},
+    {"BREW /echo HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed"},
+    {"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 405, "method_not_allowed"},
     {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n"
      "\r\n3\r\nabc\r\n0\r\n\r\n",
      400, "invalid_argument"},

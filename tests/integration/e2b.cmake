@@ -34,3 +34,11 @@ set_tests_properties(integration_e2b_loop PROPERTIES LABELS integration
 # E2B Code Interpreter face (issue 18): test_e2b_code.py (the real SDK, npm
 # @e2b/code-interpreter@2.8.0) runs inside integration_code (tests/integration/code.cmake), on
 # its daemon: one data template boot for both.
+
+# Promised error codes and limits (issue 31): one table row per promise of hostd/api/API.md
+# and hostd/e2b/README.md (tests/integration/promises_*.py), both faces on one daemon.
+add_test(NAME integration_promises
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_promises.py)
+set_tests_properties(integration_promises PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

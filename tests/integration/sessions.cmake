@@ -21,3 +21,11 @@ add_test(NAME integration_finalize
 set_tests_properties(integration_finalize PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+# Readiness (sd_notify: READY after the API answers, STATUS, WATCHDOG, STOPPING; pool --wait
+# started before the daemon) and /metrics' session, refusal and build series (issue 30): one
+# daemon, the shared suites' cached state.
+add_test(NAME integration_readiness
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_readiness.py)
+set_tests_properties(integration_readiness PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Stateful code contexts on the native API (issue 18): real daemon, real data-image guests.
 
-    test_code.py [clones]    (no argument: everything; clones: only the clones' check)
+    test_code.py [clones|promises]    (no argument: everything; clones: only the clones'
+                                       check; promises: only promises_code.py's rows)
 
 One session of the data pool; every case of the issue without the SDK: x = 41 then x + 1
 gives the main result text 42; print lines arrive as separate code.stdout events while the
@@ -15,6 +16,8 @@ adopts it (exec.started says adopted, pandas is imported already, and it has the
 cwd and environment), a second context starts its own. A cell writing result lines nested
 2 040 and 65 deep to the kernel's protocol file (issue 25) has them dropped as
 code.line_dropped; the daemon lives, the session's events read twice, the context keeps x.
+Then API.md's code promises that need a kernel, as table rows (promises_code.py, issue 31):
+16 runs in a context (the one served included), 8 contexts, a 33rd result dropped.
 Then, on the same daemon, the E2B Code Interpreter SDK's checks (test_e2b_code.py: one data
 template boot for both; the same deep cell through runCode).
 
@@ -34,6 +37,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from stockade_fixture import Daemon, skip  # noqa: E402
+import promises  # noqa: E402
+import promises_code  # noqa: E402
 from test_e2b_code import DEEP_CELL, E2B_CONF, check_deep_events, json_depth, sdk_checks  # noqa: E402,E501
 
 POOLS = {"data": dict(warm=1, slots=2, memory_mib=1024, code_kernel=True)}
@@ -166,11 +171,26 @@ def scenario_clones(d):
           f"a kernel started in its session has its own hash secret ({fresh[key]})")
 
 
+def promise_rows(d, sid):
+    """API.md's code promises that need a kernel (promises_code.py: runs waiting, contexts, a
+    33rd result), as table rows on this session (issue 31)."""
+    failures = promises_code.run_all(d, sid, promises.run_rows, promises.native_error)
+    check(not failures, "the code promises hold" + "".join(f"\n  {f}" for f in failures))
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
     if not os.path.exists(os.path.join(images, "data", "manifest.json")):
         skip("the data image is not built")
+    if sys.argv[1:] == ["promises"]:
+        with Daemon(pools=POOLS) as d:
+            d.wait(d.pool_full, 300, "a full pool")
+            sid = d.post("/v1/sessions", {"pool": "data", "timeout_s": 1800})["id"]
+            d.wait_state(sid, "running")
+            promise_rows(d, sid)
+        print("PASS")
+        return
     if sys.argv[1:] == ["clones"]:
         with Daemon(pools=POOLS) as d:
             d.wait_ready()
@@ -269,6 +289,7 @@ def main():
         check(deep["error"] is None and depths == [64], f"the deep cell ran: {depths}")
         check_deep_events(d, sid, deep["after"])
         check(main_text(run(d, sid, "x")) == "41", "the session and its context live on")
+        promise_rows(d, sid)
         d.request("DELETE", f"/v1/sessions/{sid}")
         d.wait_state(sid, "ended", timeout=300)
         scenario_clones(d)

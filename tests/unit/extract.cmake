@@ -1,7 +1,7 @@
 # hostd/extract: the pure parts (tar parser, safe writer, name checks, pre-scan decoder).
 stockade_test(NAME unit_extract LABEL unit SOURCES test_extract.c
               LIBS stockade_extract_untar stockade_base PkgConfig::CMOCKA)
-# hostd/extract/manifest.c: what a lying runner may claim at a clean end (finalize), as a table.
+# hostd/extract/manifest_check.c: what a lying runner may claim at a clean end (finalize), as a table.
 stockade_test(NAME unit_manifest LABEL unit SOURCES test_manifest.c
               LIBS stockade_extract_untar stockade_base PkgConfig::CMOCKA)
 

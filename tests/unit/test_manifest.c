@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "manifest.h"
+#include "manifest_check.h"
 
 #define DISK (128ull << 20)
 

@@ -1,5 +1,5 @@
-/* Manifest checks and the fetch plan: see manifest.h. */
-#include "manifest.h"
+/* Manifest checks and the fetch plan: see manifest_check.h. */
+#include "manifest_check.h"
 
 #include <stdlib.h>
 #include <string.h>
