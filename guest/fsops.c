@@ -4,9 +4,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "files.h"
@@ -38,6 +42,8 @@ fsops_entry_free(FsEntry *e)
     free(e->name);
     if (e->symlink_target != protobuf_c_empty_string)
         free(e->symlink_target);
+    if (e->resolved_target != protobuf_c_empty_string)
+        free(e->resolved_target);
     free(e);
 }
 
@@ -73,9 +79,46 @@ fsops_entry_target(FsEntry *e, int dirfd, const char *name)
     }
 }
 
+/* Where a link leads, as E2B's envd reports it (e2b-dev/infra packages/shared/pkg/filesystem/
+ * entry.go, GetEntryInfo: filepath.EvalSymlinks, then os.Stat of the result): the absolute,
+ * fully resolved path and that file's type and permission bits. Resolved with the session
+ * user's file system identity (setfsuid: the runner is single-threaded, and the kernel drops
+ * the DAC capabilities while the fsuid is not 0), so it tells the caller nothing the user
+ * could not learn with stat(1); magic links (/proc/<pid>/fd/...) are not followed, so the
+ * runner's own descriptors stay unnamed. A link that does not resolve keeps an empty
+ * resolved_target and TYPE_UNSPECIFIED, as envd's (the host then shows the link's own path). */
+static void
+fsops_entry_resolve(FsEntry *e, int dirfd, const char *name, const WsCtx *ws)
+{
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+    char proc[64], buf[PATH_MAX_BYTES + 1];
+    struct stat st;
+
+    int old_gid = setfsgid(ws->gid);
+    int old_uid = setfsuid(ws->uid);
+    /* setfsuid() cannot say it failed: ask (-1 changes nothing); never resolve as root */
+    bool as_user =
+        (uid_t) setfsuid((uid_t) -1) == ws->uid && (gid_t) setfsgid((gid_t) -1) == ws->gid;
+    long r = as_user ? syscall(SYS_openat2, dirfd, name, &how, sizeof(how)) : -1;
+    (void) setfsuid((uid_t) old_uid);
+    (void) setfsgid((gid_t) old_gid);
+    _cleanup_close_ int fd = r < 0 ? -1 : (int) r;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return;
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, buf, sizeof(buf));
+    if (n <= 0 || (size_t) n > PATH_MAX_BYTES || buf[0] != '/' || memchr(buf, 0, (size_t) n) ||
+        !(e->resolved_target = strndup(buf, (size_t) n))) {
+        e->resolved_target = (char *) protobuf_c_empty_string;
+        return;
+    }
+    e->target_type = fsops_type(st.st_mode);
+    e->target_mode = st.st_mode & 07777;
+}
+
 /* An entry for name in dirfd ("" = dirfd itself), shown as shown. NULL with errno. */
 static FsEntry *
-fsops_entry_new(int dirfd, const char *name, const char *shown)
+fsops_entry_new(const WsCtx *ws, int dirfd, const char *name, const char *shown)
 {
     struct stat st;
     int flags = name[0] ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH;
@@ -92,6 +135,8 @@ fsops_entry_new(int dirfd, const char *name, const char *shown)
     e->mtime_ns = (uint64_t) st.st_mtim.tv_sec * 1000000000u + (uint64_t) st.st_mtim.tv_nsec;
     if (e->type == FSE_TYPE(SYMLINK))
         fsops_entry_target(e, dirfd, name);
+    if (e->type == FSE_TYPE(SYMLINK)) /* still: its text could be read */
+        fsops_entry_resolve(e, dirfd, name, ws);
     if (!(e->name = strdup(shown))) {
         fsops_entry_free(e);
         errno = ENOMEM;
@@ -111,7 +156,7 @@ fsops_stat(const WsCtx *ws, const char *path, FsResult *ret, Error **errp)
         if (dirfd < 0)
             return -1;
     }
-    FsEntry *e = fsops_entry_new(dirfd >= 0 ? dirfd : ws->ws_fd, name, path);
+    FsEntry *e = fsops_entry_new(ws, dirfd >= 0 ? dirfd : ws->ws_fd, name, path);
     if (!e)
         return fsops_fail(errp, errno, "stat", path);
     ret->entries = malloc(sizeof(*ret->entries));
@@ -163,7 +208,7 @@ fsops_list(const WsCtx *ws, const char *path, FsResult *ret, Error **errp)
     while (ret->entries && (errno = 0, de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        FsEntry *e = fsops_entry_new(dirfd(d), de->d_name, de->d_name);
+        FsEntry *e = fsops_entry_new(ws, dirfd(d), de->d_name, de->d_name);
         if (e && !fsops_list_add(ret, e, &bytes))
             break; /* an entry that vanished meanwhile (e == NULL) is skipped */
     }

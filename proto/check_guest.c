@@ -30,6 +30,13 @@ check_fs_entry(const Stockade__Runner__FsEntry *e, char *err, size_t errcap)
     if (!check_len(e->symlink_target, PATH_MAX_BYTES, !is_link) ||
         (!is_link && e->symlink_target[0] != '\0'))
         return FAIL("fs_result.entries: bad symlink_target");
+    bool resolved = e->resolved_target[0] != '\0';
+    if (!check_len(e->resolved_target, PATH_MAX_BYTES, true) ||
+        (resolved && (!is_link || e->resolved_target[0] != '/')) || (int) e->target_type < 0 ||
+        e->target_type > STOCKADE__RUNNER__FS_ENTRY__TYPE__OTHER ||
+        (e->target_mode & ~07777u) != 0 ||
+        (!resolved && (e->target_type != 0 || e->target_mode != 0)))
+        return FAIL("fs_result.entries: bad resolved_target, target_type or target_mode");
     return 0;
 }
 

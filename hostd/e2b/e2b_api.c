@@ -79,7 +79,10 @@ e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES]
 
 /* ------------------------------------------------------------------ one sandbox */
 
-typedef enum { OP_GET, OP_KILL, OP_TIMEOUT, OP_CONNECT, OP_REFRESH } SandboxOp;
+/* OP_UNSUPPORTED: pause, resume, snapshots, fork, metrics, logs, network: the sandbox is
+ * looked up first, so an unknown one is 404 before the 501, in E2B's order (its API resolves
+ * the sandbox before anything else: e2b-dev/infra packages/api/internal/handlers) */
+typedef enum { OP_GET, OP_KILL, OP_TIMEOUT, OP_CONNECT, OP_REFRESH, OP_UNSUPPORTED } SandboxOp;
 
 typedef struct SandboxCall {
     E2bCall c;
@@ -135,6 +138,8 @@ sandbox_op(E2b *e, SandboxCall *sc, E2bSandbox *sb, Error **errp)
         break;
     case OP_GET:
         break;
+    case OP_UNSUPPORTED:
+        return 0; /* sandbox_reply() answers 501 */
     }
     e2b_sandbox_view(e, sb, &v);
     sc->answer = sc->op == OP_GET ? e2b_render_detail(&v, false) : e2b_render_sandbox(&v);
@@ -158,6 +163,11 @@ sandbox_reply(E2bCall *c, HttpRequest *req, const Error *err)
     SandboxCall *sc = (SandboxCall *) c;
     if (err)
         reply_error(req, err);
+    else if (sc->op == OP_UNSUPPORTED)
+        reply_status(req, 501,
+                     "not supported by Stockade: a sandbox's guest is used once and "
+                     "destroyed (no pause, resume, snapshots or forks), and it has no metrics, "
+                     "logs or network settings here (hostd/e2b/README.md)");
     else if (sc->answer)
         http_respond_json(req, 200, TAKE_PTR(sc->answer));
     else
@@ -388,15 +398,18 @@ route_health(ApiReq *a)
 }
 
 static void
-route_unsupported(ApiReq *a)
+route_template_alias(ApiReq *a)
 {
-    reply_status(a->req, 501,
-                 "not supported by Stockade: a sandbox's guest is used once and "
-                 "destroyed (no pause, resume, snapshots or forks), and it has no metrics, logs "
-                 "or network settings here (hostd/e2b/README.md)");
+    e2b_template_alias(a->e, a->req, a->seg[2]);
 }
 
-/* The pattern (http_route.h): "*" is a sandbox id (the route checks it). */
+static void
+route_unsupported(ApiReq *a)
+{
+    route_sandbox(a, OP_UNSUPPORTED);
+}
+
+/* The pattern (http_route.h): "*" is a sandbox id or a template alias (the route checks it). */
 typedef struct {
     HttpRoute r;
     ApiFn fn;
@@ -415,6 +428,7 @@ static const ApiRoute routes[] = {
     {{"POST", {"sandboxes", "*", "connect"}}, route_connect, true},
     {{"POST", {"v2", "sandboxes", "*", "connect"}}, route_connect, true},
     {{"POST", {"sandboxes", "*", "refreshes"}}, route_refresh, true},
+    {{"GET", {"templates", "aliases", "*"}}, route_template_alias, true},
     {{"POST", {"sandboxes", "*", "pause"}}, route_unsupported, true},
     {{"POST", {"sandboxes", "*", "resume"}}, route_unsupported, true},
     {{"POST", {"sandboxes", "*", "snapshots"}}, route_unsupported, true},

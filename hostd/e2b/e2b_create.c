@@ -305,3 +305,61 @@ e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool v2)
     e2b_post(e, req, &cc->c, create_on_loop, create_reply,
              e->cfg.create_wait_usec + E2B_CALL_TIMEOUT_USEC);
 }
+
+/* ------------------------------------------------------------------ template aliases */
+
+/* GET /templates/aliases/{alias} (the SDK's Template.exists(), aliasExists()). E2B's API
+ * (e2b-dev/infra packages/api/internal/handlers/template_alias.go, GetTemplatesAliasesAlias)
+ * answers 200 {templateID, public} only to the team that owns the alias, 403 "You don't have
+ * access to this template alias" to every other team (its public templates, `base` among
+ * them, are E2B's own), and 404 "template '<alias>' not found" (cache/templates/errors.go)
+ * when there is none. Here every template is the operator's, never a tenant's: one that
+ * create accepts (mapped, or a pool's name) is 403, any other 404; the SDK reads both as E2B's
+ * (buildApi.ts checkAliasExists(): 403 exists, 404 does not). */
+typedef struct AliasCall {
+    E2bCall c;
+    char alias[E2B_TEMPLATE_NAME_MAX_BYTES + 1];
+    bool too_long, known;
+} AliasCall;
+
+static void
+alias_on_loop(E2bCall *c)
+{
+    AliasCall *ac = (AliasCall *) c;
+    const char *pool = e2b_config_template_pool(&c->e->cfg, ac->alias);
+    unsigned vcpus, mib;
+    ac->known = !ac->too_long && pool_shape(c->e, pool ? pool : ac->alias, &vcpus, &mib) == 0;
+    e2b_call_done(c, NULL);
+}
+
+static void
+alias_reply(E2bCall *c, HttpRequest *req, const Error *err)
+{
+    AliasCall *ac = (AliasCall *) c;
+    unsigned status = err ? http_status_for_category(err->category) : ac->known ? 403 : 404;
+    char msg[ERROR_MESSAGE_MAX];
+
+    if (err)
+        snprintf(msg, sizeof(msg), "%s", err->message);
+    else if (ac->known)
+        snprintf(msg, sizeof(msg), "You don't have access to this template alias");
+    else
+        snprintf(msg, sizeof(msg), "template '%s%s' not found", ac->alias,
+                 ac->too_long ? "..." : "");
+    http_respond_json(req, status,
+                      json_pack("{s:I,s:o}", "code", (json_int_t) status, "message",
+                                e2b_json_string_lossy(msg, strlen(msg))));
+}
+
+void
+e2b_template_alias(E2b *e, HttpRequest *req, const char *alias)
+{
+    AliasCall *ac = e2b_call_new(sizeof(*ac), NULL);
+    if (!ac) {
+        http_respond_json(req, 500, e2b_render_api_error(500, "out of memory"));
+        return;
+    }
+    ac->too_long = strlen(alias) > E2B_TEMPLATE_NAME_MAX_BYTES;
+    snprintf(ac->alias, sizeof(ac->alias), "%s", alias);
+    e2b_post(e, req, &ac->c, alias_on_loop, alias_reply, E2B_CALL_TIMEOUT_USEC);
+}

@@ -74,11 +74,16 @@ e2b_envd_token_check(const E2bEnvdAuth *auth, const char *token, Error **errp)
 {
     bool token_ok = strlen(auth->token) == strlen(token) &&
                     memcmp_constant_time(auth->token, token, strlen(token)) == 0;
-    if (!token_ok &&
-        !e2b_signature_matches(auth->signature, auth->sig_prefix, auth->sig_suffix, token))
+    if (token_ok)
+        return 0;
+    if (!e2b_signature_matches(auth->signature, auth->sig_prefix, auth->sig_suffix, token))
         return error_set(errp, E_UNAUTHORIZED, 0,
                          "X-Access-Token is not this sandbox's "
                          "envdAccessToken");
+    /* envd checks the signature, then its expiration, and says so (401: e2b-dev/infra
+     * packages/envd/internal/api/auth.go, validateSigning(); download.go, upload.go) */
+    if (auth->sig_expired)
+        return error_set(errp, E_UNAUTHORIZED, 0, "signature is already expired");
     return 0;
 }
 
@@ -119,8 +124,14 @@ envd_signature(HttpRequest *req, E2bEnvdAuth *a)
     bool write = strcmp(http_method(req), "POST") == 0;
 
     if (e2b_signed_url_parts(sig, exp, path, user, write, (int64_t) (wall_usec() / USEC_PER_SEC),
-                             &a->sig_prefix, &a->sig_suffix) < 0)
-        return; /* none, malformed or expired: only the token can open it */
+                             &a->sig_prefix, &a->sig_suffix) < 0) {
+        /* expired (it is whole otherwise): kept, so that a matching one is told it expired,
+         * as envd tells it; it opens nothing (e2b_envd_token_check()) */
+        if (e2b_signed_url_parts(sig, exp, path, user, write, INT64_MIN, &a->sig_prefix,
+                                 &a->sig_suffix) < 0)
+            return; /* none or malformed: only the token can open it */
+        a->sig_expired = true;
+    }
     snprintf(a->signature, sizeof(a->signature), "%s", sig);
 }
 

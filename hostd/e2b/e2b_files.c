@@ -100,9 +100,14 @@ file_type(SessionsFsType t)
                                       : E2B_FILE_OTHER;
 }
 
-/* EntryInfo of an entry at shown (the path as the client sees it). */
+/* EntryInfo of an entry at shown (the path as the client sees it), spelt from p (how the
+ * caller wrote its path). A symlink is reported as envd reports it (e2b-dev/infra
+ * packages/shared/pkg/filesystem/entry.go, GetEntryInfo): resolved fully, its type and mode
+ * those of what it leads to, symlinkTarget that absolute path (in the caller's spelling when
+ * it is in the workspace); one that does not resolve has type FILE_TYPE_UNSPECIFIED, mode 0
+ * and its own path as the target (followSymlink()'s fallback). */
 static json_t *
-entry_json(const SessionsFsEntry *en, const char *shown)
+entry_json(const SessionsFsEntry *en, const E2bPath *p, const char *shown)
 {
     const char *base = strrchr(shown, '/');
     E2bEntry x = {.name = base && base[1] ? base + 1 : shown,
@@ -111,6 +116,24 @@ entry_json(const SessionsFsEntry *en, const char *shown)
                   .mode = en->mode,
                   .mtime_ns = en->mtime_ns,
                   .symlink_target = en->symlink_target};
+    char target[PATH_MAX_BYTES + 64];
+    const char *r = en->resolved_target;
+    size_t wl = strlen(E2B_WORKSPACE);
+
+    if (en->type == SESSIONS_FS_SYMLINK) {
+        x.link = true;
+        x.link_mode = en->mode;
+        x.type = r ? file_type(en->target_type) : E2B_FILE_OTHER;
+        x.mode = r ? en->target_mode & 0777 : 0; /* os.FileMode.Perm(): no setuid, sticky */
+        if (!r)
+            x.symlink_target = shown;
+        else if (strncmp(r, E2B_WORKSPACE, wl) == 0 && (r[wl] == '\0' || r[wl] == '/') &&
+                 (size_t) snprintf(target, sizeof(target), "%s%s", p->base, r + wl) <
+                     sizeof(target))
+            x.symlink_target = target;
+        else
+            x.symlink_target = r;
+    }
     return e2b_render_entry(&x, shown);
 }
 
@@ -194,7 +217,7 @@ stat_out(FilesJob *j, const E2bPath *p, Error **errp)
         return error_set(errp, E_INVALID, 0, "the path is too long");
     if (j->n_entries != 1)
         return error_set(errp, E_GUEST, 0, "the guest's stat was empty");
-    j->out = json_pack("{s:o}", "entry", entry_json(&j->entries[0], shown));
+    j->out = json_pack("{s:o}", "entry", entry_json(&j->entries[0], p, shown));
     return 0;
 }
 
@@ -237,7 +260,7 @@ list_walk(FilesJob *j, Error **errp)
                 continue; /* a name the guest should not have sent, or too deep to show */
             if (json_array_size(out) >= LIST_MAX_ENTRIES)
                 break;
-            json_array_append_new(out, entry_json(en, shown));
+            json_array_append_new(out, entry_json(en, &child, shown));
             if (en->type == SESSIONS_FS_DIR && f->depth > 1)
                 return list_push(j, &child, f->depth - 1, errp);
         }

@@ -1,7 +1,8 @@
 /* Internal to hostd/e2b.
  *   e2b.c         module life cycle, loop calls, the sandbox and process tables
  *   e2b_api.c     the control plane (connect, get, list, kill, timeout; routes)
- *   e2b_create.c  sandbox create: admitted on the loop, answered there once the guest runs
+ *   e2b_create.c  sandbox create: admitted on the loop, answered there once the guest runs;
+ *                 template aliases (GET /templates/aliases/{alias})
  *   e2b_envd.c    the envd face: routing, access tokens, dispatch, unary process calls
  *   e2b_stream.c  server-streaming calls: process Start/Connect, filesystem WatchDir
  *   e2b_files.c   /files and the filesystem calls
@@ -176,6 +177,9 @@ bool e2b_envd_guard(HttpRequest *req, void *userdata);
 /* e2b_create.c: POST /v2/sandboxes (v2) and /sandboxes: posts the create to the loop, which
  * answers once the guest runs (or it cannot). body (borrowed) is the parsed request. */
 void e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool v2);
+/* GET /templates/aliases/{alias}: 403 for a template create accepts, 404 otherwise (as E2B's
+ * API answers a team for a template it does not own, and for none). */
+void e2b_template_alias(E2b *e, HttpRequest *req, const char *alias);
 
 /* e2b_api.c: the API key's tenant (connection thread; by the HTTP layer's authenticator,
  * the native API's lookup): "X-API-KEY: stk_<64 hex>" (or e2b_<the same 64 hex>, the form
@@ -191,7 +195,8 @@ typedef struct E2bEnvdAuth {
     char token[E2B_TOKEN_BYTES];                 /* X-Access-Token ("" when absent or too long) */
     char signature[E2B_SIGNATURE_MAX_BYTES + 1]; /* /files signed URLs: "v1_..." or "" */
     char *sig_prefix, *sig_suffix; /* "<path>:<op>:<user>:" and "" or ":<expiration>" */
-    bool code;                     /* for the code interpreter (port 49999), not envd */
+    bool sig_expired; /* the URL's signature_expiration has passed: refused even if it matches */
+    bool code;        /* for the code interpreter (port 49999), not envd */
 } E2bEnvdAuth;
 
 void e2b_envd_auth_clear(E2bEnvdAuth *a);

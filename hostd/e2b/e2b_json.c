@@ -348,10 +348,12 @@ e2b_render_rpc_error(ConnectCode code, const char *message)
 /* ------------------------------------------------------------------ envd: filesystem */
 
 static void
-permissions_text(E2bFileType type, uint32_t mode, char out[11])
+permissions_text(const E2bEntry *en, char out[11])
 {
     static const char rwx[] = "rwxrwxrwx";
-    out[0] = type == E2B_FILE_DIR ? 'd' : type == E2B_FILE_SYMLINK ? 'l' : '-';
+    E2bFileType type = en->type;
+    uint32_t mode = en->link ? en->link_mode : en->mode;
+    out[0] = en->link ? 'L' : type == E2B_FILE_DIR ? 'd' : type == E2B_FILE_SYMLINK ? 'l' : '-';
     for (int i = 0; i < 9; i++)
         out[1 + i] = mode & (0400u >> i) ? rwx[i] : '-';
     out[10] = '\0';
@@ -366,7 +368,7 @@ e2b_render_entry(const E2bEntry *en, const char *path)
                                         [E2B_FILE_SYMLINK] = "FILE_TYPE_SYMLINK"};
     char size[24], perms[11], mtime[E2B_TIME_BYTES];
     snprintf(size, sizeof(size), "%" PRIu64, en->size);
-    permissions_text(en->type, en->mode, perms);
+    permissions_text(en, perms);
     e2b_time_format((int64_t) MIN(en->mtime_ns / 1000, (uint64_t) INT64_MAX), mtime);
     json_t *o = json_pack("{s:o,s:s,s:o,s:s,s:I,s:s,s:s,s:s,s:s}", "name",
                           e2b_json_string_lossy(en->name, strlen(en->name)), "type",
@@ -374,7 +376,7 @@ e2b_render_entry(const E2bEntry *en, const char *path)
                           e2b_json_string_lossy(path, strlen(path)), "size", size, "mode",
                           (json_int_t) (en->mode & 07777), "permissions", perms, "owner", "user",
                           "group", "user", "modifiedTime", mtime);
-    if (o && en->type == E2B_FILE_SYMLINK && en->symlink_target)
+    if (o && (en->link || en->type == E2B_FILE_SYMLINK) && en->symlink_target)
         json_object_set_new(o, "symlinkTarget",
                             e2b_json_string_lossy(en->symlink_target, strlen(en->symlink_target)));
     return o;

@@ -105,6 +105,11 @@ typedef struct E2bEntry {
     uint32_t mode; /* permission bits */
     uint64_t mtime_ns;
     const char *symlink_target; /* may be NULL */
+    /* A symlink, reported as envd does (e2b-dev/infra packages/shared/pkg/filesystem/entry.go):
+     * type and mode are its destination's, symlink_target the destination's absolute path,
+     * and permissions the link's own (Go's FileMode.String(): "L" + link_mode's rwx). */
+    bool link;
+    uint32_t link_mode;
 } E2bEntry;
 
 /* EntryInfo; path is the absolute path shown to the client. */

@@ -9,8 +9,14 @@
  * quiet stream sends a keepalive message every Keepalive-Ping-Interval seconds. The stream
  * ends with an end-stream envelope: {} after the process's end event, or an error:
  * deadline_exceeded (its Connect-Timeout-Ms passed and it was killed), unavailable (the
- * sandbox stopped). A client that goes away ends only its stream: the process runs on
- * (commands.connect(pid) picks it up again).
+ * sandbox timed out). A sandbox killed (or ended otherwise) under a stream cuts it instead,
+ * once what was queued is sent, without an end: at E2B the VM and its envd vanish mid-stream,
+ * and the SDKs read exactly that as "the sandbox was killed" (the JS SDK: a ConnectError
+ * `unknown` "terminated" and GET /health 502 make handleRpcErrorWithHealthCheck()'s
+ * TimeoutError, e2b-dev/E2B packages/js-sdk/src/envd/rpc.ts; @e2b/code-interpreter: a closed
+ * connection and isRunning() false, js/src/sandbox.ts handleRequestError()). A client that
+ * goes away ends only its stream: the process runs on (commands.connect(pid) picks it up
+ * again).
  *
  * The code interpreter's /execute (e2b_code.c) follows a code run the same way, as NDJSON
  * lines instead of envelopes and without keepalives; it ends after the run's code.done. A
@@ -49,6 +55,7 @@ typedef struct Follower {
     uint8_t *out; /* envelopes not yet sent */
     size_t out_len, out_off;
     bool finished; /* the end-stream envelope is queued */
+    bool dropped;  /* the sandbox was killed: the connection is cut once the output is out */
 } Follower;
 
 static void
@@ -230,7 +237,10 @@ on_event(Follower *f, const EventRecord *ev)
         const char *reason = json_string_value(json_object_get(attrs, "reason"));
         char msg[160];
         snprintf(msg, sizeof(msg), "the sandbox stopped (%s)", reason ? reason : state);
-        finish(f, false, CONNECT_UNAVAILABLE, msg);
+        if (reason && strcmp(reason, "timed_out") == 0)
+            finish(f, false, CONNECT_UNAVAILABLE, msg);
+        else /* killed (or gone for another reason): its VM's streams just break at E2B */
+            f->dropped = f->finished = true;
     } else if (f->kind == FOLLOW_PROCESS && ev->exec_id == f->pid) {
         on_exec_event(f, ev, attrs);
     } else if (f->kind == FOLLOW_WATCH && strcmp(ev->type, "file.changed") == 0) {
@@ -293,7 +303,7 @@ produce(HttpStream *st, void *userdata, uint8_t *buf, size_t cap)
         if (f->out_len > f->out_off)
             return drain(f, buf, cap);
         if (f->finished)
-            return 0;
+            return f->dropped ? -1 : 0;
         bool over = session_over(f); /* read first: no lost race */
         int n = fill(f);
         if (n < 0)
@@ -405,6 +415,9 @@ typedef struct StreamCall {
     E2bSelector sel;
     char sel_tag[E2B_TAG_MAX_BYTES + 1];
     Follower *f; /* the stream's once it begins; zeroed (FOLLOW_PROCESS), WatchDir's filled in */
+    /* WatchDir: the directory, the loop's own copy (f may go to a reply on the connection
+     * thread while the stat is under way) */
+    E2bPath dir;
     /* out */
     char session_id[E2B_SESSION_ID_BYTES];
     uint32_t pid;
@@ -599,6 +612,32 @@ e2b_rpc_connect(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 
 /* ------------------------------------------------------------------ WatchDir */
 
+/* The stat of the watched path, answered as envd's watchHandler answers (e2b-dev/infra
+ * packages/envd/internal/services/filesystem/watch.go): before any message, a missing path is
+ * not_found "path P not found: stat P: no such file or directory" (os.Stat's error), anything
+ * but a directory (a link is followed, as os.Stat does) invalid_argument "path P not a
+ * directory: %!w(<nil>)" (its fmt.Errorf wraps a nil error). */
+static void
+watch_stat_done(void *userdata, const Error *err, SessionsFsEntry *v, size_t n, bool truncated)
+{
+    StreamCall *sc = userdata;
+    _cleanup_error_ Error *out = NULL;
+    char shown[PATH_MAX_BYTES + 64];
+    (void) truncated;
+
+    if (e2b_path_show(&sc->dir, NULL, shown, sizeof(shown)) < 0)
+        snprintf(shown, sizeof(shown), "%s", sc->dir.base); /* map()ped: it fits */
+    bool dir = n == 1 && (v[0].type == SESSIONS_FS_DIR || (v[0].type == SESSIONS_FS_SYMLINK &&
+                                                           v[0].target_type == SESSIONS_FS_DIR));
+    if (err && err->category == E_NOT_FOUND)
+        error_set(&out, E_NOT_FOUND, 0, "path %s not found: stat %s: no such file or directory",
+                  shown, shown);
+    else if (!err && !dir)
+        error_set(&out, E_INVALID, 0, "path %s not a directory: %%!w(<nil>)", shown);
+    sessions_fs_entries_free(v, n);
+    e2b_call_done(&sc->c, out ? out : err);
+}
+
 static void
 watch_on_loop(E2bCall *c)
 {
@@ -606,8 +645,11 @@ watch_on_loop(E2bCall *c)
     _cleanup_error_ Error *err = NULL;
     E2bSandbox *sb = e2b_envd_sandbox(c->e, &sc->auth, &err);
     if (sb) {
-        sc->after = committed_seq(c->e, sb->session_id);
+        sc->after = committed_seq(c->e, sb->session_id); /* changes from the call on */
         memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
+        if (sessions_fs_op(c->e->d.sessions, NULL, sb->session_id, SESSIONS_FS_STAT, sc->dir.rel,
+                           NULL, watch_stat_done, sc, &err) == 0)
+            return; /* watch_stat_done() finishes the call */
     }
     e2b_call_done(c, err);
 }
@@ -633,6 +675,7 @@ e2b_rpc_watch_dir(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
         f->kind = FOLLOW_WATCH;
+        sc->dir = f->dir;
         f->recursive = json_is_true(json_object_get(msg, "recursive"));
         f->include_entry = json_is_true(json_object_get(msg, "includeEntry")) ||
                            json_is_true(json_object_get(msg, "include_entry"));

@@ -224,7 +224,7 @@ void
 sessions_fs_entries_free(SessionsFsEntry *v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
-        free(v[i].name), free(v[i].symlink_target);
+        free(v[i].name), free(v[i].symlink_target), free(v[i].resolved_target);
     free(v);
 }
 
@@ -237,10 +237,14 @@ op_finish_fs(Op *op, const Stockade__Runner__FsResult *r)
     for (size_t i = 0; v && i < n; i++) {
         const Stockade__Runner__FsEntry *e = r->entries[i];
         v[i] = (SessionsFsEntry){.type = (SessionsFsType) e->type, .size = e->size,
-                                 .mode = e->mode, .mtime_ns = e->mtime_ns};
+                                 .mode = e->mode, .mtime_ns = e->mtime_ns,
+                                 .target_type = (SessionsFsType) e->target_type,
+                                 .target_mode = e->target_mode};
         v[i].name = strdup(e->name);
         v[i].symlink_target = e->symlink_target[0] ? strdup(e->symlink_target) : NULL;
-        if (!v[i].name || (e->symlink_target[0] && !v[i].symlink_target)) {
+        v[i].resolved_target = e->resolved_target[0] ? strdup(e->resolved_target) : NULL;
+        if (!v[i].name || (e->symlink_target[0] && !v[i].symlink_target) ||
+            (e->resolved_target[0] && !v[i].resolved_target)) {
             sessions_fs_entries_free(v, i + 1);
             v = NULL;
         }

@@ -206,6 +206,11 @@ typedef struct SessionsFsEntry {
     uint32_t mode; /* permission bits, & 07777 */
     uint64_t mtime_ns;
     char *symlink_target; /* NULL unless a symlink */
+    /* A symlink's destination resolved fully in the guest (absolute; NULL when it does not
+     * resolve), with its type (0 then) and permission bits: what E2B's envd reports */
+    char *resolved_target;
+    SessionsFsType target_type;
+    uint32_t target_mode;
 } SessionsFsEntry;
 typedef void (*SessionsFsFn)(void *userdata, const Error *err, SessionsFsEntry *entries,
                              size_t n, bool truncated);

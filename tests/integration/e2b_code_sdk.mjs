@@ -123,7 +123,16 @@ report('refusals', {
   noToken: noToken.status, badToken: badToken.status,
 })
 
+// 10. the sandbox killed while a cell runs: E2B's stream just breaks (the VM is gone), and the
+// SDK rejects with its "sandbox was killed" TimeoutError (issue 33)
+let ticked
+const firstTick = new Promise((r) => { ticked = r })
+const doomed = expectThrow(() => sbx.runCode('import time\nwhile True:\n    print("tick", flush=True)\n    time.sleep(1)',
+  { ...SLOW, onStdout: () => ticked() }))
+await firstTick
 await sbx.kill()
+const killed = await doomed
+report('killed', { threw: killed.threw, isTimeout: killed.e instanceof TimeoutError, message: killed.message })
 report('done', {})
 // runCode leaves its requestTimeoutMs timer armed when the answer is an error (the 404
 // above): without this, node would wait it out before exiting.

@@ -2,7 +2,7 @@
 // E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY and E2B_QUOTA_KEY). Each step prints one JSON line
 // {"step": ..., ...} with what the SDK observed; test_e2b.py checks them. Exit 0 when every
 // step ran (the checks are the harness's), 1 on an unexpected throw.
-import { Sandbox, CommandExitError, RateLimitError, SandboxNotFoundError, TimeoutError } from 'e2b'
+import { Sandbox, CommandExitError, RateLimitError, SandboxNotFoundError, Template, TimeoutError } from 'e2b'
 
 import { now, report, sleep, expectThrow } from './e2b_steps.mjs'
 
@@ -101,6 +101,43 @@ report('control', {
   endInSeconds: (detail.endAt - Date.now()) / 1000, metadata: detail.metadata, state: detail.state,
 })
 
+// 8b. wire details as E2B's own servers answer them (issue 33): a symlink's getInfo (envd
+// resolves it: the destination's type and mode, its absolute path), WatchDir of a missing
+// path and of a file, an expired signed URL, fork of an unknown sandbox, Template.exists()
+await sbx.commands.run('mkdir -p lnk/d && chmod 750 lnk/d && printf abc > lnk/t.txt && ' +
+  'chmod 640 lnk/t.txt && ln -s t.txt lnk/l && ln -s /home/user/lnk/d lnk/ld && ln -s nowhere lnk/dangling && ' +
+  'ln -s /proc/self/fd/1 lnk/magic && ln -s /tmp lnk/tmp')
+const pick = (i) => ({ type: i.type ?? null, mode: i.mode, permissions: i.permissions, symlinkTarget: i.symlinkTarget ?? null })
+const links = {
+  file: pick(await sbx.files.getInfo('/home/user/lnk/l')),
+  dir: pick(await sbx.files.getInfo('/home/user/lnk/ld')),
+  dangling: pick(await sbx.files.getInfo('/home/user/lnk/dangling')),
+  // resolved by the runner (root, PID 1): its own descriptors must stay unnamed
+  magic: pick(await sbx.files.getInfo('/home/user/lnk/magic')),
+  // outside the workspace, sticky (1777): envd's mode is os.FileMode.Perm()
+  tmp: pick(await sbx.files.getInfo('/home/user/lnk/tmp')),
+}
+const watchMissing = await expectThrow(() => sbx.files.watchDir('/home/user/no-such-dir', () => {}))
+const watchFile = await expectThrow(() => sbx.files.watchDir('/home/user/lnk/t.txt', () => {}))
+const expiredUrl = await sbx.downloadUrl('/home/user/lnk/t.txt', { useSignatureExpiration: -60 })
+const expiredRes = await fetch(expiredUrl, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } })
+const forkRes = await fetch(`${process.env.E2B_API_URL}/sandboxes/${'a'.repeat(26)}/fork`, {
+  method: 'POST', headers: { 'X-API-KEY': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+  body: JSON.stringify({ timeout: 30 }),
+})
+const aliasRes = await fetch(`${process.env.E2B_API_URL}/templates/aliases/nonexistent-alias`, {
+  headers: { 'X-API-KEY': process.env.E2B_API_KEY },
+})
+report('wire', {
+  links,
+  watchMissing: { threw: watchMissing.threw, name: watchMissing.name, message: watchMissing.message },
+  watchFile: { threw: watchFile.threw, name: watchFile.name, message: watchFile.message },
+  expired: { status: expiredRes.status, body: await expiredRes.json().catch(() => null) },
+  fork: { status: forkRes.status, body: await forkRes.json().catch(() => null) },
+  exists: [await Template.exists('base'), await Template.exists('nonexistent-alias')],
+  alias: { status: aliasRes.status, body: await aliasRes.json().catch(() => null) },
+})
+
 // 9. kill: the sandbox is gone for the API and for envd
 const killedOnce = await sbx.kill()
 const killedTwice = await Sandbox.kill(sbx.sandboxId)
@@ -125,6 +162,18 @@ report('expire', {
   created, expired, expiredAfter, stream: { threw: streamEnd.threw, name: streamEnd.name, message: streamEnd.message },
   infoNotFound: expInfo.e instanceof SandboxNotFoundError,
 })
+
+// 10b. a sandbox killed while a command streams: E2B's stream just breaks (the VM is gone), and
+// the SDK says the sandbox was killed (issue 33)
+const doomed = await Sandbox.create()
+let ticked
+const firstTick = new Promise((r) => { ticked = r })
+const doomedRun = expectThrow(() => doomed.commands.run('while true; do echo tick; sleep 1; done',
+  { timeoutMs: 0, onStdout: () => ticked() }))
+await firstTick
+await doomed.kill()
+const doomedEnd = await doomedRun
+report('killed', { threw: doomedEnd.threw, isTimeout: doomedEnd.e instanceof TimeoutError, message: doomedEnd.message })
 
 // 11. a quota refusal: a tenant allowed no sandbox at all
 const q = await expectThrow(() => Sandbox.create({ apiKey: process.env.E2B_QUOTA_KEY }))

@@ -120,6 +120,41 @@ def check_files(s):
     assert fs["size"] == len(TEXT.encode()) and fs["type"] == "file" and fs["gone"], fs
 
 
+def check_wire(s):
+    """Issue 33: what E2B's servers answer, read from their sources (cited in hostd/e2b).
+    Every mismatch is listed before the test fails."""
+    w, k = s["wire"], s["killed"]
+    links = w["links"]
+    link = lambda t, mode, target: {"type": t, "mode": mode, "permissions": "Lrwxrwxrwx",
+                                    "symlinkTarget": target}
+    wm, wf = w["watchMissing"], w["watchFile"]
+    checks = [
+        # envd resolves a link (shared/pkg/filesystem/entry.go): the destination's type and
+        # mode, its absolute path; the link's own permissions (Go's FileMode.String(): "L")
+        ("link to a file", links["file"] == link("file", 0o640, "/home/user/lnk/t.txt")),
+        ("link to a directory", links["dir"] == link("dir", 0o750, "/home/user/lnk/d")),
+        ("dangling link", links["dangling"] == link(None, 0, "/home/user/lnk/dangling")),
+        ("the runner's own fd stays unnamed",
+         links["magic"] == link(None, 0, "/home/user/lnk/magic")),
+        ("link to /tmp (1777)", links["tmp"] == link("dir", 0o777, "/tmp")),
+        ("watchDir of a missing path", wm["threw"] and wm["name"] == "FileNotFoundError" and
+         "path /home/user/no-such-dir not found" in wm["message"]),
+        ("watchDir of a file", wf["threw"] and wf["name"] == "InvalidArgumentError" and
+         "path /home/user/lnk/t.txt not a directory" in wf["message"]),
+        ("expired signed URL", w["expired"] == {
+            "status": 401, "body": {"code": 401, "message": "signature is already expired"}}),
+        ("fork of an unknown sandbox", w["fork"]["status"] == 404),
+        ("Template.exists", w["exists"] == [True, False]),
+        ("unknown alias", w["alias"] == {"status": 404, "body": {
+            "code": 404, "message": "template 'nonexistent-alias' not found"}}),
+        ("killed mid-stream", k["threw"] and k["isTimeout"] and
+         "The sandbox was killed or reached its end of life" in k["message"]),
+    ]
+    bad = [what for what, ok in checks if not ok]
+    assert not bad, f"not as E2B answers: {bad}\n{json.dumps(w)}\n{json.dumps(k)}"
+    print(f"wire ok: links {links}; killed mid-stream: {k['message']}")
+
+
 def check_sandboxes(d, s):
     sid = s["create"]["id"]
     assert s["create"]["running"] and re.fullmatch(r"[a-z2-7]{26}", sid), s["create"]
@@ -148,11 +183,12 @@ def main():
         d.wait_ready()
         steps = run_sdk(d, node, root)
         missing = {"create", "run", "exit", "files", "fs", "timeout", "background", "control",
-                   "kill", "expire", "quota"} - set(steps)
+                   "wire", "kill", "expire", "killed", "quota"} - set(steps)
         assert not missing, f"steps missing: {missing}"
         check_commands(steps)
         check_files(steps)
         check_sandboxes(d, steps)
+        check_wire(steps)
     print("e2b ok")
 
 

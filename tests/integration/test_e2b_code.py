@@ -167,7 +167,7 @@ def sdk_checks(d):
     node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
     steps = run_sdk(d, node, root)
     missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
-               "contexts", "deep", "refusals", "done"} - set(steps)
+               "contexts", "deep", "refusals", "killed", "done"} - set(steps)
     assert not missing, f"steps missing: {missing}"
     print(f"created in {steps['create']['seconds']:.1f} s; first run "
           f"{steps['state']['firstSeconds']:.1f} s")
@@ -177,6 +177,10 @@ def sdk_checks(d):
     check(deep["run"]["error"] is None and deep["jsonDepths"] == [64],
           f"runCode of the deep cell: one json result, 64 deep ({deep['jsonDepths']})")
     check(deep["after"]["text"] == "41", f"the context lives on after it ({deep['after']})")
+    k = steps["killed"]
+    check(k["threw"] and k["isTimeout"] and
+          k["message"].startswith("The sandbox was killed while the request was in progress"),
+          f"runCode of a sandbox killed mid-cell rejects as E2B's does ({k})")
     sid = steps["create"]["id"]
     killed = d.wait_state(f"ses_{sid}", "ended", timeout=300)
     check(killed["end_reason"] == "closed", "kill closed the session")

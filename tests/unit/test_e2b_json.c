@@ -265,6 +265,18 @@ test_entries(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "permissions")), "lrwxrwxrwx");
     assert_string_equal(json_string_value(json_object_get(o, "symlinkTarget")), "x");
     json_decref(o);
+    /* a link as envd reports it: its destination's type and mode, the link's own "L" rwx */
+    E2bEntry r = {.name = "l",
+                  .type = E2B_FILE_DIR,
+                  .mode = 0750,
+                  .symlink_target = "/w/d",
+                  .link = true,
+                  .link_mode = 0777};
+    assert_dump(e2b_render_entry(&r, "/home/user/l"),
+                "{\"group\":\"user\",\"mode\":488,\"modifiedTime\":\"1970-01-01T00:00:00.000Z\","
+                "\"name\":\"l\",\"owner\":\"user\",\"path\":\"/home/user/l\","
+                "\"permissions\":\"Lrwxrwxrwx\",\"size\":\"0\",\"symlinkTarget\":\"/w/d\","
+                "\"type\":\"FILE_TYPE_DIRECTORY\"}");
     E2bEntry d = {.name = "bad\xff", .type = E2B_FILE_DIR, .mode = 0755};
     o = e2b_render_entry(&d, "/workspace/bad\xff");
     assert_string_equal(json_string_value(json_object_get(o, "name")), "bad\xef\xbf\xbd");
