@@ -209,13 +209,15 @@ ROWS = [
         S("Unknown, killed and timed-out sandboxes answer **502** on every envd path"),
         lambda ctx: http_request(ctx.envd, "GET", "/health",
                                  headers={"E2b-Sandbox-Id": "b" * 26}), 502),
-    Row("pause: 501", S("pause, resume, snapshots, fork, metrics, logs, network | their paths | "
-                        "**501**"),
-        api("POST", "/sandboxes/{id}/pause"), 501, 501),
+    Row("pause of an unknown sandbox: 404 before 501",
+        S("the sandbox is looked up first, as E2B's API does: **404** for an unknown one"),
+        api("POST", "/sandboxes/" + "b" * 26 + "/pause"), 404, 404),
 ]
 
 # On ctx.sbx (a running sandbox of the default tenant, timeout 300 s at create).
 SANDBOX_ROWS = [
+    Row("pause of a running sandbox: 501", S("then **501** with a message: not supported"),
+        api("POST", "/sandboxes/{id}/pause"), 501, 501),
     Row("connect with a shorter timeout: 200, endAt unchanged", S("never shortens it"),
         connect_keeps, 200,
         check=lambda ctx, a: None if ctx.note[1] >= ctx.note[0] - 0.001 else
