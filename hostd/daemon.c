@@ -29,6 +29,7 @@
 #include "sessions_host.h"
 #include "store.h"
 #include "store_sync.h"
+#include "store_tenants.h"
 #include "timeutil.h"
 #include "workq.h"
 
@@ -508,6 +509,22 @@ daemon_open_cluster(Daemon *d, Error **errp)
     return 0;
 }
 
+/* The HTTP layer's authenticator for every server of both faces (HttpConfig.authenticate):
+ * the one token -> tenant lookup, on the caller's thread (a store reader). */
+static int
+daemon_authenticate(void *userdata, const char *token, HttpIdentity *ret, Error **errp)
+{
+    _Static_assert(STORE_ID_MAX_BYTES <= HTTP_TENANT_MAX_BYTES, "a tenant id fits");
+    Daemon *d = userdata;
+    TokenRecord t;
+
+    if (store_readers_credential(d->readers, token, &t, errp) < 0)
+        return -1;
+    *ret = (HttpIdentity){.admin = t.admin};
+    memcpy(ret->tenant, t.tenant_id, sizeof(t.tenant_id));
+    return 0;
+}
+
 /* The API and E2B read the pool's counts through this, never the Pool itself. */
 static void
 daemon_pool_status(void *userdata, PoolStatus *ret)
@@ -528,6 +545,8 @@ daemon_start_api(Daemon *d, Error **errp)
         return error_prefix(errp, "[api]");
     hc.body_budget = d->body_budget;
     hc.spool_dir = d->cfg->state_dir; /* large bodies: unlinked files there, not the heap */
+    hc.authenticate = daemon_authenticate;
+    hc.authenticate_userdata = d;
     hc.route_class = api_route_class;  /* request counts of /metrics */
     if (api_start(&deps, &hc, &d->api, errp) < 0)
         return -1;
@@ -610,7 +629,9 @@ daemon_start_e2b(Daemon *d, Error **errp)
                     .max_timeout_usec = d->cfg->sessions.max_timeout_usec,
                     .workspace_mib = d->cfg->pool.workspace_mib,
                     .body_budget = d->body_budget,
-                    .spool_dir = d->cfg->state_dir};
+                    .spool_dir = d->cfg->state_dir,
+                    .authenticate = daemon_authenticate,
+                    .authenticate_userdata = d};
     if (d->cluster) {
         deps.owner = daemon_e2b_owner;
         deps.forward = daemon_e2b_forward;
@@ -646,6 +667,8 @@ daemon_start_hop(Daemon *d, Error **errp)
         return 0;
     hc.body_budget = d->body_budget;
     hc.spool_dir = d->cfg->state_dir;
+    hc.authenticate = daemon_authenticate; /* the hops' faces authenticate there too */
+    hc.authenticate_userdata = d;
     if (d->e2b) {
         e2b_face(d->e2b, false, &f);
         hop.e2b_api = (ApiHopFaceSpec){f.guard, f.handler, d->e2b, f.max_body_bytes};

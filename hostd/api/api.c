@@ -7,6 +7,7 @@
 
 #include "api_internal.h"
 #include "http_json.h"
+#include "http_route.h"
 #include "http_url.h"
 #include "log.h"
 
@@ -14,76 +15,58 @@
  * the unix socket or an operator token). */
 typedef enum { AUTH_NONE, AUTH_TENANT, AUTH_ADMIN } RouteAuth;
 
+/* The pattern (http_route.h): "{id}" is a session id (the route checks it), "*" any one
+ * segment, "**" one or more (a workspace path). */
 typedef struct Route {
-    const char *method;
-    const char *const pattern[6]; /* literal segments, "{id}" = a session id, "*" = any one,
-                                   * "**" = one or more (a workspace path) */
+    HttpRoute r;
     ApiRouteFn fn;
     RouteAuth auth;
 } Route;
 
 static const Route routes[] = {
-    {"GET", {"v1", "health"}, route_health, AUTH_NONE},
-    {"GET", {"metrics"}, route_metrics, AUTH_ADMIN},
-    {"GET", {"v1", "pool"}, route_pool, AUTH_TENANT},
-    {"POST", {"v1", "sessions"}, route_session_create, AUTH_TENANT},
-    {"GET", {"v1", "sessions"}, route_session_list, AUTH_TENANT},
-    {"GET", {"v1", "sessions", "{id}"}, route_session_get, AUTH_TENANT},
-    {"DELETE", {"v1", "sessions", "{id}"}, route_session_close, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "cancel"}, route_session_cancel, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "exec"}, route_exec, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}, route_exec_signal, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}, route_exec_stdin, AUTH_TENANT},
-    {"GET", {"v1", "sessions", "{id}", "events"}, route_events, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "code"}, route_code_run, AUTH_TENANT},
-    {"GET", {"v1", "sessions", "{id}", "contexts"}, route_context_list, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "contexts"}, route_context_create, AUTH_TENANT},
-    {"DELETE", {"v1", "sessions", "{id}", "contexts", "*"}, route_context_delete, AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "contexts", "*", "restart"}, route_context_restart,
+    {{"GET", {"v1", "health"}}, route_health, AUTH_NONE},
+    {{"GET", {"metrics"}}, route_metrics, AUTH_ADMIN},
+    {{"GET", {"v1", "pool"}}, route_pool, AUTH_TENANT},
+    {{"POST", {"v1", "sessions"}}, route_session_create, AUTH_TENANT},
+    {{"GET", {"v1", "sessions"}}, route_session_list, AUTH_TENANT},
+    {{"GET", {"v1", "sessions", "{id}"}}, route_session_get, AUTH_TENANT},
+    {{"DELETE", {"v1", "sessions", "{id}"}}, route_session_close, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "cancel"}}, route_session_cancel, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "exec"}}, route_exec, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}}, route_exec_signal, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}}, route_exec_stdin, AUTH_TENANT},
+    {{"GET", {"v1", "sessions", "{id}", "events"}}, route_events, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "code"}}, route_code_run, AUTH_TENANT},
+    {{"GET", {"v1", "sessions", "{id}", "contexts"}}, route_context_list, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "contexts"}}, route_context_create, AUTH_TENANT},
+    {{"DELETE", {"v1", "sessions", "{id}", "contexts", "*"}}, route_context_delete, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "contexts", "*", "restart"}},
+     route_context_restart,
      AUTH_TENANT},
-    {"POST", {"v1", "sessions", "{id}", "contexts", "*", "interrupt"}, route_context_interrupt,
+    {{"POST", {"v1", "sessions", "{id}", "contexts", "*", "interrupt"}},
+     route_context_interrupt,
      AUTH_TENANT},
-    {"PUT", {"v1", "sessions", "{id}", "files", "**"}, route_file_put, AUTH_TENANT},
-    {"GET", {"v1", "sessions", "{id}", "files", "**"}, route_file_get, AUTH_TENANT},
-    {"GET", {"v1", "sessions", "{id}", "workspace"}, route_workspace, AUTH_TENANT},
-    {"POST", {"v1", "tasks"}, route_task_create, AUTH_TENANT},
-    {"GET", {"v1", "tasks", "{id}"}, route_session_get, AUTH_TENANT},
-    {"POST", {"v1", "tasks", "{id}", "cancel"}, route_session_cancel, AUTH_TENANT},
-    {"GET", {"v1", "tasks", "{id}", "events"}, route_events, AUTH_TENANT},
-    {"GET", {"v1", "tasks", "{id}", "files", "**"}, route_file_get, AUTH_TENANT},
-    {"GET", {"v1", "tasks", "{id}", "workspace"}, route_workspace, AUTH_TENANT},
-    {"GET", {"v1", "admin", "tenants"}, route_admin_tenants_list, AUTH_ADMIN},
-    {"POST", {"v1", "admin", "tenants"}, route_admin_tenant_create, AUTH_ADMIN},
-    {"DELETE", {"v1", "admin", "tenants", "*"}, route_admin_tenant_remove, AUTH_ADMIN},
-    {"GET", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_get, AUTH_ADMIN},
-    {"PUT", {"v1", "admin", "tenants", "*", "quota"}, route_admin_quota_put, AUTH_ADMIN},
-    {"GET", {"v1", "admin", "tenants", "*", "usage"}, route_admin_usage, AUTH_ADMIN},
-    {"GET", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_tokens_list, AUTH_ADMIN},
-    {"POST", {"v1", "admin", "tenants", "*", "tokens"}, route_admin_token_create, AUTH_ADMIN},
-    {"POST", {"v1", "admin", "tokens"}, route_admin_admin_token_create, AUTH_ADMIN},
-    {"DELETE", {"v1", "admin", "tokens", "*"}, route_admin_token_revoke, AUTH_ADMIN},
-    {"GET", {"v1", "admin", "hosts"}, route_admin_hosts, AUTH_ADMIN},
+    {{"PUT", {"v1", "sessions", "{id}", "files", "**"}}, route_file_put, AUTH_TENANT},
+    {{"GET", {"v1", "sessions", "{id}", "files", "**"}}, route_file_get, AUTH_TENANT},
+    {{"GET", {"v1", "sessions", "{id}", "workspace"}}, route_workspace, AUTH_TENANT},
+    {{"POST", {"v1", "tasks"}}, route_task_create, AUTH_TENANT},
+    {{"GET", {"v1", "tasks", "{id}"}}, route_session_get, AUTH_TENANT},
+    {{"POST", {"v1", "tasks", "{id}", "cancel"}}, route_session_cancel, AUTH_TENANT},
+    {{"GET", {"v1", "tasks", "{id}", "events"}}, route_events, AUTH_TENANT},
+    {{"GET", {"v1", "tasks", "{id}", "files", "**"}}, route_file_get, AUTH_TENANT},
+    {{"GET", {"v1", "tasks", "{id}", "workspace"}}, route_workspace, AUTH_TENANT},
+    {{"GET", {"v1", "admin", "tenants"}}, route_admin_tenants_list, AUTH_ADMIN},
+    {{"POST", {"v1", "admin", "tenants"}}, route_admin_tenant_create, AUTH_ADMIN},
+    {{"DELETE", {"v1", "admin", "tenants", "*"}}, route_admin_tenant_remove, AUTH_ADMIN},
+    {{"GET", {"v1", "admin", "tenants", "*", "quota"}}, route_admin_quota_get, AUTH_ADMIN},
+    {{"PUT", {"v1", "admin", "tenants", "*", "quota"}}, route_admin_quota_put, AUTH_ADMIN},
+    {{"GET", {"v1", "admin", "tenants", "*", "usage"}}, route_admin_usage, AUTH_ADMIN},
+    {{"GET", {"v1", "admin", "tenants", "*", "tokens"}}, route_admin_tokens_list, AUTH_ADMIN},
+    {{"POST", {"v1", "admin", "tenants", "*", "tokens"}}, route_admin_token_create, AUTH_ADMIN},
+    {{"POST", {"v1", "admin", "tokens"}}, route_admin_admin_token_create, AUTH_ADMIN},
+    {{"DELETE", {"v1", "admin", "tokens", "*"}}, route_admin_token_revoke, AUTH_ADMIN},
+    {{"GET", {"v1", "admin", "hosts"}}, route_admin_hosts, AUTH_ADMIN},
 };
-
-/* 0 = no match, 1 = path matches, 2 = path and method match. */
-static int
-route_match(const Route *r, ApiCtx *c)
-{
-    size_t i = 0;
-    for (; i < ELEMENTSOF(r->pattern) && r->pattern[i]; i++) {
-        const char *p = r->pattern[i];
-        if (strcmp(p, "**") == 0)
-            return c->n_seg > i ? 1 + (strcmp(r->method, http_method(c->req)) == 0) : 0;
-        if (i >= c->n_seg)
-            return 0;
-        if (strcmp(p, "{id}") != 0 && strcmp(p, "*") != 0 && strcmp(p, c->seg[i]) != 0)
-            return 0;
-    }
-    if (i != c->n_seg)
-        return 0;
-    bool head_as_get = strcmp(http_method(c->req), "HEAD") == 0 && strcmp(r->method, "GET") == 0;
-    return 1 + (head_as_get || strcmp(r->method, http_method(c->req)) == 0);
-}
 
 void
 api_ctx_done(ApiCtx *c)
@@ -98,22 +81,9 @@ api_parse_body(ApiCtx *c, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(c->req, &len);
-    json_error_t jerr;
 
-    if (len == 0) {
-        c->body = json_object();
-        return 0;
-    }
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
-        return error_set(errp, E_INVALID, 0, "request body nests deeper than %d levels",
-                         HTTP_JSON_MAX_DEPTH);
-    c->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!c->body)
-        return error_set(errp, E_INVALID, 0, "request body is not JSON: %s (at byte %d)", jerr.text,
-                         jerr.position);
-    if (!json_is_object(c->body))
-        return error_set(errp, E_INVALID, 0, "request body must be a JSON object");
-    return 0;
+    c->body = http_json_object(body, len, 0, "request body", errp);
+    return c->body ? 0 : -1;
 }
 
 void
@@ -241,7 +211,7 @@ api_guard(HttpRequest *req, void *userdata)
 {
     _cleanup_error_ Error *err = NULL;
     ApiCtx *c = calloc(1, sizeof(*c));
-    int best = 0;
+    HttpRouteMatch m;
     const Route *found = NULL;
 
     if (!c) {
@@ -255,25 +225,21 @@ api_guard(HttpRequest *req, void *userdata)
         api_reply_error(c, err);
         return false;
     }
-    for (size_t i = 0; i < ELEMENTSOF(routes) && best < 2; i++) {
-        int m = route_match(&routes[i], c);
-        if (m > best) {
-            best = m;
-            found = &routes[i];
-        }
-    }
+    ssize_t i = HTTP_ROUTE_FIND(routes, http_method(req), c->seg, c->n_seg, &m);
+    if (i >= 0)
+        found = &routes[i];
     /* Authentication before anything else answers: an unknown caller learns no more than 401
      * (not even which paths exist). */
-    if ((best < 2 || found->auth != AUTH_NONE) && api_authenticate(c, &err) < 0)
+    if ((m != HTTP_ROUTE_FOUND || found->auth != AUTH_NONE) && api_authenticate(c, &err) < 0)
         api_reply_error(c, err);
-    else if (best == 2 && found->auth == AUTH_ADMIN && !c->admin)
+    else if (m == HTTP_ROUTE_FOUND && found->auth == AUTH_ADMIN && !c->admin)
         api_reply_errorf(c, E_FORBIDDEN,
                          "this needs an operator: the unix socket or an "
                          "operator token");
-    else if (best == 0)
+    else if (m == HTTP_ROUTE_NONE)
         api_reply_errorf(c, E_NOT_FOUND, "no such endpoint: %s %.200s", http_method(req),
                          http_path(req));
-    else if (best == 1)
+    else if (m == HTTP_ROUTE_PATH)
         api_reply_json(c, 405,
                        json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed", "message",
                                  "this method is not allowed on this path"));

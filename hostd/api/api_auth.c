@@ -1,10 +1,11 @@
-/* Who is asking: bearer tokens to tenants (connection threads, store readers), operators
- * acting for a tenant, and the issue of new tokens (loop thread).
+/* Who is asking: bearer tokens to tenants (connection threads), operators acting for a
+ * tenant, and the issue of new tokens (loop thread).
  *
- * A presented token must have the exact shape "stk_" + 64 hex digits before anything else
- * happens to it; then its SHA-256 is looked up (the store compares the stored hash again in
- * constant time). The token itself is never stored, logged or echoed. Every failure answers
- * the same 401 text, so a caller cannot tell a revoked token from an unknown one. */
+ * A presented token goes to the HTTP layer's authenticator (http_authenticate(): the one
+ * lookup both faces use, store_readers_credential(): the exact shape "stk_" + 64 hex digits
+ * before anything else happens to it, then its SHA-256, compared again in constant time).
+ * The token itself is never stored, logged or echoed. Every failure answers the same 401
+ * text, so a caller cannot tell a revoked token from an unknown one. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -20,19 +21,15 @@ static int
 auth_token(ApiCtx *c, Error **errp)
 {
     const char *token = admit_bearer_token(http_header(c->req, "Authorization"));
-    uint8_t hash[SHA256_BYTES];
-    TokenRecord t;
-
-    if (!token || !admit_token_is_valid(token, strlen(token)))
-        return error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE);
-    admit_token_hash(token, hash);
     _cleanup_error_ Error *err = NULL;
-    if (store_readers_live_token(c->api->d.readers, hash, &t, &err) < 0)
-        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+    HttpIdentity id;
+
+    if (http_authenticate(c->req, token, &id, &err) < 0)
+        return err->category == E_UNAUTHORIZED /* else the lookup failed: not the caller's */
                    ? error_set(errp, E_UNAUTHORIZED, 0, AUTH_FAILED_MESSAGE)
                    : error_set(errp, err->category, 0, "%s", err->message);
-    snprintf(c->tenant, sizeof(c->tenant), "%s", t.tenant_id);
-    c->admin = t.admin;
+    snprintf(c->tenant, sizeof(c->tenant), "%.*s", (int) sizeof(c->tenant) - 1, id.tenant);
+    c->admin = id.admin;
     return 0;
 }
 

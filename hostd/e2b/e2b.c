@@ -381,6 +381,8 @@ listen_on(E2b *e, unsigned port, size_t max_body, unsigned max_per_ip, HttpHandl
     hc.body_budget = e->d.body_budget;
     hc.spool_dir = e->d.spool_dir;
     hc.guard = guard;
+    hc.authenticate = e->d.authenticate;
+    hc.authenticate_userdata = e->d.authenticate_userdata;
     hc.tls_cert_file = e->cfg.tls_cert[0] ? e->cfg.tls_cert : NULL;
     hc.tls_key_file = e->cfg.tls_key[0] ? e->cfg.tls_key : NULL;
     if (http_server_start(&hc, handler, e, ret, errp) < 0)

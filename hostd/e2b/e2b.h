@@ -73,6 +73,8 @@ typedef struct E2bDeps {
     struct HttpBudget *body_budget;  /* request bodies in memory, shared with the API; NULL: the
                                       * listeners' own */
     const char *spool_dir;           /* large bodies go to unlinked files here (HttpConfig) */
+    HttpAuthenticateFn authenticate; /* X-API-KEY's tenant: the API's lookup (HttpConfig) */
+    void *authenticate_userdata;
     /* [cluster]: a sandbox of another host is proxied to it. NULL owner: a single host. */
     E2bOwnerFn owner;
     E2bForwardFn forward;

@@ -11,6 +11,7 @@
 
 #include "admit.h"
 #include "e2b_internal.h"
+#include "http_route.h"
 #include "http_url.h"
 #include "timeutil.h"
 
@@ -44,7 +45,8 @@ reply_error(HttpRequest *req, const Error *err)
 #define API_KEY_FAILED                                                                             \
     "missing, malformed, unknown or revoked API key (X-API-KEY: a Stockade token, stk_...)"
 
-/* The token an X-API-KEY names: stk_<hex> as is, e2b_<hex> as stk_<hex>. -1 if neither. */
+/* The token an X-API-KEY names: stk_<hex> as is, e2b_<hex> as stk_<hex>; the lookup checks
+ * its shape. -1 if it cannot be either (the wrong length). */
 static int
 api_key_token(const char *key, char token[ADMIT_TOKEN_TEXT_BYTES])
 {
@@ -52,26 +54,26 @@ api_key_token(const char *key, char token[ADMIT_TOKEN_TEXT_BYTES])
         return -1;
     bool e2b = strncmp(key, "e2b_", 4) == 0;
     snprintf(token, ADMIT_TOKEN_TEXT_BYTES, "%s%s", e2b ? ADMIT_TOKEN_PREFIX : "", key + 4 * e2b);
-    return admit_token_is_valid(token, strlen(token)) ? 0 : -1;
+    return 0;
 }
 
+/* The key's tenant by the HTTP layer's authenticator: the native API's own lookup. */
 int
 e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES], Error **errp)
 {
-    char token[ADMIT_TOKEN_TEXT_BYTES];
-    uint8_t hash[SHA256_BYTES];
-    TokenRecord t;
-
-    if (api_key_token(http_header(req, E2B_API_KEY_HEADER), token) < 0)
-        return error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED);
-    admit_token_hash(token, hash);
-    explicit_bzero(token, sizeof(token));
+    char token[ADMIT_TOKEN_TEXT_BYTES] = "";
     _cleanup_error_ Error *err = NULL;
-    if (store_readers_live_token(e->d.readers, hash, &t, &err) < 0)
-        return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+    HttpIdentity id;
+
+    (void) e;
+    bool key = api_key_token(http_header(req, E2B_API_KEY_HEADER), token) == 0;
+    int r = http_authenticate(req, key ? token : NULL, &id, &err);
+    explicit_bzero(token, sizeof(token));
+    if (r < 0)
+        return err->category == E_UNAUTHORIZED /* else the lookup failed: not the caller's */
                    ? error_set(errp, E_UNAUTHORIZED, 0, API_KEY_FAILED)
                    : error_set(errp, err->category, 0, "%s", err->message);
-    memcpy(ret_tenant, t.tenant_id, STORE_ID_MAX_BYTES);
+    snprintf(ret_tenant, STORE_ID_MAX_BYTES, "%.*s", STORE_ID_MAX_BYTES - 1, id.tenant);
     return 0;
 }
 
@@ -407,69 +409,54 @@ route_unsupported(ApiReq *a)
     route_sandbox(a, OP_UNSUPPORTED);
 }
 
+/* The pattern (http_route.h): "*" is a sandbox id or a template alias (the route checks it). */
 typedef struct {
-    const char *method;
-    const char *pattern[4]; /* literal segments; "*" = a sandbox id (or a template alias) */
+    HttpRoute r;
     ApiFn fn;
     bool auth;
 } ApiRoute;
 
 static const ApiRoute routes[] = {
-    {"GET", {"health"}, route_health, false},
-    {"POST", {"sandboxes"}, route_create_v1, true},
-    {"POST", {"v2", "sandboxes"}, route_create_v2, true},
-    {"GET", {"sandboxes"}, route_list, true},
-    {"GET", {"v2", "sandboxes"}, route_list, true},
-    {"GET", {"sandboxes", "*"}, route_get, true},
-    {"DELETE", {"sandboxes", "*"}, route_kill, true},
-    {"POST", {"sandboxes", "*", "timeout"}, route_timeout, true},
-    {"POST", {"sandboxes", "*", "connect"}, route_connect, true},
-    {"POST", {"v2", "sandboxes", "*", "connect"}, route_connect, true},
-    {"POST", {"sandboxes", "*", "refreshes"}, route_refresh, true},
-    {"GET", {"templates", "aliases", "*"}, route_template_alias, true},
-    {"POST", {"sandboxes", "*", "pause"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "resume"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "snapshots"}, route_unsupported, true},
-    {"POST", {"sandboxes", "*", "fork"}, route_unsupported, true},
-    {"GET", {"sandboxes", "*", "metrics"}, route_unsupported, true},
-    {"GET", {"sandboxes", "*", "logs"}, route_unsupported, true},
-    {"PUT", {"sandboxes", "*", "network"}, route_unsupported, true},
+    {{"GET", {"health"}}, route_health, false},
+    {{"POST", {"sandboxes"}}, route_create_v1, true},
+    {{"POST", {"v2", "sandboxes"}}, route_create_v2, true},
+    {{"GET", {"sandboxes"}}, route_list, true},
+    {{"GET", {"v2", "sandboxes"}}, route_list, true},
+    {{"GET", {"sandboxes", "*"}}, route_get, true},
+    {{"DELETE", {"sandboxes", "*"}}, route_kill, true},
+    {{"POST", {"sandboxes", "*", "timeout"}}, route_timeout, true},
+    {{"POST", {"sandboxes", "*", "connect"}}, route_connect, true},
+    {{"POST", {"v2", "sandboxes", "*", "connect"}}, route_connect, true},
+    {{"POST", {"sandboxes", "*", "refreshes"}}, route_refresh, true},
+    {{"GET", {"templates", "aliases", "*"}}, route_template_alias, true},
+    {{"POST", {"sandboxes", "*", "pause"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "resume"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "snapshots"}}, route_unsupported, true},
+    {{"POST", {"sandboxes", "*", "fork"}}, route_unsupported, true},
+    {{"GET", {"sandboxes", "*", "metrics"}}, route_unsupported, true},
+    {{"GET", {"sandboxes", "*", "logs"}}, route_unsupported, true},
+    {{"PUT", {"sandboxes", "*", "network"}}, route_unsupported, true},
 };
 
+/* E2B's API has no 405: a path without the method is not an endpoint either. */
 static const ApiRoute *
 route_find(const ApiReq *a)
 {
-    for (size_t r = 0; r < ELEMENTSOF(routes); r++) {
-        size_t i = 0;
-        for (; i < ELEMENTSOF(routes[r].pattern) && routes[r].pattern[i]; i++)
-            if (i >= a->n_seg || (strcmp(routes[r].pattern[i], "*") != 0 &&
-                                  strcmp(routes[r].pattern[i], a->seg[i]) != 0))
-                break;
-        bool method =
-            strcmp(routes[r].method, http_method(a->req)) == 0 ||
-            (strcmp(routes[r].method, "GET") == 0 && strcmp(http_method(a->req), "HEAD") == 0);
-        if ((i == ELEMENTSOF(routes[r].pattern) || !routes[r].pattern[i]) && i == a->n_seg &&
-            method)
-            return &routes[r];
-    }
-    return NULL;
+    HttpRouteMatch m;
+    ssize_t i = HTTP_ROUTE_FIND(routes, http_method(a->req), a->seg, a->n_seg, &m);
+    return m == HTTP_ROUTE_FOUND ? &routes[i] : NULL;
 }
 
+/* An empty body stays none (a create then says what it needs); any other must be an object. */
 static int
 parse_body(ApiReq *a, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(a->req, &len);
-    json_error_t jerr;
     if (len == 0)
         return 0;
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH))
-        return error_set(errp, E_INVALID, 0, "the body nests deeper than %d levels",
-                         HTTP_JSON_MAX_DEPTH);
-    a->body = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!a->body || !json_is_object(a->body))
-        return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
-    return 0;
+    a->body = http_json_object(body, len, 0, "the body", errp);
+    return a->body ? 0 : -1;
 }
 
 /* The route of a request and, unless it needs none, its caller (an unknown caller learns no

@@ -20,6 +20,8 @@
 
 #include "code_wire.h"
 #include "e2b_internal.h"
+#include "http_route.h"
+#include "http_url.h"
 #include "loop.h"
 
 typedef enum {
@@ -201,24 +203,8 @@ code_body(HttpRequest *req, Error **errp)
 {
     size_t len;
     const uint8_t *body = http_body(req, &len);
-    json_error_t jerr;
 
-    if (len > E2B_CODE_MAX_BODY_BYTES) {
-        error_set(errp, E_TOO_LARGE, 0, "the body is over %zu bytes", E2B_CODE_MAX_BODY_BYTES);
-        return NULL;
-    }
-    if (!http_json_depth_within(body, len, HTTP_JSON_MAX_DEPTH)) {
-        error_set(errp, E_INVALID, 0, "the body nests deeper than %d levels", HTTP_JSON_MAX_DEPTH);
-        return NULL;
-    }
-    json_t *o =
-        len ? json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES, &jerr) : json_object();
-    if (!json_is_object(o)) {
-        json_decref(o);
-        error_set(errp, E_INVALID, 0, "the body is not a JSON object");
-        return NULL;
-    }
-    return o;
+    return http_json_object(body, len, E2B_CODE_MAX_BODY_BYTES, "the body", errp);
 }
 
 static int
@@ -239,34 +225,39 @@ code_parse(CodeCall *cc, HttpRequest *req, Error **errp)
     return 0;
 }
 
-/* The operation a method and path name; "/contexts/{id}[/restart]" sets *ret_context. -1:
- * no such endpoint, or no such context id. */
-static int
-code_route(const char *method, const char *path, CodeOp *ret_op, uint32_t *ret_context)
-{
-    static const char prefix[] = "/contexts/";
-    char id[E2B_CODE_CONTEXT_ID_MAX_BYTES + 1];
-    bool post = strcmp(method, "POST") == 0;
+/* The routes (http_route.h): "{id}" is a context id, checked by code_route(). */
+typedef struct {
+    HttpRoute r;
+    CodeOp op;
+} CodeRoute;
 
-    if (strcmp(path, "/execute") == 0 && post)
-        return *ret_op = CODE_EXECUTE, 0;
-    if (strcmp(path, "/contexts") == 0 && (post || strcmp(method, "GET") == 0))
-        return *ret_op = post ? CODE_CTX_NEW : CODE_CTX_LIST, 0;
-    if (strncmp(path, prefix, sizeof(prefix) - 1) != 0)
+static const CodeRoute code_routes[] = {
+    {{"POST", {"execute"}}, CODE_EXECUTE},
+    {{"POST", {"contexts"}}, CODE_CTX_NEW},
+    {{"GET", {"contexts"}}, CODE_CTX_LIST},
+    {{"DELETE", {"contexts", "{id}"}}, CODE_CTX_DELETE},
+    {{"POST", {"contexts", "{id}", "restart"}}, CODE_CTX_RESTART},
+};
+
+/* The operation a request names; "/contexts/{id}[/restart]" sets *ret_context. -1: no such
+ * endpoint (a path without the method too: E2B has no 405), or no such context id. */
+static int
+code_route(HttpRequest *req, CodeOp *ret_op, uint32_t *ret_context)
+{
+    char **seg = NULL;
+    size_t n_seg = 0;
+    HttpRouteMatch m;
+    int r = -1;
+
+    if (http_path_segments(req, &seg, &n_seg, NULL) < 0)
         return -1;
-    const char *s = path + sizeof(prefix) - 1, *slash = strchr(s, '/');
-    size_t n = slash ? (size_t) (slash - s) : strlen(s);
-    if (n >= sizeof(id))
-        return -1;
-    memcpy(id, s, n);
-    id[n] = '\0';
-    if (e2b_code_context_parse(id, ret_context) < 0)
-        return -1;
-    if (!slash && strcmp(method, "DELETE") == 0)
-        return *ret_op = CODE_CTX_DELETE, 0;
-    if (slash && strcmp(slash, "/restart") == 0 && post)
-        return *ret_op = CODE_CTX_RESTART, 0;
-    return -1;
+    ssize_t i = HTTP_ROUTE_FIND(code_routes, http_method(req), seg, n_seg, &m);
+    if (m == HTTP_ROUTE_FOUND && (n_seg < 2 || e2b_code_context_parse(seg[1], ret_context) == 0)) {
+        *ret_op = code_routes[i].op;
+        r = 0;
+    }
+    http_strv_free(seg);
+    return r;
 }
 
 void
@@ -279,7 +270,7 @@ e2b_code_handle(E2b *e, HttpRequest *req, E2bEnvdAuth *auth)
         http_respond_json(req, 500, e2b_render_api_error(500, "out of memory"));
         return;
     }
-    if (code_route(http_method(req), http_path(req), &cc->op, &cc->context) < 0) {
+    if (code_route(req, &cc->op, &cc->context) < 0) {
         e2b_call_unref(&cc->c);
         http_respond_json(req, 404,
                           e2b_render_api_error(404, "no such code interpreter endpoint or "

@@ -181,9 +181,9 @@ void e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool
  * API answers a team for a template it does not own, and for none). */
 void e2b_template_alias(E2b *e, HttpRequest *req, const char *alias);
 
-/* e2b_api.c: the API key's tenant (connection thread, store readers): "X-API-KEY:
- * stk_<64 hex>" (or e2b_<the same 64 hex>, the form older Python SDKs insist on).
- * E_UNAUTHORIZED otherwise. */
+/* e2b_api.c: the API key's tenant (connection thread; by the HTTP layer's authenticator,
+ * the native API's lookup): "X-API-KEY: stk_<64 hex>" (or e2b_<the same 64 hex>, the form
+ * older Python SDKs insist on). E_UNAUTHORIZED otherwise. */
 int e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES], Error **errp);
 
 /* ------------------------------------------------------------------ the envd face */

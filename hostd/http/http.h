@@ -103,6 +103,10 @@ unsigned http_server_max_per_caller(const HttpServer *s);
 int http_request_set_caller(HttpRequest *r, const char *key);
 const char *http_request_caller(const HttpRequest *r);
 
+/* The identity token names, by the server's HttpConfig.authenticate (the daemon's one lookup
+ * of tokens, for both faces); see HttpAuthenticateFn. Any thread. */
+int http_authenticate(const HttpRequest *r, const char *token, HttpIdentity *ret, Error **errp);
+
 /* State a guard leaves for the handler: the request owns ctx until the handler takes it
  * back (http_request_take_context()); free_ctx(ctx) runs if the request ends first. */
 void http_request_set_context(HttpRequest *r, void *ctx, void (*free_ctx)(void *));

@@ -53,6 +53,22 @@ typedef struct HttpRequest HttpRequest;
  * let alone buffer, a body. It may leave state for the handler (http_request_set_context()). */
 typedef bool (*HttpGuard)(HttpRequest *req, void *userdata);
 
+/* Who a credential names: a tenant, and whether it is an operator's. */
+#define HTTP_TENANT_MAX_BYTES 64
+typedef struct HttpIdentity {
+    char tenant[HTTP_TENANT_MAX_BYTES];
+    bool admin;
+} HttpIdentity;
+
+/* The one token -> identity lookup both faces use (http_authenticate(); the daemon gives
+ * every server the same one). token is as presented (NULL: none). Any thread. 0 with *ret;
+ * or -1 with E_UNAUTHORIZED for a token that names nobody (missing, malformed, unknown,
+ * revoked alike: the faces answer each one 401 with one message), or another category when
+ * the lookup itself failed (not the caller's fault). */
+typedef struct Error Error;
+typedef int (*HttpAuthenticateFn)(void *userdata, const char *token, HttpIdentity *ret,
+                                  Error **errp);
+
 /* Request counts (http_server_requests()): each answered request is counted under the class
  * its face gives it and its status's hundred. A class is an index below
  * HTTP_ROUTE_CLASSES_MAX (the face names them); segments are the decoded path's (n 0 for a
@@ -112,6 +128,9 @@ typedef struct HttpConfig {
     bool peer_listener;         /* the cluster's host-to-host listener: its guard admits only
                                  * other hosts; handlers read it (http_request_from_peer())
                                  * and never pass such a request on again */
+    /* http_authenticate()'s lookup; NULL: no token names anyone. */
+    HttpAuthenticateFn authenticate;
+    void *authenticate_userdata;
 } HttpConfig;
 
 /* The defaults above; unix_path NULL. */

@@ -405,6 +405,14 @@ http_peer_is_unix(const HttpRequest *r)
     return r->is_unix;
 }
 
+int
+http_authenticate(const HttpRequest *r, const char *token, HttpIdentity *ret, Error **errp)
+{
+    if (!r->srv->cfg.authenticate)
+        return error_set(errp, E_UNAUTHORIZED, 0, "no such token");
+    return r->srv->cfg.authenticate(r->srv->cfg.authenticate_userdata, token, ret, errp);
+}
+
 bool
 http_request_from_peer(const HttpRequest *r)
 {

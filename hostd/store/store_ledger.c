@@ -144,6 +144,22 @@ store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], Tok
 }
 
 int
+store_readers_credential(StoreReaders *rd, const char *token, TokenRecord *ret, Error **errp)
+{
+    uint8_t hash[SHA256_BYTES];
+    _cleanup_error_ Error *err = NULL;
+
+    if (!token || !admit_token_is_valid(token, strlen(token)))
+        return error_set(errp, E_UNAUTHORIZED, 0, "no such token");
+    admit_token_hash(token, hash);
+    if (store_readers_live_token(rd, hash, ret, &err) == 0)
+        return 0;
+    return err->category == E_NOT_FOUND /* else the store failed: not the caller's fault */
+               ? error_set(errp, E_UNAUTHORIZED, 0, "no such token")
+               : error_set(errp, err->category, 0, "%s", err->message);
+}
+
+int
 store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp)
 {
     sqlite3_stmt *st = store_prepare(s, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE id = ?1", errp);

@@ -99,6 +99,13 @@ int store_token_by_hash(Store *s, const uint8_t hash[SHA256_BYTES], TokenRecord 
  * category when the store failed. */
 int store_readers_live_token(StoreReaders *rd, const uint8_t hash[SHA256_BYTES], TokenRecord *ret,
                              Error **errp);
+/* A caller's token as presented (NULL: none), the one lookup both HTTP faces use (the daemon
+ * hands it to the HTTP layer as HttpConfig.authenticate): its shape (ADMIT_TOKEN_PREFIX and
+ * 64 lowercase hex digits) is checked before anything else happens to it, then its hash is
+ * looked up as store_readers_live_token() does. E_UNAUTHORIZED for a missing, malformed,
+ * unknown or revoked token, or one of a removed tenant, alike; another category when the
+ * store failed. The token is never stored, logged or echoed. */
+int store_readers_credential(StoreReaders *rd, const char *token, TokenRecord *ret, Error **errp);
 int store_token_get(Store *s, const char *id, TokenRecord *ret, Error **errp);
 /* Tokens of a tenant (NULL = admin tokens of every tenant are not special: all of them),
  * oldest first. *ret is malloc'd. */

@@ -11,3 +11,6 @@ target_link_libraries(api_tarwriter_tool PRIVATE stockade_tarwriter stockade_ext
 stockade_script_test(NAME unit_api_tarwriter LABEL unit
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/api_tarwriter_readers.py
             $<TARGET_FILE:api_tarwriter_tool>)
+# The faces' router (hostd/http/http_route.c): one table matcher for the native API and E2B.
+stockade_test(NAME unit_http_route LABEL unit SOURCES test_http_route.c
+              LIBS stockade_http_url stockade_testlib PkgConfig::CMOCKA)

@@ -263,6 +263,62 @@ test_json_depth(void **state)
 
 /* The count per caller: entries come and go with their counts, colliding keys stay apart,
  * a count never goes below zero, and a key the layer could not copy is refused. */
+/* The one body parser both faces use: each refusal with its category and message. */
+static void
+test_json_object(void **state)
+{
+    static const struct {
+        const char *text;
+        size_t max_bytes;
+        ErrorCategory cat; /* E_INTERNAL: accepted */
+        const char *message;
+    } cases[] = {
+        {"", 0, E_INTERNAL, NULL},
+        {"{\"a\":[1,{\"b\":null}]}", 0, E_INTERNAL, NULL},
+        {" {} ", 4, E_INTERNAL, NULL},
+        {" {}  ", 4, E_TOO_LARGE, "x is over 4 bytes"},
+        {"[]", 0, E_INVALID, "x must be a JSON object"},
+        {"\"s\"", 0, E_INVALID, "x is not JSON: "}, /* jansson: an array or object */
+        {"{", 0, E_INVALID, "x is not JSON: "},
+        {"{\"a\":1,\"a\":2}", 0, E_INVALID, "x is not JSON: duplicate object key"},
+        {"{} {}", 0, E_INVALID, "x is not JSON: "},
+        {"{\"a\":\"\\u0000\"}", 0, E_INVALID, "x is not JSON: "},
+    };
+    char deep[HTTP_JSON_MAX_DEPTH + 8];
+
+    (void) state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Error *e = NULL;
+        json_t *o =
+            http_json_object(cases[i].text, strlen(cases[i].text), cases[i].max_bytes, "x", &e);
+        if (cases[i].cat == E_INTERNAL) {
+            if (!json_is_object(o))
+                fail_msg("%s: %s", cases[i].text, e ? e->message : "not an object");
+        } else {
+            assert_null(o);
+            assert_non_null(e);
+            assert_int_equal(e->category, cases[i].cat);
+            if (strncmp(e->message, cases[i].message, strlen(cases[i].message)) != 0)
+                fail_msg("%s: %s", cases[i].text, e->message);
+        }
+        json_decref(o);
+        error_free(e);
+    }
+    /* the bound is checked on the text: one level past it never reaches jansson */
+    for (size_t d = HTTP_JSON_MAX_DEPTH; d <= HTTP_JSON_MAX_DEPTH + 1; d++) {
+        Error *e = NULL;
+        memset(deep, '[', d);
+        deep[0] = '{';
+        json_t *o = http_json_object(deep, d, 0, "x", &e);
+        assert_null(o);
+        assert_int_equal(e->category, E_INVALID);
+        const char *want =
+            d > HTTP_JSON_MAX_DEPTH ? "x nests deeper than 32 levels" : "x is not JSON: ";
+        assert_int_equal(strncmp(e->message, want, strlen(want)), 0);
+        error_free(e);
+    }
+}
+
 static void
 test_tally(void **state)
 {
@@ -355,7 +411,7 @@ main(void)
         cmocka_unit_test(test_good_targets),   cmocka_unit_test(test_bad_targets),
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_percent_decode),
         cmocka_unit_test(test_split_and_copy), cmocka_unit_test(test_json_depth),
-        cmocka_unit_test(test_tally),
+        cmocka_unit_test(test_tally),          cmocka_unit_test(test_json_object),
         cmocka_unit_test(test_tls_hello),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,6 +234,52 @@ raw_sql(const char *sql)
     return rc;
 }
 
+/* The one token lookup both HTTP faces call (store_readers_credential(), through the HTTP
+ * layer's authenticator): the shape first, then the live token; every refusal the same
+ * category, so both faces answer each one the same 401. */
+static void
+test_credential(void **state)
+{
+    (void) state;
+    Store *s;
+    StoreReaders *rd;
+    Error *e = NULL;
+    uint8_t secret[ADMIT_TOKEN_RANDOM_BYTES] = {1, 2, 3};
+    char good[ADMIT_TOKEN_TEXT_BYTES], upper[ADMIT_TOKEN_TEXT_BYTES];
+    char unknown[ADMIT_TOKEN_TEXT_BYTES], longer[ADMIT_TOKEN_TEXT_BYTES + 1];
+    TokenRecord t = {.created_usec = 10, .admin = true}, got;
+
+    admit_token_format(secret, good);
+    secret[0] = 9;
+    admit_token_format(secret, unknown);
+    snprintf(upper, sizeof(upper), "%s", good);
+    upper[ADMIT_TOKEN_TEXT_LEN - 1] = 'A'; /* a capital hex digit: malformed */
+    snprintf(longer, sizeof(longer), "%s0", good);
+    assert_int_equal(store_open(test_db, &s, NULL), 0);
+    snprintf(t.id, sizeof(t.id), "tok_1");
+    snprintf(t.tenant_id, sizeof(t.tenant_id), "%s", STORE_TENANT_DEFAULT);
+    admit_token_hash(good, t.hash);
+    assert_int_equal(store_token_insert(s, &t, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_new(test_db, 1, &rd, NULL), 0);
+
+    assert_int_equal(store_readers_credential(rd, good, &got, NULL), 0);
+    assert_string_equal(got.tenant_id, STORE_TENANT_DEFAULT);
+    assert_true(got.admin);
+    const char *refused[] = {NULL, "", "stk_", "Bearer x", unknown, upper, longer, good + 1};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        assert_int_equal(store_readers_credential(rd, refused[i], &got, &e), -1);
+        assert_int_equal(category(e), E_UNAUTHORIZED);
+        e = NULL;
+    }
+    assert_int_equal(store_token_revoke(s, "tok_1", 100, NULL), 0);
+    assert_int_equal(store_commit(s, NULL), 0);
+    assert_int_equal(store_readers_credential(rd, good, &got, &e), -1); /* revoked */
+    assert_int_equal(category(e), E_UNAUTHORIZED);
+    store_readers_free(rd);
+    store_close(s);
+}
+
 static void
 test_ledger(void **state)
 {
@@ -428,6 +474,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tenants_and_quotas, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_tokens, test_db_setup, test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_credential, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_ledger, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_savepoint_and_bucket, test_db_setup, test_db_teardown),
         cmocka_unit_test_setup_teardown(test_migration_from_v1, test_db_setup, test_db_teardown),
