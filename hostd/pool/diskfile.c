@@ -1,6 +1,7 @@
 /* See diskfile.h. */
 #include "diskfile.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -10,27 +11,75 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "macro.h"
+
 extern char **environ;
+
+/* mkfs.ext4's own words (its stderr, at most MKFS_SAY_MAX_BYTES of them) go into the error,
+ * never to the daemon's stderr: there every line is the logger's (in the journal form each
+ * carries a priority), and mke2fs talks even with -q ("Creating regular file ..."). */
+#define MKFS_SAY_MAX_BYTES 512
+
+/* Reads fd to its end, keeping the first max - 1 bytes in buf (NUL-terminated, newlines as
+ * blanks). */
+static void
+read_said(int fd, char *buf, size_t max)
+{
+    size_t len = 0;
+    char sink[1024];
+    for (;;) {
+        ssize_t n = len + 1 < max ? read(fd, buf + len, max - 1 - len)
+                                  : read(fd, sink, sizeof(sink));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (len + 1 < max)
+            len += (size_t) n;
+    }
+    buf[len] = '\0';
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] == '\n' || buf[i] == '\r')
+            buf[i] = ' ';
+}
 
 static int
 run_mkfs(const char *path, unsigned size_mib, uid_t uid, gid_t gid, Error **errp)
 {
-    char owner[64], size[32];
+    char owner[64], size[32], said[MKFS_SAY_MAX_BYTES] = "";
     snprintf(owner, sizeof(owner), "root_owner=%u:%u", (unsigned) uid, (unsigned) gid);
     snprintf(size, sizeof(size), "%uM", size_mib);
     char *argv[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-L", "workspace", "-E", owner,
                     (char *) path, size, NULL};
+    posix_spawn_file_actions_t fa;
+    int p[2], status, r;
     pid_t pid;
-    int status;
 
-    int r = posix_spawnp(&pid, "mkfs.ext4", NULL, NULL, argv, environ);
-    if (r != 0)
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return error_set(errp, E_INTERNAL, errno, "pipe for mkfs.ext4");
+    r = posix_spawn_file_actions_init(&fa);
+    if (r == 0)
+        r = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (r == 0)
+        r = posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+    if (r == 0)
+        r = posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+    if (r == 0)
+        r = posix_spawnp(&pid, "mkfs.ext4", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    safe_close(p[1]);
+    if (r != 0) {
+        safe_close(p[0]);
         return error_set(errp, E_UNAVAILABLE, r, "run mkfs.ext4 (package e2fsprogs)");
+    }
+    read_said(p[0], said, sizeof(said));
+    safe_close(p[0]);
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return error_set(errp, E_INTERNAL, errno, "wait for mkfs.ext4");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return error_set(errp, E_INTERNAL, 0, "mkfs.ext4 %s failed (status %d)", path, status);
+        return error_set(errp, E_INTERNAL, 0, "mkfs.ext4 %s failed (status %d): %s", path, status,
+                         said[0] ? said : "(it said nothing)");
     return 0;
 }
 
