@@ -310,41 +310,6 @@ fail_free:
     api_reply_error(c, err);
 }
 
-static int
-parse_exec_id(const char *s, uint32_t *ret)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || v == 0 || v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
-}
-
-static int
-parse_signal(json_t *v, int *ret)
-{
-    static const struct {
-        const char *name;
-        int signo;
-    } names[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},
-                 {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"STOP", SIGSTOP},
-                 {"CONT", SIGCONT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
-    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64) {
-        *ret = (int) json_integer_value(v);
-        return 0;
-    }
-    const char *s = json_string_value(v);
-    if (s && strncmp(s, "SIG", 3) == 0)
-        s += 3;
-    for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
-        if (strcmp(s, names[i].name) == 0) {
-            *ret = names[i].signo;
-            return 0;
-        }
-    return -1;
-}
-
 typedef struct {
     uint32_t exec_id;
     int signo;
@@ -373,8 +338,8 @@ route_exec_signal(ApiCtx *c)
         free(sr);
         return;
     }
-    if (!sr || api_parse_body(c, &err) < 0 || parse_exec_id(c->seg[4], &sr->exec_id) < 0 ||
-        parse_signal(json_object_get(c->body, "signal"), &sr->signo) < 0) {
+    if (!sr || api_parse_body(c, &err) < 0 || api_id_u32(c->seg[4], &sr->exec_id) < 0 ||
+        api_json_signal(json_object_get(c->body, "signal"), &sr->signo) < 0) {
         free(sr);
         if (!err)
             error_set(&err, E_INVALID, 0,
@@ -420,7 +385,7 @@ route_exec_stdin(ApiCtx *c)
         return;
     }
     (void) http_body(c->req, &len);
-    if (!sr || parse_exec_id(c->seg[4], &sr->exec_id) < 0 || len > STDIN_CHUNK_MAX_BYTES) {
+    if (!sr || api_id_u32(c->seg[4], &sr->exec_id) < 0 || len > STDIN_CHUNK_MAX_BYTES) {
         free(sr);
         api_reply_errorf(c, E_INVALID, "need an exec id and at most %u bytes of stdin",
                          STDIN_CHUNK_MAX_BYTES);
