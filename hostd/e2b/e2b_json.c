@@ -561,6 +561,19 @@ static const struct {
     {"application/pdf", "pdf"},    {"application/javascript", "javascript"},
 };
 
+/* E2B's server gives a string result's text without its quotes ('abc' or "abc" -> abc), as
+ * its Result model does (template/server/api/models/result.py): the same rule, byte for
+ * byte, so the SDK's tests read what they read from E2B. The native API keeps repr(). */
+static json_t *
+text_as_e2b(json_t *v)
+{
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (!s || n == 0 || !((s[0] == '\'' && s[n - 1] == '\'') || (s[0] == '"' && s[n - 1] == '"')))
+        return json_incref(v);
+    return n < 2 ? json_string("") : json_stringn(s + 1, n - 2);
+}
+
 static json_t *
 code_result(json_t *attrs)
 {
@@ -575,7 +588,9 @@ code_result(json_t *attrs)
         for (size_t i = 0; i < ELEMENTSOF(result_formats); i++)
             if (strcmp(mime, result_formats[i].mime) == 0)
                 name = result_formats[i].name;
-        json_object_set(o, name, v); /* opaque: PNG and HTML are never looked into */
+        /* opaque: PNG and HTML are never looked into */
+        json_object_set_new(o, name,
+                            strcmp(mime, "text/plain") == 0 ? text_as_e2b(v) : json_incref(v));
     }
     return o;
 }
