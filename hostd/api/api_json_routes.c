@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "admit.h"
+#include "ascii.h"
 #include "api_json.h"
 #include "code_wire.h"
 #include "macro.h"
@@ -12,21 +13,10 @@
 int
 api_id_u32(const char *s, uint32_t *ret)
 {
-    uint64_t v = 0;
-    size_t n = strlen(s);
     /* Decimal digits only, no sign, no space, no leading zero: one spelling per id (strtoul
      * took " 7", "+7", "07" and "-18446744073709551609" for 7). */
-    if (n == 0 || n > 10 || s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t) (s[i] - '0');
-    }
-    if (v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
+    size_t n = strlen(s);
+    return n > 0 && s[0] != '0' && ascii_parse_u32(s, n, ret) ? 0 : -1;
 }
 
 int

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "base64.h"
 #include "e2b_config.h"
 #include "macro.h"
@@ -449,20 +450,10 @@ e2b_json_string_lossy(const char *s, size_t len)
 int
 e2b_code_context_parse(const char *s, uint32_t *ret)
 {
-    uint64_t v = 0;
     size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || n > E2B_CODE_CONTEXT_ID_MAX_BYTES || s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t) (s[i] - '0');
-    }
-    if (v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
+    return n > 0 && n <= E2B_CODE_CONTEXT_ID_MAX_BYTES && s[0] != '0' && ascii_parse_u32(s, n, ret)
+               ? 0
+               : -1;
 }
 
 /* Only the keys in allowed[] (the SDK's), so a typo or a newer SDK's field is a clear 400
