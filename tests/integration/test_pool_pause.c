@@ -6,7 +6,8 @@
  * cycles with a file written between each, and the state files a resume must refuse (altered,
  * truncated, missing, made against another template), each leaving no domain behind; the
  * good file still resumes after them.
- * Prints the figures: pause ms, resume -> first byte of an exec ms, stored bytes. */
+ * Prints the figures: pause ms, resume -> first byte of an exec ms, stored bytes.
+ * Usage: test_pool_pause [IMAGE] (minimal by default; python for the issue's figures). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -209,7 +210,7 @@ first_pause(PauseStats *st)
     const char *w[] = {"/bin/sh", "-c", "echo one > f1", NULL};
     TEST_CHECK(ts_run(&s, w, EXEC_TIMEOUT_USEC) == 0, "write f1: %s", s.error_message);
     const char *loop[] = {"/bin/sh", "-c",
-                          "i=0; while :; do i=$((i+1)); echo $i > counter; sleep 0.1; done", NULL};
+                          "i=0; while :; do i=$((i+1)); echo $i > c.tmp && mv c.tmp counter; sleep 0.1; done", NULL};
     TEST_CHECK(ts_exec_start(&s, loop), "start the loop");
     TEST_CHECK(harness_run_until(&h, cond_started, &s, EXEC_TIMEOUT_USEC) && s.started,
                "the loop did not start");
@@ -279,12 +280,13 @@ copy_state_other_template(const char *from, const char *to)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     Error *err = NULL;
-    HarnessOptions o = {.image = "minimal", .warm = 1, .slots = 1, .guest_memory = "template"};
+    HarnessOptions o = {
+        .image = argc > 1 ? argv[1] : "minimal", .warm = 1, .slots = 1, .guest_memory = "template"};
     harness_start_opts(&h, &o);
     TEST_CHECK(harness_wait_full(&h, FILL_TIMEOUT_USEC), "the pool did not fill");
     PoolStatus pst;

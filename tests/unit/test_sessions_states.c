@@ -330,6 +330,15 @@ expected(SessionState from, SessionState to)
         {ST_STARTING, ST_RUNNING, REASON(SESSION_END_NONE)},
         {ST_STARTING, ST_STOPPING, LIVE},
         {ST_RUNNING, ST_STOPPING, LIVE},
+        {ST_NEW, ST_PAUSED, REASON(SESSION_END_NONE)}, /* issue 27: pause and resume */
+        {ST_RUNNING, ST_PAUSING, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_PAUSED, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_RUNNING, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_STOPPING, LIVE},
+        {ST_PAUSED, ST_RESUMING, REASON(SESSION_END_NONE)},
+        {ST_PAUSED, ST_STOPPING, LIVE},
+        {ST_RESUMING, ST_RUNNING, REASON(SESSION_END_NONE)},
+        {ST_RESUMING, ST_STOPPING, LIVE},
         {ST_STOPPING, ST_EXTRACTING, REASON(SESSION_END_NONE)},
         {ST_STOPPING, ST_ENDED, REASON(SESSION_END_NONE)},
         {ST_EXTRACTING, ST_ENDED, REASON(SESSION_END_NONE)},
@@ -357,6 +366,8 @@ test_table(void **state)
                 session_state_is_ending(ST_ENDED));
     assert_false(session_state_is_ending(ST_NEW) || session_state_is_ending(ST_PENDING) ||
                  session_state_is_ending(ST_STARTING) || session_state_is_ending(ST_RUNNING));
+    assert_false(session_state_is_ending(ST_PAUSING) || session_state_is_ending(ST_PAUSED) ||
+                 session_state_is_ending(ST_RESUMING));
 }
 
 /* From s's state, every move and reason the table does not take is refused: an error that
