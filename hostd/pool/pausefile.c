@@ -619,8 +619,8 @@ pausefile_check(const uint8_t *data, size_t len,
         hex_encode(data + 32, 8, have);
         hex_encode(want_template_id, 8, want);
         return error_set(errp, E_CONFLICT, 0,
-                         "paused state made against template %s, the "
-                         "pool has %s: it cannot be resumed on it",
+                         "paused state made against template %s, not the one at "
+                         "hand (%s): it cannot be resumed on it",
                          have, want);
     }
     ret->owned = NULL;

@@ -5,8 +5,12 @@
  * A delta is only good against the template's exact bytes (pitfall 5): the file carries the
  * template's identity — the SHA-256 of its key (what it was made from) and of its device
  * state (which differs at every boot of a template) — and a resume against any other is
- * refused before QEMU sees a byte. Blocking (libvirt, disk): worker threads or a test's own
- * thread; they read only what stays fixed while the pool runs (its Virt, the templates'
+ * refused before QEMU sees a byte. The pool remakes its templates (a clean stop removes those on
+ * a tmpfs, a start boots new ones), so the first pause against a template keeps a copy of it
+ * — RAM (sparse), device state and key — in <state_dir>/templates/kept/<id>/, shared by every
+ * state paused against it, and a resume maps that copy: a paused session outlives the
+ * template it was cloned from, and a daemon restart. Blocking (libvirt, disk): worker threads or a
+ * test's own thread; they read only what stays fixed while the pool runs (its Virt, the templates'
  * folder, the shape's paths). */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,18 +19,22 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fdutil.h"
 #include "pausefile.h"
 #include "pool_internal.h"
-#include "timeutil.h"
 #include "sha256.h"
+#include "timeutil.h"
 
 #define PAUSE_TIMEOUT_USEC (120 * USEC_PER_SEC) /* 0.16 s idle, 0.3 s for 64 MiB here */
 #define PAUSE_TEMPLATE_KEY_MAX_BYTES 128
 #define PAUSE_TEMPLATE_STATE_MAX_BYTES (16u << 20) /* 320 KB measured */
 #define PAUSE_TMP_SUFFIX ".tmp"
+#define PAUSE_KEPT_DIR "templates/kept" /* beneath the state directory */
+#define PAUSE_KEPT_NAME_BYTES 33        /* 32 hex digits of the template's identity, NUL */
+#define PAUSE_COPY_CHUNK_BYTES (1u << 20)
 
 static Shape *
 pause_shape(Pool *p, const char *shape, Error **errp)
@@ -53,16 +61,16 @@ pause_stream_max_bytes(const Shape *s)
 }
 
 static int
-template_identity(Pool *p, const Shape *s, uint8_t ret[PAUSEFILE_TEMPLATE_ID_BYTES], Error **errp)
+identity_at(int dir, const char *key_name, const char *state_name,
+            uint8_t ret[PAUSEFILE_TEMPLATE_ID_BYTES], Error **errp)
 {
     _cleanup_free_ char *key = NULL, *state = NULL;
     size_t key_len, state_len;
-    int dir = p->template_dir_fd;
-    if (read_file_bounded_at(dir, path_base(s->tkey_path), PAUSE_TEMPLATE_KEY_MAX_BYTES, &key,
-                             &key_len) < 0 ||
-        read_file_bounded_at(dir, path_base(s->state_path), PAUSE_TEMPLATE_STATE_MAX_BYTES, &state,
-                             &state_len) < 0)
-        return error_set(errp, E_UNAVAILABLE, errno, "read the template of %s", s->name);
+    if (read_file_bounded_at(dir, key_name, PAUSE_TEMPLATE_KEY_MAX_BYTES, &key, &key_len) < 0 ||
+        read_file_bounded_at(dir, state_name, PAUSE_TEMPLATE_STATE_MAX_BYTES, &state, &state_len) <
+            0)
+        return error_set(errp, E_UNAVAILABLE, errno, "read a template's %s and %s", key_name,
+                         state_name);
     Sha256 h;
     sha256_init(&h);
     sha256_update(&h, "stockade-template-id\n", 21);
@@ -71,6 +79,13 @@ template_identity(Pool *p, const Shape *s, uint8_t ret[PAUSEFILE_TEMPLATE_ID_BYT
     sha256_update(&h, state, state_len);
     sha256_final(&h, ret);
     return 0;
+}
+
+static int
+template_identity(Pool *p, const Shape *s, uint8_t ret[PAUSEFILE_TEMPLATE_ID_BYTES], Error **errp)
+{
+    return identity_at(p->template_dir_fd, path_base(s->tkey_path), path_base(s->state_path), ret,
+                       errp);
 }
 
 int
@@ -90,40 +105,170 @@ template_page(uint64_t offset, uint8_t page[PAUSEFILE_PAGE_BYTES], void *userdat
     return n == PAUSEFILE_PAGE_BYTES ? 0 : -1;
 }
 
+/* ------------------------------------------------------------------ kept templates */
+
+static void
+kept_name(const uint8_t id[PAUSEFILE_TEMPLATE_ID_BYTES], char out[PAUSE_KEPT_NAME_BYTES])
+{
+    hex_encode(id, (PAUSE_KEPT_NAME_BYTES - 1) / 2, out);
+}
+
+static int
+kept_root_open(Pool *p, Error **errp)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/" PAUSE_KEPT_DIR, p->cfg.state_dir) >= (int) sizeof(path))
+        return error_set(errp, E_INVALID, 0, "state directory path too long");
+    int fd = mkdir_open_dir(path, 0711);
+    if (fd < 0)
+        return error_set(errp, E_IO, errno, "make or open %s", path);
+    return fd;
+}
+
+static bool
+page_is_zero(const uint8_t *b, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
+/* Copies src (beneath sdir) to a new dst (beneath ddir, 0600), fsync'd. Zero pages stay holes:
+ * a tmpfs template whose holes a full read of a clone filled (pitfall 4) is kept sparse. */
+static int
+copy_sparse(int sdir, const char *src, int ddir, const char *dst, Error **errp)
+{
+    _cleanup_close_ int in = openat(sdir, src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    _cleanup_close_ int out =
+        openat(ddir, dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    struct stat st;
+    if (in < 0 || out < 0 || fstat(in, &st) < 0 || ftruncate(out, st.st_size) < 0)
+        return error_set(errp, E_IO, errno, "keep the template's %s", src);
+    _cleanup_free_ uint8_t *buf = malloc(PAUSE_COPY_CHUNK_BYTES);
+    if (!buf)
+        return error_set(errp, E_INTERNAL, ENOMEM, "keep the template");
+    for (off_t off = 0; off < st.st_size;) {
+        ssize_t n = pread(in, buf, PAUSE_COPY_CHUNK_BYTES, off);
+        if (n <= 0)
+            return error_set(errp, E_IO, n < 0 ? errno : EIO, "read the template's %s", src);
+        for (ssize_t k = 0; k < n; k += PAUSEFILE_PAGE_BYTES) {
+            size_t len = MIN((size_t) (n - k), (size_t) PAUSEFILE_PAGE_BYTES);
+            if (!page_is_zero(buf + k, len) && pwrite(out, buf + k, len, off + k) != (ssize_t) len)
+                return error_set(errp, E_IO, errno, "write the kept template's %s", dst);
+        }
+        off += n;
+    }
+    if (fsync(out) < 0)
+        return error_set(errp, E_IO, errno, "fsync the kept template's %s", dst);
+    return 0;
+}
+
+static int
+keep_files(Pool *p, const Shape *s, int d, Error **errp)
+{
+    uid_t uid;
+    gid_t gid;
+    int t = p->template_dir_fd;
+    if (qemu_user(&uid, &gid, errp) < 0 ||
+        copy_sparse(t, path_base(s->mem_path), d, "mem", errp) < 0 ||
+        copy_sparse(t, path_base(s->state_path), d, "state", errp) < 0 ||
+        copy_sparse(t, path_base(s->tkey_path), d, "key", errp) < 0)
+        return -1;
+    /* QEMU 7.2 opens a clone's RAM file read-write by path (notes pitfall 8) */
+    if (fchownat(d, "mem", uid, gid, AT_SYMLINK_NOFOLLOW) < 0 || fsync(d) < 0)
+        return error_set(errp, E_IO, errno, "own the kept template's RAM");
+    return 0;
+}
+
+/* Keeps the shape's present template (identity id) unless it is kept already: made under a
+ * name of this thread's, renamed into place when complete, so a kept folder is whole. */
+static int
+template_keep(Pool *p, const Shape *s, const uint8_t id[PAUSEFILE_TEMPLATE_ID_BYTES], Error **errp)
+{
+    char name[PAUSE_KEPT_NAME_BYTES], tmp[PAUSE_KEPT_NAME_BYTES + 32];
+    kept_name(id, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp%ld", name, (long) gettid());
+    _cleanup_close_ int root = kept_root_open(p, errp);
+    if (root < 0)
+        return -1;
+    if (faccessat(root, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return 0;
+    (void) rm_rf_at(root, tmp);
+    if (mkdirat(root, tmp, 0711) < 0)
+        return error_set(errp, E_IO, errno, "make a kept template's folder");
+    _cleanup_close_ int d = openat(root, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    int r = d < 0 ? error_set(errp, E_IO, errno, "open a kept template's folder")
+                  : keep_files(p, s, d, errp);
+    if (r == 0 && renameat(root, tmp, root, name) < 0 &&
+        faccessat(root, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) /* not kept by another pause */
+        r = error_set(errp, E_IO, errno, "install a kept template");
+    (void) rm_rf_at(root, tmp); /* left only when another pause kept it first, or on failure */
+    if (r == 0 && fsync(root) < 0)
+        r = error_set(errp, E_IO, errno, "fsync the kept templates' folder");
+    return r;
+}
+
 static int
 pause_sink(const void *buf, size_t len, void *userdata, Error **errp)
 {
     return pause_writer_feed(userdata, buf, len, errp);
 }
 
-/* The stream into tmp_name, complete and fsync'd. */
+/* The kept template named id, opened (-1 when there is none); *ret_mem_path its RAM's path. */
 static int
-pause_write(Pool *p, const Shape *s, const char *domain, int dir_fd, const char *tmp_name,
-            PauseStats *ret_stats, Error **errp)
+kept_open(Pool *p, const uint8_t id[PAUSEFILE_TEMPLATE_ID_BYTES], char **ret_mem_path, Error **errp)
 {
-    uint8_t id[PAUSEFILE_TEMPLATE_ID_BYTES];
-    if (template_identity(p, s, id, errp) < 0)
+    char name[PAUSE_KEPT_NAME_BYTES];
+    kept_name(id, name);
+    _cleanup_close_ int root = kept_root_open(p, errp);
+    if (root < 0)
         return -1;
-    _cleanup_close_ int mem =
-        openat(p->template_dir_fd, path_base(s->mem_path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int d = openat(root, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (d < 0)
+        return error_set(errp, E_CONFLICT, errno, "the template %s is not kept", name);
+    if (ret_mem_path &&
+        asprintf(ret_mem_path, "%s/" PAUSE_KEPT_DIR "/%s/mem", p->cfg.state_dir, name) < 0) {
+        close(d);
+        return error_set(errp, E_INTERNAL, ENOMEM, "kept template path");
+    }
+    return d;
+}
+
+/* The stream into tmp_name, complete and fsync'd, filtered against the kept copy of the
+ * template `from` (kept now if it is the shape's present one). */
+static int
+pause_write(Pool *p, const Shape *s, const char *domain, const uint8_t *from, int dir_fd,
+            const char *tmp_name, PauseStats *ret_stats, Error **errp)
+{
+    uint8_t now[PAUSEFILE_TEMPLATE_ID_BYTES], kept[PAUSEFILE_TEMPLATE_ID_BYTES];
+    if (template_identity(p, s, now, NULL) == 0 && memcmp(now, from, sizeof(now)) == 0 &&
+        template_keep(p, s, now, errp) < 0)
+        return -1;
+    _cleanup_close_ int kd = kept_open(p, from, NULL, errp);
+    if (kd < 0 || identity_at(kd, "key", "state", kept, errp) < 0)
+        return -1;
+    if (memcmp(kept, from, sizeof(kept)) != 0)
+        return error_set(errp, E_CONFLICT, 0, "the kept template does not match its name");
+    _cleanup_close_ int mem = openat(kd, "mem", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (mem < 0)
-        return error_set(errp, E_UNAVAILABLE, errno, "open the template RAM of %s", s->name);
+        return error_set(errp, E_UNAVAILABLE, errno, "open the kept template's RAM");
     (void) unlinkat(dir_fd, tmp_name, 0); /* a crashed pause's */
     _cleanup_close_ int fd =
         openat(dir_fd, tmp_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return error_set(errp, E_IO, errno, "create %s", tmp_name);
     _cleanup_(pause_writer_freep) PauseWriter *w = NULL;
-    if (pause_writer_new(fd, id, DOMXML_MEMORY_BACKEND_ID, pause_stream_max_bytes(s), template_page,
-                         &mem, &w, errp) < 0 ||
+    if (pause_writer_new(fd, from, DOMXML_MEMORY_BACKEND_ID, pause_stream_max_bytes(s),
+                         template_page, &mem, &w, errp) < 0 ||
         virt_clone_pause(p->virt, domain, pause_sink, w, PAUSE_TIMEOUT_USEC, errp) < 0)
         return -1;
     return pause_writer_finish(w, ret_stats, errp);
 }
 
 int
-pool_pause_domain(Pool *p, const char *shape, const char *domain, int dir_fd,
-                  const char *state_name, PauseStats *ret_stats, Error **errp)
+pool_pause_domain(Pool *p, const char *shape, const char *domain, const uint8_t from_template[32],
+                  int dir_fd, const char *state_name, PauseStats *ret_stats, Error **errp)
 {
     Shape *s = pause_shape(p, shape, errp);
     char tmp[256];
@@ -131,7 +276,7 @@ pool_pause_domain(Pool *p, const char *shape, const char *domain, int dir_fd,
         return -1;
     if (snprintf(tmp, sizeof(tmp), "%s" PAUSE_TMP_SUFFIX, state_name) >= (int) sizeof(tmp))
         return error_set(errp, E_INVALID, 0, "paused state name too long");
-    int r = pause_write(p, s, domain, dir_fd, tmp, ret_stats, errp);
+    int r = pause_write(p, s, domain, from_template, dir_fd, tmp, ret_stats, errp);
     if (r == 0 && (renameat(dir_fd, tmp, dir_fd, state_name) < 0 || fsync(dir_fd) < 0))
         r = error_set(errp, E_IO, errno, "install %s", state_name);
     if (r < 0) {
@@ -175,26 +320,40 @@ resume_feed(int fd, void *userdata, Error **errp)
     return pausefile_inflate(f->body, resume_send, &fd, errp);
 }
 
+static int paused_xml(Pool *p, const Shape *s, const char *name, const char *dir,
+                      const char *mem_path, char **ret_xml, Error **errp);
+
 int
-pool_resume_domain(Pool *p, const char *shape, const char *xml, int dir_fd, const char *state_name,
-                   Error **errp)
+pool_resume_domain(Pool *p, const char *shape, const char *name, const char *dir, int dir_fd,
+                   const char *state_name, uint8_t ret_template[32], Error **errp)
 {
     Shape *s = pause_shape(p, shape, errp);
     if (!s)
-        return -1;
-    uint8_t id[PAUSEFILE_TEMPLATE_ID_BYTES];
-    if (template_identity(p, s, id, errp) < 0)
         return -1;
     _cleanup_close_ int fd = openat(dir_fd, state_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return error_set(errp, errno == ENOENT ? E_NOT_FOUND : E_IO, errno,
                          "paused state %s is missing", state_name);
+    /* The header names its template; the checksum and the kept copy's own identity decide. A
+     * template not kept is refused as another template's would be, after the file's checks. */
+    uint8_t named[PAUSEFILE_TEMPLATE_ID_BYTES] = {0}, want[PAUSEFILE_TEMPLATE_ID_BYTES];
+    (void) !pread(fd, named, sizeof(named), 32);
+    memset(want, 0xff, sizeof(want));
+    _cleanup_free_ char *mem_path = NULL;
+    _cleanup_close_ int kd = kept_open(p, named, &mem_path, NULL);
+    if (kd >= 0 && identity_at(kd, "key", "state", want, NULL) < 0)
+        memset(want, 0xff, sizeof(want));
     PauseBody body = {0};
-    if (pausefile_load(fd, id, pause_stream_max_bytes(s), &body, errp) < 0)
+    _cleanup_free_ char *xml = NULL;
+    if (pausefile_load(fd, want, pause_stream_max_bytes(s), &body, errp) < 0)
         return -1;
     ResumeFeed feed = {&body};
-    int r = virt_clone_resume(p->virt, xml, resume_feed, &feed, PAUSE_TIMEOUT_USEC, errp);
+    int r = paused_xml(p, s, name, dir, mem_path, &xml, errp);
+    if (r == 0)
+        r = virt_clone_resume(p->virt, xml, resume_feed, &feed, PAUSE_TIMEOUT_USEC, errp);
     pause_body_clear(&body);
+    if (r == 0)
+        memcpy(ret_template, want, PAUSEFILE_TEMPLATE_ID_BYTES);
     return r;
 }
 
@@ -211,13 +370,12 @@ random_uuid(char out[37])
              d[14], d[15]);
 }
 
-int
-pool_paused_xml(Pool *p, const char *shape, const char *name, const char *dir, char **ret_xml,
-                Error **errp)
+/* The clone XML of a guest `name` whose workspace disk, channel socket and console log are
+ * dir/workspace.raw, channel.sock, console.log, and whose RAM maps mem_path. */
+static int
+paused_xml(Pool *p, const Shape *s, const char *name, const char *dir, const char *mem_path,
+           char **ret_xml, Error **errp)
 {
-    Shape *s = pause_shape(p, shape, errp);
-    if (!s)
-        return -1;
     _cleanup_free_ char *disk = NULL, *sock = NULL, *console = NULL;
     if (asprintf(&disk, "%s/workspace.raw", dir) < 0 ||
         asprintf(&sock, "%s/channel.sock", dir) < 0 ||
@@ -244,7 +402,7 @@ pool_paused_xml(Pool *p, const char *shape, const char *name, const char *dir, c
         .disk_iops = p->cfg.disk_iops,
         .rng_bytes_per_sec = p->cfg.rng_bytes_per_sec,
         .memory = DOMXML_MEMORY_CLONE,
-        .memory_path = s->mem_path,
+        .memory_path = mem_path,
         .memory_readonly = p->qemu_version >= POOL_QEMU_READONLY_MEMORY_VERSION,
     };
     return domxml_build(&spec, ret_xml, errp);
