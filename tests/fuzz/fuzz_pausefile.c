@@ -125,6 +125,11 @@ fuzz_stream(const uint8_t *s, size_t n)
         whole_file[at] ^= 0x40;
         CHECK(!read_back(whole_file, whole_len, tmpl_id, &out, &err));
         error_free(err);
+        err = NULL;
+        whole_file[at] ^= 0x40; /* and the checksum's own bytes: only the checksum sees them */
+        whole_file[64 + (n ? s[0] % 32 : 0)] ^= 0x01;
+        CHECK(!read_back(whole_file, whole_len, tmpl_id, &out, &err));
+        error_free(err);
         free(out.buf);
     }
     free(split_file);
