@@ -52,6 +52,18 @@ pause_shape(Pool *p, const char *shape, Error **errp)
     return NULL;
 }
 
+/* A resume needs the shape (its image, size, limits) and the kept template, not the shape's
+ * present one: it works while the pool remakes that, or has fallen back to copy. */
+static Shape *
+resume_shape(Pool *p, const char *shape, Error **errp)
+{
+    for (size_t i = 0; i < p->n_shapes; i++)
+        if (strcmp(p->shapes[i].name, shape) == 0)
+            return &p->shapes[i];
+    error_set(errp, E_NOT_FOUND, 0, "no pool shape %s", shape);
+    return NULL;
+}
+
 /* What a stored stream may be at most: the guest's RAM twice over (ROMs, video RAM and a
  * record header per page come on top of the RAM) and some. */
 static uint64_t
@@ -327,7 +339,7 @@ int
 pool_resume_domain(Pool *p, const char *shape, const char *name, const char *dir, int dir_fd,
                    const char *state_name, uint8_t ret_template[32], Error **errp)
 {
-    Shape *s = pause_shape(p, shape, errp);
+    Shape *s = resume_shape(p, shape, errp);
     if (!s)
         return -1;
     _cleanup_close_ int fd = openat(dir_fd, state_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
