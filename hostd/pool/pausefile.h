@@ -46,6 +46,11 @@ typedef struct PauseStats {
     uint64_t body_bytes;    /* after zstd: what the file holds past its header */
     uint64_t pages_seen;    /* RAM page records of the template's block */
     uint64_t pages_dropped; /* equal to the template's */
+    /* where a pause's time went (pool_pause_domain; 0 from the writer alone) */
+    uint64_t keep_usec;    /* keeping the template (the first pause against it only) */
+    uint64_t stream_usec;  /* suspend, QEMU's stream through the filter */
+    uint64_t finish_usec;  /* the header, fsync, rename, the folder's fsync */
+    uint64_t destroy_usec; /* the domain's destroy */
 } PauseStats;
 
 /* Writes to out_fd (a new, empty file, positioned at 0). template_block is the RAM block

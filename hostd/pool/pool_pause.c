@@ -254,9 +254,11 @@ pause_write(Pool *p, const Shape *s, const char *domain, const uint8_t *from, in
             const char *tmp_name, PauseStats *ret_stats, Error **errp)
 {
     uint8_t now[PAUSEFILE_TEMPLATE_ID_BYTES], kept[PAUSEFILE_TEMPLATE_ID_BYTES];
+    uint64_t t0 = now_usec();
     if (template_identity(p, s, now, NULL) == 0 && memcmp(now, from, sizeof(now)) == 0 &&
         template_keep(p, s, now, errp) < 0)
         return -1;
+    uint64_t t_keep = now_usec();
     _cleanup_close_ int kd = kept_open(p, from, NULL, errp);
     if (kd < 0 || identity_at(kd, "key", "state", kept, errp) < 0)
         return -1;
@@ -275,7 +277,13 @@ pause_write(Pool *p, const Shape *s, const char *domain, const uint8_t *from, in
                          template_page, &mem, &w, errp) < 0 ||
         virt_clone_pause(p->virt, domain, pause_sink, w, PAUSE_TIMEOUT_USEC, errp) < 0)
         return -1;
-    return pause_writer_finish(w, ret_stats, errp);
+    uint64_t t_stream = now_usec();
+    if (pause_writer_finish(w, ret_stats, errp) < 0)
+        return -1;
+    ret_stats->keep_usec = t_keep - t0;
+    ret_stats->stream_usec = t_stream - t_keep;
+    ret_stats->finish_usec = now_usec() - t_stream; /* the rename's part is added after */
+    return 0;
 }
 
 int
@@ -288,9 +296,12 @@ pool_pause_domain(Pool *p, const char *shape, const char *domain, const uint8_t 
         return -1;
     if (snprintf(tmp, sizeof(tmp), "%s" PAUSE_TMP_SUFFIX, state_name) >= (int) sizeof(tmp))
         return error_set(errp, E_INVALID, 0, "paused state name too long");
-    int r = pause_write(p, s, domain, from_template, dir_fd, tmp, ret_stats, errp);
+    PauseStats st = {0};
+    int r = pause_write(p, s, domain, from_template, dir_fd, tmp, &st, errp);
+    uint64_t t_rename = now_usec();
     if (r == 0 && (renameat(dir_fd, tmp, dir_fd, state_name) < 0 || fsync(dir_fd) < 0))
         r = error_set(errp, E_IO, errno, "install %s", state_name);
+    st.finish_usec += now_usec() - t_rename;
     if (r < 0) {
         (void) unlinkat(dir_fd, tmp, 0);
         /* The guest goes on running; if it cannot (it died), the caller learns it from the
@@ -300,7 +311,11 @@ pool_pause_domain(Pool *p, const char *shape, const char *domain, const uint8_t 
     }
     /* Stored: the guest is now the file. A destroy that fails leaves a suspended domain the
      * pool's sweep removes; the state is safe either way. */
+    uint64_t t_destroy = now_usec();
     (void) virt_destroy(p->virt, domain, NULL);
+    st.destroy_usec = now_usec() - t_destroy;
+    if (ret_stats)
+        *ret_stats = st;
     return 0;
 }
 

@@ -146,10 +146,14 @@ pause_into(const char *domain, const char *state_name, PauseStats *st)
     double ms = (double) (now_usec() - t0) / 1000.0;
     TEST_CHECK(!virt_is_active(virt, domain), "%s still runs after its pause", domain);
     printf("pause %s: %.0f ms; stream %llu bytes, filtered %llu, stored %llu; template pages "
-           "%llu, dropped %llu\n",
+           "%llu, dropped %llu (keep %llu ms, stream %llu ms, header+fsync+rename %llu ms, "
+           "destroy %llu ms)\n",
            domain, ms, (unsigned long long) st->stream_bytes, (unsigned long long) st->raw_bytes,
            (unsigned long long) st->body_bytes, (unsigned long long) st->pages_seen,
-           (unsigned long long) st->pages_dropped);
+           (unsigned long long) st->pages_dropped, (unsigned long long) (st->keep_usec / 1000),
+           (unsigned long long) (st->stream_usec / 1000),
+           (unsigned long long) (st->finish_usec / 1000),
+           (unsigned long long) (st->destroy_usec / 1000));
     return ms;
 }
 
