@@ -111,3 +111,32 @@ void pool_unhold_disk(Pool *p, size_t disk_index);
 size_t pool_workspace_disks(Pool *p, const char *const **ret_paths);
 /* Index of g's disk in pool_workspace_disks(). */
 size_t guest_disk_index(const Guest *g);
+
+/* Pause and resume of a template clone (issue 27; pool_pause.c, pausefile.h). Blocking:
+ * call them from a worker (or a test's own thread), never from the loop. E_UNAVAILABLE when
+ * the shape runs no memory template. A template's identity: 32 bytes (pool_template_identity);
+ * the first pause against the shape's present template keeps a copy of it in the state
+ * directory (templates/kept/), which every resume of a state made against it maps, so a paused
+ * guest outlives its template and the daemon.
+ *
+ * Pauses the running clone `domain` of `shape`, cloned from the template from_template (the
+ * shape's present one for a guest the pool handed out; what the resume said for a resumed
+ * one), into state_name beneath dir_fd: QEMU's stream less the pages equal to the template's,
+ * zstd, a header with the template's identity and a checksum; written as state_name.tmp,
+ * fsync'd, renamed, the folder fsync'd; then the domain is destroyed. On failure nothing is
+ * left under state_name and the guest is resumed (it goes on running unless it died). The
+ * workspace disk is the caller's to keep. */
+struct PauseStats;
+int pool_pause_domain(Pool *p, const char *shape, const char *domain,
+                      const uint8_t from_template[32], int dir_fd, const char *state_name,
+                      struct PauseStats *ret_stats, Error **errp);
+/* Starts a clone `name` of shape whose workspace disk, channel socket and console log are
+ * dir/workspace.raw, channel.sock, console.log, mapping the kept template the state names, and
+ * loads state_name (beneath dir_fd) into it, then resumes it. The file is read whole and
+ * checked first (size, checksum, the kept template's identity): a missing one is E_NOT_FOUND,
+ * a truncated or altered one E_INVALID, one whose template is not kept E_CONFLICT, and QEMU
+ * never sees its bytes. ret_template: the template the guest now maps. */
+int pool_resume_domain(Pool *p, const char *shape, const char *name, const char *dir, int dir_fd,
+                       const char *state_name, uint8_t ret_template[32], Error **errp);
+/* The identity of the shape's present template (what a guest the pool hands out maps). */
+int pool_template_identity(Pool *p, const char *shape, uint8_t ret[32], Error **errp);

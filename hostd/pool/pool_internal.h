@@ -171,6 +171,8 @@ void pool_release_templates(Pool *p);
 /* Drops the pool to copy, loudly, with why (callers decide it is warranted). */
 void pool_template_failed(Pool *p, const char *why);
 /* Worker side: a fresh shared-memory file for the template guest, for QEMU's user only. */
+/* QEMU's user (libvirt-qemu), who must own any RAM file a <qemu:commandline> names. */
+int qemu_user(uid_t *ret_uid, gid_t *ret_gid, Error **errp);
 int template_create_memory_file(const Pool *p, const Shape *s, Error **errp);
 /* Worker side: save the template's device state and install its files. */
 int template_save(Pool *p, const Shape *s, const char *key, Error **errp);

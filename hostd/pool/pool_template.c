@@ -425,7 +425,7 @@ pool_template_failed(Pool *p, const char *why)
 
 /* ------------------------------------------------------------------ worker side */
 
-static int
+int
 qemu_user(uid_t *ret_uid, gid_t *ret_gid, Error **errp)
 {
     struct passwd pw, *found = NULL;

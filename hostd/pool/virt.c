@@ -8,10 +8,13 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "fdutil.h"
@@ -22,6 +25,11 @@
 #define VIRT_QMP_REPLY_MAX_BYTES (64 * 1024) /* QEMU's replies we ask for are < 2 KiB */
 #define VIRT_MIGRATE_POLL_USEC (2 * 1000)   /* the device state takes 6-10 ms here */
 #define VIRT_STATE_FD_NAME "stockade-state"
+/* Pause (issue 27): a look at query-migrate when the stream is quiet; read size; QEMU's
+ * max-bandwidth during a pause (64 GiB/s: no throttle; its 128 MiB/s default made it slow). */
+#define VIRT_PAUSE_POLL_MS 50
+#define VIRT_PAUSE_CHUNK_BYTES (256 * 1024)
+#define VIRT_PAUSE_BANDWIDTH_BYTES_PER_SEC "68719476736"
 
 struct Virt {
     pthread_mutex_t lock;
@@ -379,27 +387,36 @@ virt_migration_setup(virDomainPtr d, const char *name, int fd, Error **errp)
     return virt_qmp(d, name, getfd, fd, NULL, errp);
 }
 
+/* One look at query-migrate: 1 when completed, 0 while it runs, -1 when it failed. */
+static int
+virt_migration_status(virDomainPtr d, const char *name, char status[32], Error **errp)
+{
+    json_t *ret = NULL;
+    if (virt_qmp(d, name, "{\"execute\":\"query-migrate\"}", -1, &ret, errp) < 0)
+        return -1;
+    const char *st = json_string_value(json_object_get(ret, "status"));
+    snprintf(status, 32, "%s", st ? st : "none");
+    const char *why = json_string_value(json_object_get(ret, "error-desc"));
+    char reason[256];
+    snprintf(reason, sizeof(reason), "%s", why ? why : "no reason given");
+    json_decref(ret);
+    if (strcmp(status, "completed") == 0)
+        return 1;
+    if (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0)
+        return error_set(errp, E_INTERNAL, 0, "migration of %s %s: %s", name, status, reason);
+    return 0;
+}
+
 /* Polls query-migrate until "completed"; "failed" or "cancelled" or the deadline fail. */
 static int
 virt_migration_wait(virDomainPtr d, const char *name, uint64_t timeout_usec, Error **errp)
 {
     uint64_t deadline = now_usec() + timeout_usec;
     for (;;) {
-        json_t *ret = NULL;
-        if (virt_qmp(d, name, "{\"execute\":\"query-migrate\"}", -1, &ret, errp) < 0)
-            return -1;
-        const char *st = json_string_value(json_object_get(ret, "status"));
         char status[32];
-        snprintf(status, sizeof(status), "%s", st ? st : "none");
-        const char *why = json_string_value(json_object_get(ret, "error-desc"));
-        char reason[256];
-        snprintf(reason, sizeof(reason), "%s", why ? why : "no reason given");
-        json_decref(ret);
-        if (strcmp(status, "completed") == 0)
-            return 0;
-        if (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0)
-            return error_set(errp, E_INTERNAL, 0, "migration of %s %s: %s", name, status,
-                             reason);
+        int r = virt_migration_status(d, name, status, errp);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
         if (now_usec() >= deadline)
             return error_set(errp, E_TIMEOUT, 0, "migration of %s still %s after %llu ms", name,
                              status, (unsigned long long) (timeout_usec / USEC_PER_MSEC));
@@ -499,6 +516,172 @@ virt_clone_start(Virt *v, const char *xml, int dir_fd, const char *state_name,
 {
     TemplateArg a = {xml, dir_fd, state_name, timeout_usec};
     return virt_run(v, op_clone_start, &a, errp);
+}
+
+/* ------------------------------------------------------------------ pause and resume */
+
+typedef struct {
+    const char *name_or_xml;
+    VirtStreamSinkFn sink;
+    VirtStreamSourceFn source;
+    void *userdata;
+    uint64_t timeout_usec;
+} StreamArg;
+
+/* Reads what QEMU writes to fd into the sink until it closes its end, or (should anyone hold
+ * a copy of it) until query-migrate says completed and nothing more is there. */
+static int
+pause_pump(virDomainPtr d, const StreamArg *a, int fd, Error **errp)
+{
+    _cleanup_free_ uint8_t *buf = malloc(VIRT_PAUSE_CHUNK_BYTES);
+    if (!buf)
+        return error_set(errp, E_INTERNAL, ENOMEM, "pause");
+    uint64_t deadline = now_usec() + a->timeout_usec;
+    bool completed = false;
+    for (;;) {
+        ssize_t n = read(fd, buf, VIRT_PAUSE_CHUNK_BYTES);
+        if (n > 0) {
+            if (a->sink(buf, (size_t) n, a->userdata, errp) < 0)
+                return -1;
+            continue;
+        }
+        if (n == 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN)
+            return error_set(errp, E_IO, errno, "read %s's migration stream", a->name_or_xml);
+        if (completed)
+            break; /* completed, and drained */
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, VIRT_PAUSE_POLL_MS) > 0)
+            continue;
+        char status[32];
+        int st = virt_migration_status(d, a->name_or_xml, status, errp);
+        if (st < 0)
+            return -1;
+        completed = st == 1;
+        if (!completed && now_usec() >= deadline)
+            return error_set(errp, E_TIMEOUT, 0, "pause of %s still %s after %llu ms",
+                             a->name_or_xml, status,
+                             (unsigned long long) (a->timeout_usec / USEC_PER_MSEC));
+    }
+    return virt_migration_wait(d, a->name_or_xml, a->timeout_usec, errp);
+}
+
+static int
+pause_domain(virDomainPtr d, const StreamArg *a, Error **errp)
+{
+    static const char bandwidth[] = "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+                                    "{\"max-bandwidth\":" VIRT_PAUSE_BANDWIDTH_BYTES_PER_SEC "}}";
+    static const char migrate[] =
+        "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"fd:" VIRT_STATE_FD_NAME "\"}}";
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return error_set(errp, E_INTERNAL, errno, "socketpair");
+    _cleanup_close_ int ours = sv[0];
+    _cleanup_close_ int qemus = sv[1];
+    if (fd_set_nonblock(ours, true) < 0)
+        return error_set(errp, E_INTERNAL, errno, "socketpair");
+    if (virDomainSuspend(d) < 0)
+        return virt_fail(errp, E_INTERNAL, "suspend", a->name_or_xml);
+    if (virt_qmp(d, a->name_or_xml, bandwidth, -1, NULL, errp) < 0 ||
+        virt_migration_setup(d, a->name_or_xml, qemus, errp) < 0)
+        return -1;
+    close(TAKE_FD(qemus)); /* QEMU's copy is the one left: its close is our EOF */
+    if (virt_qmp(d, a->name_or_xml, migrate, -1, NULL, errp) < 0)
+        return -1;
+    return pause_pump(d, a, ours, errp);
+}
+
+static int
+op_clone_pause(virConnectPtr c, const void *arg, Error **errp)
+{
+    const StreamArg *a = arg;
+    virDomainPtr d = virDomainLookupByName(c, a->name_or_xml);
+    if (!d)
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name_or_xml);
+    int r = pause_domain(d, a, errp);
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_clone_pause(Virt *v, const char *name, VirtStreamSinkFn sink, void *userdata,
+                 uint64_t timeout_usec, Error **errp)
+{
+    StreamArg a = {
+        .name_or_xml = name, .sink = sink, .userdata = userdata, .timeout_usec = timeout_usec};
+    return virt_run(v, op_clone_pause, &a, errp);
+}
+
+static int
+op_resume(virConnectPtr c, const void *arg, Error **errp)
+{
+    virDomainPtr d = virDomainLookupByName(c, arg);
+    if (!d)
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", arg);
+    int r = virDomainResume(d) < 0 ? virt_fail(errp, E_INTERNAL, "resume", arg) : 0;
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_resume(Virt *v, const char *name, Error **errp)
+{
+    return virt_run(v, op_resume, name, errp);
+}
+
+static int
+resume_load(virDomainPtr d, const char *name, const StreamArg *a, Error **errp)
+{
+    static const char incoming[] = "{\"execute\":\"migrate-incoming\",\"arguments\":"
+                                   "{\"uri\":\"fd:" VIRT_STATE_FD_NAME "\"}}";
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return error_set(errp, E_INTERNAL, errno, "socketpair");
+    _cleanup_close_ int ours = sv[0];
+    _cleanup_close_ int qemus = sv[1];
+    struct timeval tv = {.tv_sec = (time_t) (a->timeout_usec / USEC_PER_SEC),
+                         .tv_usec = (suseconds_t) (a->timeout_usec % USEC_PER_SEC)};
+    if (setsockopt(ours, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+        return error_set(errp, E_INTERNAL, errno, "socket timeout");
+    if (virt_migration_setup(d, name, qemus, errp) < 0)
+        return -1;
+    close(TAKE_FD(qemus));
+    if (virt_qmp(d, name, incoming, -1, NULL, errp) < 0 || a->source(ours, a->userdata, errp) < 0)
+        return -1;
+    (void) shutdown(ours, SHUT_WR);
+    if (virt_migration_wait(d, name, a->timeout_usec, errp) < 0)
+        return -1;
+    if (virDomainResume(d) < 0)
+        return virt_fail(errp, E_INTERNAL, "resume", name);
+    return 0;
+}
+
+static int
+op_clone_resume(virConnectPtr c, const void *arg, Error **errp)
+{
+    const StreamArg *a = arg;
+    virDomainPtr d = virDomainCreateXML(c, a->name_or_xml, VIR_DOMAIN_START_PAUSED);
+    if (!d)
+        return virt_fail(errp, E_INTERNAL, "create domain to resume into", NULL);
+    char name[256];
+    snprintf(name, sizeof(name), "%s", virDomainGetName(d));
+    int r = resume_load(d, name, a, errp);
+    if (r < 0)
+        (void) virDomainDestroy(d); /* never leave a half-loaded guest behind */
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_clone_resume(Virt *v, const char *xml, VirtStreamSourceFn source, void *userdata,
+                  uint64_t timeout_usec, Error **errp)
+{
+    StreamArg a = {
+        .name_or_xml = xml, .source = source, .userdata = userdata, .timeout_usec = timeout_usec};
+    return virt_run(v, op_clone_resume, &a, errp);
 }
 
 static int

@@ -52,6 +52,27 @@ int virt_template_save(Virt *v, const char *name, int dir_fd, const char *state_
  * is destroyed. */
 int virt_clone_start(Virt *v, const char *xml, int dir_fd, const char *state_name,
                      uint64_t timeout_usec, Error **errp);
+/* Pause and resume of a clone (issue 27, notes/pause-2026-12.md). The stream is QEMU's
+ * migration stream; what to keep of it is the caller's (pausefile.h).
+ *
+ * Pauses the running clone `name`: suspend, x-ignore-shared on, max-bandwidth raised (QEMU's
+ * default 128 MiB/s made a save ten times slower), a socket handed to QEMU by getfd,
+ * `migrate fd:`; the stream is handed to sink as it comes until QEMU is done (query-migrate
+ * completed, at most timeout_usec). The domain is left suspended either way: the caller
+ * destroys it once what sink kept is safe, or resumes it (virt_resume) when the pause failed,
+ * so a failed pause leaves the guest running. */
+typedef int (*VirtStreamSinkFn)(const void *buf, size_t len, void *userdata, Error **errp);
+int virt_clone_pause(Virt *v, const char *name, VirtStreamSinkFn sink, void *userdata,
+                     uint64_t timeout_usec, Error **errp);
+/* Resumes a suspended domain (a pause that failed). */
+int virt_resume(Virt *v, const char *name, Error **errp);
+/* Starts a clone from xml (DOMXML_MEMORY_CLONE) paused and loads into it what source writes to
+ * fd (a blocking socket whose writes time out after timeout_usec; source returns after its
+ * last byte): x-ignore-shared on, getfd, `migrate-incoming fd:`, query-migrate until
+ * completed, resume. On failure the domain is destroyed. */
+typedef int (*VirtStreamSourceFn)(int fd, void *userdata, Error **errp);
+int virt_clone_resume(Virt *v, const char *xml, VirtStreamSourceFn source, void *userdata,
+                      uint64_t timeout_usec, Error **errp);
 /* The hypervisor's version as major * 1000000 + minor * 1000 + micro (QEMU's). */
 int virt_hypervisor_version(Virt *v, unsigned long *ret, Error **errp);
 

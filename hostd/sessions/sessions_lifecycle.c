@@ -1,6 +1,7 @@
 /* Start and stop of the sessions module. On start, sessions an earlier daemon left live end
  * with reason host_restart: their guests are gone (the pool destroys leftovers), but their
  * disks still hold the files, so the pool keeps those disks aside until they are salvaged.
+ * Paused ones stay paused (sessions_keep_paused).
  * On stop, every live session is cancelled (reason host_shutdown) and extracted, for at most
  * SESSIONS_STOP_GRACE_USEC; what is left then is reconciled by the next start. */
 #include <stdlib.h>
@@ -38,6 +39,30 @@ sessions_stop_free(Sessions *m)
     m->stop = NULL;
 }
 
+/* Paused sessions (issue 27) outlive the daemon: what they are is on the host's disk (their
+ * stored state, their workspace disk), and they hold no guest, slot or guest time. Their
+ * records stay as they are, paused: this moves them to the tail of v, out of the part the
+ * reconciliation ends, and returns the size of that part (v keeps all n records to free). A
+ * session caught pausing or resuming is not paused yet (or any more): it is reconciled as a
+ * live one. */
+static size_t
+sessions_keep_paused(SessionRecord *v, size_t n)
+{
+    size_t live = n;
+    for (size_t i = 0; i < live;) {
+        if (v[i].state != ST_PAUSED) {
+            i++;
+            continue;
+        }
+        SessionRecord t = v[i];
+        v[i] = v[--live];
+        v[live] = t;
+    }
+    if (live < n)
+        log_info("%zu paused session(s) stay paused", n - live);
+    return live;
+}
+
 void
 sessions_start(Sessions *m)
 {
@@ -47,10 +72,12 @@ sessions_start(Sessions *m)
 
     if (store_session_unfinished(m->store, &v, &n, &err) < 0)
         log_error("restart reconciliation: %s", err->message);
-    if (n)
+    size_t live = sessions_keep_paused(v, n);
+    if (live)
         log_info("%zu session(s) were live when the daemon last stopped: ending them "
-                 "(host_restart) and salvaging their files", n);
-    for (size_t i = 0; i < n; i++)
+                 "(host_restart) and salvaging their files",
+                 live);
+    for (size_t i = 0; i < live; i++)
         session_end_recorded(m, &v[i], session_adopt_reason(m, v[i].id)); /* or its salvage */
     session_records_free(v, n);
     sessions_admit_reconcile(m); /* after the adoption: only what no live session holds */

@@ -35,6 +35,9 @@ typedef enum {
     ST_PENDING,
     ST_STARTING,
     ST_RUNNING,
+    ST_PAUSING,  /* its guest is being stored (issue 27) */
+    ST_PAUSED,   /* stored on the host's disk: no guest, no slot, no guest time */
+    ST_RESUMING, /* its stored state is being loaded into a guest */
     ST_STOPPING,
     ST_EXTRACTING,
     ST_ENDED,
@@ -56,6 +59,7 @@ typedef enum {
     SESSION_END_HOST_RESTART, /* live when an earlier daemon stopped */
     SESSION_END_HOST_LOST,    /* cluster: another host took this one over */
     SESSION_END_TENANT_REMOVED, /* its tenant was removed with ?cancel=1 (API.md) */
+    SESSION_END_RESUME_FAILED,  /* its stored state was missing, damaged or of another template */
     SESSION_END_COUNT_,
 } SessionEndReason;
 

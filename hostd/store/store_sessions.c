@@ -8,8 +8,9 @@
 /* The one table of names (API.md "Sessions"): the database, the events and the faces say
  * these. ST_NEW is never recorded: its name is for the daemon's log. */
 static const char *const state_names[ST_COUNT_] = {
-    [ST_NEW] = "new",         [ST_PENDING] = "pending",   [ST_STARTING] = "starting",
-    [ST_RUNNING] = "running", [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting",
+    [ST_NEW] = "new",           [ST_PENDING] = "pending",   [ST_STARTING] = "starting",
+    [ST_RUNNING] = "running",   [ST_PAUSING] = "pausing",   [ST_PAUSED] = "paused",
+    [ST_RESUMING] = "resuming", [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting",
     [ST_ENDED] = "ended",
 };
 
@@ -28,6 +29,7 @@ static const char *const end_reason_names[SESSION_END_COUNT_] = {
     [SESSION_END_HOST_RESTART] = "host_restart",
     [SESSION_END_HOST_LOST] = "host_lost",
     [SESSION_END_TENANT_REMOVED] = "tenant_removed",
+    [SESSION_END_RESUME_FAILED] = "resume_failed",
 };
 
 /* The index of name in names[first..n), or -1. */
@@ -304,8 +306,8 @@ int
 store_count_by_state(Store *s, uint64_t counts[ST_COUNT_], Error **errp)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sessions WHERE state=?1", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sessions WHERE state=?1", -1, &st, NULL) !=
+        SQLITE_OK)
         return store_fail(s, errp, "count sessions");
     counts[ST_NEW] = 0;
     for (SessionState i = ST_PENDING; i < ST_COUNT_; i++) {
@@ -318,8 +320,7 @@ store_count_by_state(Store *s, uint64_t counts[ST_COUNT_], Error **errp)
 }
 
 int
-store_session_oldest_ended(Store *s, size_t limit, SessionRecord **ret, size_t *ret_n,
-                           Error **errp)
+store_session_oldest_ended(Store *s, size_t limit, SessionRecord **ret, size_t *ret_n, Error **errp)
 {
     sqlite3_stmt *st;
     const char *sql = "SELECT " SESSION_COLUMNS " FROM sessions WHERE state = 'ended'"
@@ -350,8 +351,10 @@ store_scalar(Store *s, const char *sql, const char *param, uint64_t *ret, Error 
 int
 store_artifact_bytes_total(Store *s, uint64_t *ret, Error **errp)
 {
-    return store_scalar(s, "SELECT coalesce(sum(artifact_bytes), 0) FROM sessions"
-                           " WHERE state = 'ended'", NULL, ret, errp);
+    return store_scalar(s,
+                        "SELECT coalesce(sum(artifact_bytes), 0) FROM sessions"
+                        " WHERE state = 'ended'",
+                        NULL, ret, errp);
 }
 
 int

@@ -21,3 +21,7 @@ stockade_fuzz_target(fuzz_image_manifest SOURCES fuzz_image_manifest.c fuzz_imag
 # JSON form one object that jansson parses. Seeds: corpus/fuzz_log_line/seed_*.
 pkg_check_modules(STOCKADE_FUZZ_JANSSON REQUIRED IMPORTED_TARGET jansson)
 stockade_fuzz_target(fuzz_log_line SOURCES fuzz_log_line.c LIBS PkgConfig::STOCKADE_FUZZ_JANSSON)
+# A paused clone's stored state (issue 27): the file read back (hostile: size, checksum,
+# template, inflation bounded) and the filter over QEMU's stream (the result does not depend
+# on how the stream is cut; what it writes reads back). Seeds: tests/fuzz/seeds_pausefile.py.
+stockade_fuzz_target(fuzz_pausefile SOURCES fuzz_pausefile.c LIBS stockade_pausefile)

@@ -51,3 +51,13 @@ add_test(NAME integration_pool_dirs_daemon
 set_tests_properties(integration_pool_dirs_daemon PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# issue 27: pause and resume of a template clone (the pool's primitive): a file and a running
+# process survive four pause/resume cycles; altered, truncated, missing state files and one
+# made against another template are refused before QEMU sees them.
+add_executable(test_pool_pause ${CMAKE_CURRENT_LIST_DIR}/test_pool_pause.c)
+target_link_libraries(test_pool_pause PRIVATE stockade_poolharness stockade_runner_client
+                      stockade_pausefile)
+add_test(NAME integration_pool_pause COMMAND test_pool_pause)
+set_tests_properties(integration_pool_pause PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)

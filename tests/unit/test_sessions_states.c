@@ -263,6 +263,36 @@ test_earlier_run_recorded(void **state)
     assert_int_equal(stored(w, held_id).end_reason, SESSION_END_HOST_RESTART);
 }
 
+/* Issue 27: a session recorded paused when the daemon stopped stays paused across the start:
+ * no move, no event, no disk held, not ended; the running one beside it ends as before. */
+static void
+test_earlier_run_paused(void **state)
+{
+    Fixture *fx = *state;
+    FakeWorld *w = &fx->w;
+    char paused_id[SESSION_ID_BYTES], live_id[SESSION_ID_BYTES];
+
+    Session *p = fake_running(w, NULL);
+    snprintf(paused_id, sizeof(paused_id), "%s", p->rec.id);
+    snprintf(live_id, sizeof(live_id), "%s", fake_running(w, NULL)->rec.id);
+    sessions_commit_now(w->m);
+    SessionRecord r = stored(w, paused_id);
+    r.state = ST_PAUSED; /* as a pause will record it */
+    assert_int_equal(store_session_update(w->store, &r, NULL), 0);
+    uint64_t seq = r.last_seq;
+
+    fake_world_restart(w, NULL);
+    sessions_start(w->m);
+    assert_int_equal(fake.holds, 1); /* the live one's disk only */
+    assert_null(sessions_find(w->m, NULL, paused_id));
+    SessionRecord got = stored(w, paused_id);
+    assert_int_equal(got.state, ST_PAUSED);
+    assert_int_equal(got.end_reason, SESSION_END_NONE);
+    assert_int_equal(moves_after(w, paused_id, seq).n, 0);
+    assert_int_equal(stored(w, live_id).state, ST_ENDED);
+    assert_int_equal(stored(w, live_id).end_reason, SESSION_END_HOST_RESTART);
+}
+
 /* running -> stopping (closed) -> extracting -> ended over the channel: the runner's manifest
  * (empty), the merge on a worker, no salvage and no disk read. */
 static void
@@ -330,6 +360,15 @@ expected(SessionState from, SessionState to)
         {ST_STARTING, ST_RUNNING, REASON(SESSION_END_NONE)},
         {ST_STARTING, ST_STOPPING, LIVE},
         {ST_RUNNING, ST_STOPPING, LIVE},
+        {ST_NEW, ST_PAUSED, REASON(SESSION_END_NONE)}, /* issue 27: pause and resume */
+        {ST_RUNNING, ST_PAUSING, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_PAUSED, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_RUNNING, REASON(SESSION_END_NONE)},
+        {ST_PAUSING, ST_STOPPING, LIVE},
+        {ST_PAUSED, ST_RESUMING, REASON(SESSION_END_NONE)},
+        {ST_PAUSED, ST_STOPPING, LIVE},
+        {ST_RESUMING, ST_RUNNING, REASON(SESSION_END_NONE)},
+        {ST_RESUMING, ST_STOPPING, LIVE},
         {ST_STOPPING, ST_EXTRACTING, REASON(SESSION_END_NONE)},
         {ST_STOPPING, ST_ENDED, REASON(SESSION_END_NONE)},
         {ST_EXTRACTING, ST_ENDED, REASON(SESSION_END_NONE)},
@@ -357,6 +396,8 @@ test_table(void **state)
                 session_state_is_ending(ST_ENDED));
     assert_false(session_state_is_ending(ST_NEW) || session_state_is_ending(ST_PENDING) ||
                  session_state_is_ending(ST_STARTING) || session_state_is_ending(ST_RUNNING));
+    assert_false(session_state_is_ending(ST_PAUSING) || session_state_is_ending(ST_PAUSED) ||
+                 session_state_is_ending(ST_RESUMING));
 }
 
 /* From s's state, every move and reason the table does not take is refused: an error that
@@ -568,6 +609,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_pending_ends_unbound, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_starting_guest_fails, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_earlier_run_recorded, setup, fake_teardown),
+        cmocka_unit_test_setup_teardown(test_earlier_run_paused, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_finalize_line, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_refused_moves, setup, fake_teardown),
         cmocka_unit_test_setup_teardown(test_watch, setup, fake_teardown),

@@ -106,6 +106,7 @@ test_state_and_reason_names(void **state)
     (void) state;
     static const char *const states[ST_COUNT_] = {
         [ST_PENDING] = "pending",   [ST_STARTING] = "starting",     [ST_RUNNING] = "running",
+        [ST_PAUSING] = "pausing",   [ST_PAUSED] = "paused",         [ST_RESUMING] = "resuming",
         [ST_STOPPING] = "stopping", [ST_EXTRACTING] = "extracting", [ST_ENDED] = "ended"};
     static const char *const reasons[SESSION_END_COUNT_] = {"",
                                                             "closed",
@@ -120,7 +121,8 @@ test_state_and_reason_names(void **state)
                                                             "host_shutdown",
                                                             "host_restart",
                                                             "host_lost",
-                                                            "tenant_removed"};
+                                                            "tenant_removed",
+                                                            "resume_failed"};
     Store *s;
     SessionRecord r = record("ses_n", "t1", 1), got, *v;
     SessionState st;
@@ -158,9 +160,9 @@ test_state_and_reason_names(void **state)
     store_close(s);
     sqlite3 *h;
     assert_int_equal(sqlite3_open(test_db, &h), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(h, "UPDATE sessions SET state = 'paused', end_reason = 'x'", NULL, NULL, NULL),
-        SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE sessions SET state = 'hibernating', end_reason = 'x'",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(h);
     assert_int_equal(store_open(test_db, &s, NULL), 0);
     assert_int_equal(store_session_get(s, "ses_n", &got, NULL), 0);
