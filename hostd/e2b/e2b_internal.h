@@ -182,8 +182,8 @@ void e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool
 void e2b_template_alias(E2b *e, HttpRequest *req, const char *alias);
 
 /* e2b_api.c: the API key's tenant (connection thread; by the HTTP layer's authenticator,
- * the native API's lookup): "X-API-KEY: stk_<64 hex>" (or e2b_<the same 64 hex>, the form
- * older Python SDKs insist on). E_UNAUTHORIZED otherwise. */
+ * the native API's lookup): "X-API-KEY: e2b_<64 hex>" (the form the SDKs check on the client; or
+ * stk_<the same 64 hex>, the spelling tokens were issued in before). E_UNAUTHORIZED otherwise. */
 int e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES], Error **errp);
 
 /* ------------------------------------------------------------------ the envd face */

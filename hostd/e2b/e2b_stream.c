@@ -212,8 +212,8 @@ on_code_event(Follower *f, const EventRecord *ev, json_t *attrs)
     if (strcmp(ev->type, "code.context") == 0 && state && strcmp(state, "deleted") == 0) {
         finish(f, false, CONNECT_UNKNOWN, "the code context was deleted");
     } else if (run == (json_int_t) f->run) {
-        json_t *msg =
-            e2b_code_event_message(ev->type, (const char *) ev->data, ev->data_len, attrs, &last);
+        json_t *msg = e2b_code_event_message(ev->type, (const char *) ev->data, ev->data_len, attrs,
+                                             ev->ts_usec, &last);
         if (msg)
             queue_line(f, msg);
         if (last)

@@ -62,7 +62,7 @@ check_code_parsers(json_t *msg)
     if (json_is_string(ctx) && e2b_code_context_parse(json_string_value(ctx), &id) == 0)
         CHECK(id > 0 && json_string_length(ctx) <= E2B_CODE_CONTEXT_ID_MAX_BYTES);
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        json_t *m = e2b_code_event_message(types[i], "t", 1, msg, &last);
+        json_t *m = e2b_code_event_message(types[i], "t", 1, msg, INT64_MAX - 1, &last);
         CHECK(json_is_string(json_object_get(m, "type")));
         CHECK(last == (i == 3));
         json_decref(m);

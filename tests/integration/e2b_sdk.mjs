@@ -15,6 +15,12 @@ async function waitUntil(cond, ms) {
   return false
 }
 
+// 0. the key as the daemon issued it, with the SDKs' client-side check on (issue 28): newer
+// SDKs refuse anything but /^e2b_[0-9a-f]+$/ (packages/js-sdk/src/api/index.ts,
+// validateApiKey(); the Python SDK the same) unless E2B_VALIDATE_API_KEY=false.
+report('apiKey', { validate: process.env.E2B_VALIDATE_API_KEY ?? null,
+  sdkShape: /^e2b_[0-9a-f]+$/.test(process.env.E2B_API_KEY) })
+
 // 1. create (v2), with metadata and envs
 let c0 = now()
 const sbx = await Sandbox.create({ metadata: { suite: 'e2b-it' }, envs: { GREETING: 'hej' } })

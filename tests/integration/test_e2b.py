@@ -69,7 +69,7 @@ def run_sdk(d, node, root):
         shutil.copy(os.path.join(HERE, name), os.path.join(root, name))
     env = dict(os.environ, E2B_API_URL=f"http://127.0.0.1:{api}",
                E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token,
-               E2B_QUOTA_KEY=no_quota_tenant(d))
+               E2B_QUOTA_KEY=no_quota_tenant(d), E2B_VALIDATE_API_KEY="true")
     env.pop("E2B_DOMAIN", None)
     env.pop("E2B_DEBUG", None)
     r = subprocess.run([node, "e2b_sdk.mjs"], cwd=root, env=env, capture_output=True, text=True,
@@ -82,6 +82,14 @@ def run_sdk(d, node, root):
             print(line)
     assert r.returncode == 0, f"the SDK script failed ({r.returncode}):\n{r.stderr[-4000:]}"
     return steps
+
+
+def check_api_key(s):
+    """Issue 28: a token as the daemon issues it passes the SDKs' own key check."""
+    k = s["apiKey"]
+    assert k == {"validate": "true", "sdkShape": True}, k
+    print("api key ok: the issued token has the shape the SDKs check (e2b_ + hex), "
+          "E2B_VALIDATE_API_KEY=true")
 
 
 def check_commands(s):
@@ -185,6 +193,7 @@ def main():
         missing = {"create", "run", "exit", "files", "fs", "timeout", "background", "control",
                    "wire", "kill", "expire", "killed", "quota"} - set(steps)
         assert not missing, f"steps missing: {missing}"
+        check_api_key(steps)
         check_commands(steps)
         check_files(steps)
         check_sandboxes(d, steps)
