@@ -197,6 +197,7 @@ typedef struct E2bEnvdAuth {
     char *sig_prefix, *sig_suffix; /* "<path>:<op>:<user>:" and "" or ":<expiration>" */
     bool sig_expired; /* the URL's signature_expiration has passed: refused even if it matches */
     bool code;        /* for the code interpreter (port 49999), not envd */
+    bool root;        /* the caller asks for root (e2b_user_is_root()), not the session user */
 } E2bEnvdAuth;
 
 void e2b_envd_auth_clear(E2bEnvdAuth *a);

@@ -489,7 +489,7 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     if (e2b_parse_start(msg, &st, errp) < 0 ||
         e2b_command_argv(st.cmd, st.args, &sc->spec.argv, &sc->spec.argc, errp) < 0)
         return -1;
-    if (e2b_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
+    if (e2b_process_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
         return error_set(errp, E_INVALID, 0, "process.cwd: %s", why);
     if ((cwd[0] && !(sc->spec.cwd = strdup(cwd))) || (st.tag && !(sc->tag = strdup(st.tag))) ||
         !(sc->spec.env = calloc(json_object_size(st.envs) + 1, sizeof(EnvPair))) ||
@@ -502,6 +502,7 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
             return error_set(errp, E_INTERNAL, ENOMEM, "start");
     }
     sc->spec.stdin_open = st.stdin_open;
+    sc->spec.as_root = sc->auth.root; /* Authorization: Basic root: (the SDK's user: 'root') */
     sc->spec.timeout_usec = exec_timeout_usec(e, req);
     return 0;
 }

@@ -77,6 +77,17 @@ const info = await sbx.files.getInfo('/home/user/made/moved.txt')
 await sbx.files.remove('/home/user/made')
 report('fs', { made, renamed: renamed.path, size: info.size, type: info.type, gone: !(await sbx.files.exists('/home/user/made')) })
 
+// 5b. users (issue 28): user 'root' on commands and files, else the session's user; pwd is
+// E2B's home, /home/user, as a real path (os.getcwd() too, not only the shell's $PWD)
+const asUser = await sbx.commands.run('id -u')
+const asRoot = await sbx.commands.run('id -u', { user: 'root' })
+await sbx.files.write('/home/user/by-root.txt', 'root was here\n', { user: 'root' })
+const owner = await sbx.commands.run('stat -c %u:%g by-root.txt')
+const rootRead = await sbx.files.read('/home/user/by-root.txt', { user: 'root' })
+const cwd = await sbx.commands.run('python3 -c "import os; print(os.getcwd())"')
+report('users', { user: asUser.stdout, root: asRoot.stdout, owner: owner.stdout, rootRead,
+  cwd: cwd.stdout })
+
 // 6. a command killed by its timeout
 c0 = now()
 const to = await expectThrow(() => sbx.commands.run('sleep 30; echo never', { timeoutMs: 3000 }))

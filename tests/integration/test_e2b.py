@@ -95,7 +95,7 @@ def check_api_key(s):
 def check_commands(s):
     run = s["run"]
     assert run["exitCode"] == 0, run
-    want = "hej from /workspace\n" + "".join(f"line {i}\n" for i in range(5))
+    want = "hej from /home/user\n" + "".join(f"line {i}\n" for i in range(5))
     assert run["stdout"] == want, run
     got = [(x["t"], x["d"]) for x in run["lines"] if x["d"].startswith("line")]
     # streamed as printed, by causality: the program printed each line only once onStdout had
@@ -113,6 +113,16 @@ def check_commands(s):
     print(f"commands ok: lines at {[round(t, 2) for t, _ in got]} s after the start, each "
           f"printed after the one before reached onStdout; timeout TimeoutError after "
           f"{to['seconds']:.1f} s")
+
+
+def check_users(s):
+    """Issue 28: root when asked, else the session's user; /home/user is the real cwd."""
+    u = s["users"]
+    assert u["root"] == "0\n" and u["user"].strip().isdigit() and u["user"] != "0\n", u
+    assert u["owner"] == "0:0\n" and u["rootRead"] == "root was here\n", u
+    assert u["cwd"] == "/home/user\n", u
+    print(f"users ok: id -u {u['user'].strip()} by default, 0 with user 'root'; a file written "
+          f"as root is root's; os.getcwd() = /home/user")
 
 
 def check_files(s):
@@ -190,12 +200,13 @@ def main():
         node, root = install_sdk(d.build)
         d.wait_ready()
         steps = run_sdk(d, node, root)
-        missing = {"create", "run", "exit", "files", "fs", "timeout", "background", "control",
+        missing = {"create", "run", "exit", "files", "fs", "users", "timeout", "background", "control",
                    "wire", "kill", "expire", "killed", "quota"} - set(steps)
         assert not missing, f"steps missing: {missing}"
         check_api_key(steps)
         check_commands(steps)
         check_files(steps)
+        check_users(steps)
         check_sandboxes(d, steps)
         check_wire(steps)
     print("e2b ok")
