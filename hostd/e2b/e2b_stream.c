@@ -492,13 +492,20 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     if (e2b_process_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
         return error_set(errp, E_INVALID, 0, "process.cwd: %s", why);
     if ((cwd[0] && !(sc->spec.cwd = strdup(cwd))) || (st.tag && !(sc->tag = strdup(st.tag))) ||
-        !(sc->spec.env = calloc(json_object_size(st.envs) + 1, sizeof(EnvPair))) ||
+        !(sc->spec.env = calloc(json_object_size(st.envs) + 2, sizeof(EnvPair))) ||
         !(sc->config = e2b_start_config(&st)))
         return error_set(errp, E_INTERNAL, ENOMEM, "start");
     json_object_foreach(st.envs, k, v)
     {
         EnvPair *p = &sc->spec.env[sc->spec.n_env++];
         if (!(p->name = strdup(k)) || !(p->value = strdup(json_string_value(v))))
+            return error_set(errp, E_INTERNAL, ENOMEM, "start");
+    }
+    /* E2B's HOME, where the workspace is mounted too (a caller's own wins; none is added to a
+     * full set, which then keeps the session's) */
+    if (!json_object_get(st.envs, "HOME") && sc->spec.n_env < E2B_ENV_MAX) {
+        EnvPair *p = &sc->spec.env[sc->spec.n_env++];
+        if (!(p->name = strdup("HOME")) || !(p->value = strdup(E2B_HOME_ALIAS)))
             return error_set(errp, E_INTERNAL, ENOMEM, "start");
     }
     sc->spec.stdin_open = st.stdin_open;

@@ -84,7 +84,7 @@ const asRoot = await sbx.commands.run('id -u', { user: 'root' })
 await sbx.files.write('/home/user/by-root.txt', 'root was here\n', { user: 'root' })
 const owner = await sbx.commands.run('stat -c %u:%g by-root.txt')
 const rootRead = await sbx.files.read('/home/user/by-root.txt', { user: 'root' })
-const cwd = await sbx.commands.run('python3 -c "import os; print(os.getcwd())"')
+const cwd = await sbx.commands.run('python3 -c "import os; print(os.getcwd())"; cd ~ && pwd')
 report('users', { user: asUser.stdout, root: asRoot.stdout, owner: owner.stdout, rootRead,
   cwd: cwd.stdout })
 
