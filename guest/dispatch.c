@@ -120,16 +120,37 @@ dispatch_tunnel(Server *s, const HostMsg *m)
     dispatch_reply_error(s, 0, err);
 }
 
+/* True if the request asks to run as root rather than as the session's user (issue 28: the
+ * VM is the isolation boundary, and inside it root is the caller's to use when asked). */
+static bool
+dispatch_as_root(const HostMsg *m)
+{
+    switch (m->body_case) {
+    case HBODY(EXEC):
+        return m->exec->as_root;
+    case HBODY(FILE_PUT):
+        return m->file_put->as_root;
+    case HBODY(FILE_GET):
+        return m->file_get->as_root;
+    case HBODY(FS_OP):
+        return m->fs_op->as_root;
+    default:
+        return false;
+    }
+}
+
 static void
 dispatch_ready(Server *s, const HostMsg *m)
 {
     Session *ss = &s->session;
-    WsCtx ws = {.ws_fd = ss->ws_fd, .uid = ss->uid, .gid = ss->gid};
+    bool root = dispatch_as_root(m);
+    WsCtx ws = {.ws_fd = ss->ws_fd, .uid = root ? 0 : ss->uid, .gid = root ? 0 : ss->gid};
     ExecContext ctx = {.ws_fd = ss->ws_fd,
                        .home = s->cfg->workspace, /* /workspace in a guest */
-                       .uid = ss->uid,
-                       .gid = ss->gid,
+                       .uid = ws.uid,
+                       .gid = ws.gid,
                        .session_env = &ss->env,
+                       .home_mounted = ss->home_mounted,
                        .default_cwd = s->cfg->image && s->cfg->image->cwd[0]
                                           ? s->cfg->image->cwd
                                           : NULL};

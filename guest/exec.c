@@ -142,6 +142,21 @@ exec_launch(Exec *e, const SpawnSpec *spec, ExecPipes *p)
     return 0;
 }
 
+/* Where the child changes directory by path instead of through the workspace fd: the
+ * image's WorkingDir for an empty cwd, and a cwd under WS_HOME_PATH while the workspace is
+ * mounted there (so getcwd() says /home/user/..., as E2B programs expect; the path was
+ * checked by wspath_cwd_relative(), and the chdir is the user's own, after the id change). */
+static const char *
+exec_cwd_by_path(const ExecContext *ctx, const char *cwd)
+{
+    size_t n = strlen(WS_HOME_PATH);
+    if (!cwd[0])
+        return ctx->default_cwd;
+    if (ctx->home_mounted && strncmp(cwd, WS_HOME_PATH, n) == 0 && (!cwd[n] || cwd[n] == '/'))
+        return cwd;
+    return NULL;
+}
+
 static int
 exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, const char *cwd_rel,
            Error **errp)
@@ -162,7 +177,7 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
             .path_var = env_list_get(&env, "PATH"),
             .ws_fd = ctx->ws_fd,
             .cwd_rel = cwd_rel,
-            .cwd_abs = x->cwd[0] ? NULL : ctx->default_cwd,
+            .cwd_abs = exec_cwd_by_path(ctx, x->cwd),
             .uid = ctx->uid,
             .gid = ctx->gid,
             .stdin_fd = p.in[0],

@@ -47,6 +47,7 @@ typedef struct ExecContext {
     /* An exec whose cwd is empty starts here (an image's WorkingDir, imagecfg.h; absolute,
      * not confined to the workspace: the root filesystem is read-only); NULL = the workspace. */
     const char *default_cwd;
+    bool home_mounted; /* the workspace is bind-mounted on WS_HOME_PATH too (session.c) */
 } ExecContext;
 
 /* The table writes its messages to q (borrowed). cgroup_root NULL = pgroup fallback. */

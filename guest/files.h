@@ -1,6 +1,10 @@
 /* FilePut, FileGet and FsOp below the workspace (confined through wspath.h).
  *
- * Files and directories the runner creates belong to the session's uid:gid. Only regular
+ * Files and directories the runner creates belong to WsCtx's uid:gid: the session's, or
+ * root's when the host asks for root (as_root in runner.proto; dispatch.c picks). The runner
+ * itself reads and writes as root either way: the workspace and everything in it is the
+ * tenant's, returned whole at the end whatever its modes, so a mode bit inside it hides
+ * nothing from the host's caller. Only regular
  * files are read or written: a FIFO, socket or device planted by the program is refused
  * (opened O_NONBLOCK first, so a FIFO cannot block the runner). Errors carry categories that
  * reply.c maps to Error codes: NOT_FOUND, EXISTS, INVALID_PATH (symlink, wrong type,
@@ -16,7 +20,7 @@
 
 typedef struct WsCtx {
     int ws_fd; /* O_PATH directory fd of the workspace root */
-    uid_t uid; /* owner of what the runner creates */
+    uid_t uid; /* owner of what the runner creates; whose identity resolves a STAT's link */
     gid_t gid;
 } WsCtx;
 

@@ -16,6 +16,7 @@
 typedef struct Session {
     bool ready;    /* Hello succeeded */
     bool mounted;  /* PID 1: the workspace device is mounted */
+    bool home_mounted; /* PID 1: and bind-mounted on WS_HOME_PATH too (session.c) */
     bool prepared; /* Prepare was received (it is allowed once, before Hello) */
     bool prestarted; /* Prestart was received (once, before Prepare and Hello) */
     uid_t uid;

@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "guest_limits.h"
 #include "serve_internal.h"
 #include "timeutil.h"
+#include "wspath.h"
 
 /* struct rand_pool_info with its flexible array sized for the Hello entropy. */
 typedef struct EntropyPool {
@@ -79,6 +81,27 @@ session_warm_hello_paths(int ws)
     }
 }
 
+/* E2B's home (issue 28): the workspace bind-mounted on WS_HOME_PATH, so that getcwd() of a
+ * program started there, and every path it computes, says /home/user as in an E2B sandbox
+ * (a symlink would resolve to /workspace). nosuid and nodev like the workspace's own mount.
+ * Only where the image has that directory (the project's images do; an imported one may
+ * not): else execs whose cwd names it run in the workspace under its own name. */
+static void
+session_mount_home(Server *s)
+{
+    struct stat st;
+
+    if (lstat(WS_HOME_PATH, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    if (mount(s->cfg->workspace, WS_HOME_PATH, NULL, MS_BIND, NULL) < 0)
+        return;
+    if (mount(NULL, WS_HOME_PATH, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
+        (void) umount2(WS_HOME_PATH, MNT_DETACH);
+        return;
+    }
+    s->session.home_mounted = true;
+}
+
 static int
 session_mount_workspace(Server *s, const char *device, Error **errp)
 {
@@ -87,6 +110,7 @@ session_mount_workspace(Server *s, const char *device, Error **errp)
     if (mount(device, s->cfg->workspace, "ext4", MS_NOSUID | MS_NODEV, "commit=1") < 0)
         return error_set(errp, E_IO, errno, "mount %s on %s", device, s->cfg->workspace);
     s->session.mounted = true;
+    session_mount_home(s);
     return 0;
 }
 
@@ -305,6 +329,9 @@ session_shutdown(Server *s, Error **errp)
     if (!s->session.mounted)
         return 0;
     s->session.mounted = false;
+    if (s->session.home_mounted) /* first: the workspace's superblock outlives every mount */
+        (void) umount2(WS_HOME_PATH, MNT_DETACH);
+    s->session.home_mounted = false;
     if (umount2(s->cfg->workspace, 0) < 0) {
         int e = errno;
         (void) umount2(s->cfg->workspace, MNT_DETACH);

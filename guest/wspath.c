@@ -24,7 +24,11 @@ wspath_cwd_relative(const char *cwd, const char **ret_rel)
         *ret_rel = "";
         return true;
     }
-    if (strncmp(cwd, WS_LOGICAL_PATH, n) != 0 || (cwd[n] != '\0' && cwd[n] != '/'))
+    if (strncmp(cwd, WS_HOME_PATH, strlen(WS_HOME_PATH)) == 0)
+        n = strlen(WS_HOME_PATH);
+    else if (strncmp(cwd, WS_LOGICAL_PATH, n) != 0)
+        return false;
+    if (cwd[n] != '\0' && cwd[n] != '/')
         return false;
     const char *rel = cwd + n + (cwd[n] == '/');
     if (!msg_path_is_valid(rel, true))

@@ -16,9 +16,13 @@
 
 /* The logical workspace path as the host and the execs name it. */
 #define WS_LOGICAL_PATH "/workspace"
+/* E2B's home (issue 28): the workspace bind-mounted (session.c), so a program whose cwd is
+ * there sees /home/user as its path, as in an E2B sandbox. An Exec.cwd may name either. */
+#define WS_HOME_PATH "/home/user"
 
-/* Maps an Exec.cwd ("" or an absolute path inside WS_LOGICAL_PATH) to a workspace-relative
- * path ("" for the workspace itself). false if it is outside or not a valid path. */
+/* Maps an Exec.cwd ("" or an absolute path inside WS_LOGICAL_PATH or WS_HOME_PATH) to a
+ * workspace-relative path ("" for the workspace itself). false if it is outside or not a
+ * valid path. */
 bool wspath_cwd_relative(const char *cwd, const char **ret_rel);
 /* Splits rel into its parent ("" for the top) and last component. parent must hold
  * strlen(rel) + 1 bytes. rel must be non-empty. */

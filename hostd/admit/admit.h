@@ -7,8 +7,12 @@
  * by ADMIT_QUOTA_VALUE_MAX (and the rate by ADMIT_RATE_MAX_PER_MINUTE), so none of the
  * arithmetic below can overflow a uint64_t.
  *
- * Tokens (token.c): "stk_" + 64 lower-case hex digits = 256 random bits. Only their SHA-256
- * is stored; the hash of a presented token is compared with memcmp_constant_time(). */
+ * Tokens (token.c): "e2b_" + 64 lower-case hex digits = 256 random bits, the shape the E2B
+ * SDKs check on the client ("e2b_" then hex) so they take a Stockade token unchanged. Tokens
+ * issued before were "stk_" + the same digits; either spelling of the digits is the same
+ * token (one hash: that of the "stk_" spelling), so old tokens and their stored hashes keep
+ * working. Only the SHA-256 is stored; the hash of a presented token is compared with
+ * memcmp_constant_time(). */
 #pragma once
 
 #include <stdbool.h>
@@ -114,8 +118,9 @@ uint64_t admit_wallet_used(const AdmitUsage *u);
 
 /* ------------------------------------------------------------------ tokens (token.c) */
 
-#define ADMIT_TOKEN_PREFIX "stk_"
-#define ADMIT_TOKEN_RANDOM_BYTES 32 /* 256 bits */
+#define ADMIT_TOKEN_PREFIX "e2b_"        /* what admit_token_format() issues */
+#define ADMIT_TOKEN_LEGACY_PREFIX "stk_" /* the earlier spelling, accepted; the hashed form */
+#define ADMIT_TOKEN_RANDOM_BYTES 32      /* 256 bits */
 #define ADMIT_TOKEN_TEXT_LEN (4 + 2 * ADMIT_TOKEN_RANDOM_BYTES)
 #define ADMIT_TOKEN_TEXT_BYTES (ADMIT_TOKEN_TEXT_LEN + 1)
 #define ADMIT_ID_RANDOM_CHARS 26 /* ids: prefix + 26 base32 characters (130 bits) */
@@ -129,9 +134,10 @@ uint64_t admit_wallet_used(const AdmitUsage *u);
 /* The text form of 32 random bytes. */
 void admit_token_format(const uint8_t random[ADMIT_TOKEN_RANDOM_BYTES],
                         char out[ADMIT_TOKEN_TEXT_BYTES]);
-/* True if text[0..len) has the token's exact shape (prefix, 64 lower-case hex digits). */
+/* True if text[0..len) has the token's exact shape (either prefix, 64 lower-case hex digits). */
 bool admit_token_is_valid(const char *text, size_t len);
-/* The stored form: SHA-256 of the token's text. */
+/* The stored form: SHA-256 of the token's text, spelt with ADMIT_TOKEN_LEGACY_PREFIX (an
+ * "e2b_" token hashes as its "stk_" spelling, so both name one stored token). */
 void admit_token_hash(const char *token, uint8_t out[SHA256_BYTES]);
 /* Constant-time equality of two token hashes. */
 bool admit_token_hash_equal(const uint8_t a[SHA256_BYTES], const uint8_t b[SHA256_BYTES]);

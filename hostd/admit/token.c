@@ -19,7 +19,8 @@ bool
 admit_token_is_valid(const char *text, size_t len)
 {
     size_t p = strlen(ADMIT_TOKEN_PREFIX);
-    if (len != ADMIT_TOKEN_TEXT_LEN || memcmp(text, ADMIT_TOKEN_PREFIX, p) != 0)
+    if (len != ADMIT_TOKEN_TEXT_LEN || (memcmp(text, ADMIT_TOKEN_PREFIX, p) != 0 &&
+                                        memcmp(text, ADMIT_TOKEN_LEGACY_PREFIX, p) != 0))
         return false;
     for (size_t i = p; i < len; i++)
         if (!((text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f')))
@@ -30,7 +31,16 @@ admit_token_is_valid(const char *text, size_t len)
 void
 admit_token_hash(const char *token, uint8_t out[SHA256_BYTES])
 {
-    sha256(token, strlen(token), out);
+    size_t p = strlen(ADMIT_TOKEN_PREFIX), len = strlen(token);
+    if (len != ADMIT_TOKEN_TEXT_LEN || strncmp(token, ADMIT_TOKEN_PREFIX, p) != 0) {
+        sha256(token, len, out);
+        return;
+    }
+    char legacy[ADMIT_TOKEN_TEXT_BYTES]; /* one stored form for both spellings */
+    memcpy(legacy, ADMIT_TOKEN_LEGACY_PREFIX, p);
+    memcpy(legacy + p, token + p, len - p + 1);
+    sha256(legacy, len, out);
+    explicit_bzero(legacy, sizeof(legacy));
 }
 
 bool

@@ -2,10 +2,10 @@
  * tenant, and the issue of new tokens (loop thread).
  *
  * A presented token goes to the HTTP layer's authenticator (http_authenticate(): the one
- * lookup both faces use, store_readers_credential(): the exact shape "stk_" + 64 hex digits
- * before anything else happens to it, then its SHA-256, compared again in constant time).
- * The token itself is never stored, logged or echoed. Every failure answers the same 401
- * text, so a caller cannot tell a revoked token from an unknown one. */
+ * lookup both faces use, store_readers_credential(): the exact shape "e2b_" (or the earlier
+ * "stk_") + 64 hex digits before anything else happens to it, then its SHA-256, compared again in
+ * constant time). The token itself is never stored, logged or echoed. Every failure answers the
+ * same 401 text, so a caller cannot tell a revoked token from an unknown one. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -15,7 +15,7 @@
 
 #define AUTH_FAILED_MESSAGE                                                                        \
     "missing, malformed, unknown or revoked API token "                                            \
-    "(Authorization: Bearer stk_...)"
+    "(Authorization: Bearer e2b_...)"
 
 static int
 auth_token(ApiCtx *c, Error **errp)

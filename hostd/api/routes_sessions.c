@@ -271,6 +271,21 @@ exec_on_loop(ApiCtx *c)
         api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
 }
 
+/* "user": absent or "" is the session's user; "root" is root in the guest (issue 28: the VM
+ * is the isolation boundary); any other name is refused, since the guest has no user
+ * database to look one up in. */
+static int
+exec_user_is_root(json_t *user, bool *ret_root, Error **errp)
+{
+    const char *u = json_string_value(user);
+    if (user && !json_is_string(user))
+        return error_set(errp, E_INVALID, 0, "user must be a string");
+    if (u && u[0] && strcmp(u, "root") != 0)
+        return error_set(errp, E_INVALID, 0, "user: only \"root\" (or none: the session's user)");
+    *ret_root = u && strcmp(u, "root") == 0;
+    return 0;
+}
+
 void
 route_exec(ApiCtx *c)
 {
@@ -285,7 +300,8 @@ route_exec(ApiCtx *c)
     if (!sp || api_parse_body(c, &err) < 0 ||
         api_json_argv(json_object_get(c->body, "argv"), &sp->argv, &sp->argc, &err) < 0 ||
         api_json_env(json_object_get(c->body, "env"), &sp->env, &sp->n_env, &err) < 0 ||
-        api_json_timeout(c->body, "timeout_s", &sp->timeout_usec, &err) < 0)
+        api_json_timeout(c->body, "timeout_s", &sp->timeout_usec, &err) < 0 ||
+        exec_user_is_root(json_object_get(c->body, "user"), &sp->as_root, &err) < 0)
         goto fail_free;
     cwd = json_object_get(c->body, "cwd");
     in = json_object_get(c->body, "stdin");

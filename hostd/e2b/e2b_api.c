@@ -43,10 +43,11 @@ reply_error(HttpRequest *req, const Error *err)
 /* ------------------------------------------------------------------ API keys */
 
 #define API_KEY_FAILED                                                                             \
-    "missing, malformed, unknown or revoked API key (X-API-KEY: a Stockade token, stk_...)"
+    "missing, malformed, unknown or revoked API key (X-API-KEY: a Stockade token, e2b_...)"
 
-/* The token an X-API-KEY names: stk_<hex> as is, e2b_<hex> as stk_<hex>; the lookup checks
- * its shape. -1 if it cannot be either (the wrong length). */
+/* The token an X-API-KEY names: stk_<hex> as is, e2b_<hex> as stk_<hex> (one token, one
+ * hash: admit_token_hash()); the lookup checks its shape. -1 if it cannot be either (the wrong
+ * length). */
 static int
 api_key_token(const char *key, char token[ADMIT_TOKEN_TEXT_BYTES])
 {

@@ -378,8 +378,11 @@ envd_credentials(HttpRequest *req, E2bEnvdAuth *auth)
 
     if (token && strlen(token) < sizeof(auth->token))
         snprintf(auth->token, sizeof(auth->token), "%s", token);
-    if (strcmp(http_path(req), "/files") == 0 && !auth->code)
+    bool files = strcmp(http_path(req), "/files") == 0;
+    if (files && !auth->code)
         envd_signature(req, auth);
+    auth->root = e2b_user_is_root(http_header(req, "Authorization"),
+                                  files ? http_query(req, "username") : NULL);
 }
 
 /* An /execute body over its bound is refused from its Content-Length, before it is read. */

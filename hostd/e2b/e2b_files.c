@@ -186,7 +186,8 @@ static int
 job_fs(FilesJob *j, SessionsFsKind kind, const char *path, const char *path2, Error **errp)
 {
     const char *id = job_session(j, errp);
-    return id ? sessions_fs_op(j->c.e->d.sessions, NULL, id, kind, path, path2, fs_done, j, errp)
+    return id ? sessions_fs_op_as(j->c.e->d.sessions, NULL, id, kind, path, path2, j->auth.root,
+                                  fs_done, j, errp)
               : -1;
 }
 
@@ -194,8 +195,8 @@ static int
 job_put(FilesJob *j, const PutStep *ps, Error **errp)
 {
     const char *id = job_session(j, errp);
-    return id ? sessions_file_put(j->c.e->d.sessions, NULL, id, ps->rel, ps->data, ps->len, 0644,
-                                  put_done, j, errp)
+    return id ? sessions_file_put_as(j->c.e->d.sessions, NULL, id, ps->rel, ps->data, ps->len, 0644,
+                                     j->auth.root, put_done, j, errp)
               : -1;
 }
 
@@ -203,8 +204,8 @@ static int
 job_get(FilesJob *j, Error **errp)
 {
     const char *id = job_session(j, errp);
-    return id ? sessions_file_get(j->c.e->d.sessions, NULL, id, j->p.rel, E2B_FILE_GET_MAX_BYTES,
-                                  get_done, j, errp)
+    return id ? sessions_file_get_as(j->c.e->d.sessions, NULL, id, j->p.rel, E2B_FILE_GET_MAX_BYTES,
+                                     j->auth.root, get_done, j, errp)
               : -1;
 }
 

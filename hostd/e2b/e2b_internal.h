@@ -182,8 +182,8 @@ void e2b_create(E2b *e, HttpRequest *req, const char *tenant, json_t *body, bool
 void e2b_template_alias(E2b *e, HttpRequest *req, const char *alias);
 
 /* e2b_api.c: the API key's tenant (connection thread; by the HTTP layer's authenticator,
- * the native API's lookup): "X-API-KEY: stk_<64 hex>" (or e2b_<the same 64 hex>, the form
- * older Python SDKs insist on). E_UNAUTHORIZED otherwise. */
+ * the native API's lookup): "X-API-KEY: e2b_<64 hex>" (the form the SDKs check on the client; or
+ * stk_<the same 64 hex>, the spelling tokens were issued in before). E_UNAUTHORIZED otherwise. */
 int e2b_api_key_tenant(E2b *e, HttpRequest *req, char ret_tenant[STORE_ID_MAX_BYTES], Error **errp);
 
 /* ------------------------------------------------------------------ the envd face */
@@ -197,6 +197,7 @@ typedef struct E2bEnvdAuth {
     char *sig_prefix, *sig_suffix; /* "<path>:<op>:<user>:" and "" or ":<expiration>" */
     bool sig_expired; /* the URL's signature_expiration has passed: refused even if it matches */
     bool code;        /* for the code interpreter (port 49999), not envd */
+    bool root;        /* the caller asks for root (e2b_user_is_root()), not the session user */
 } E2bEnvdAuth;
 
 void e2b_envd_auth_clear(E2bEnvdAuth *a);

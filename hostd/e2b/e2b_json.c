@@ -586,14 +586,24 @@ code_result(json_t *attrs)
     return o;
 }
 
+/* ts_usec in nanoseconds, within what an int64 holds (a stored time is never negative). */
+static json_int_t
+code_timestamp_nsec(int64_t ts_usec)
+{
+    if (ts_usec < 0)
+        return 0;
+    return ts_usec > INT64_MAX / 1000 ? INT64_MAX / 1000 * 1000 : (json_int_t) ts_usec * 1000;
+}
+
 json_t *
 e2b_code_event_message(const char *type, const char *data, size_t len, json_t *attrs,
-                       bool *ret_last)
+                       int64_t ts_usec, bool *ret_last)
 {
     *ret_last = false;
     if (strcmp(type, "code.stdout") == 0 || strcmp(type, "code.stderr") == 0)
-        return json_pack("{s:s,s:o}", "type", type + 5, "text",
-                         e2b_json_string_lossy(data ? data : "", data ? len : 0));
+        return json_pack("{s:s,s:o,s:I}", "type", type + 5, "text",
+                         e2b_json_string_lossy(data ? data : "", data ? len : 0), "timestamp",
+                         code_timestamp_nsec(ts_usec));
     if (strcmp(type, "code.result") == 0)
         return code_result(attrs);
     if (strcmp(type, "code.error") == 0) {

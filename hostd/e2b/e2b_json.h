@@ -144,10 +144,13 @@ int e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error
 int e2b_code_parse_context_new(json_t *body, const char **ret_cwd, Error **errp);
 /* Context {id, language: "python", cwd} (cwd NULL: /home/user). */
 json_t *e2b_code_render_context(uint32_t id, const char *cwd);
-/* One NDJSON message of /execute for a code.* event of the run (attrs: the event's), or NULL
- * for events that have none. stdout/stderr {type, text}; result {type, is_main_result, text,
+/* One NDJSON message of /execute for a code.* event of the run (attrs: the event's; ts_usec:
+ * when it was recorded, Unix epoch), or NULL for events that have none. stdout/stderr {type,
+ * text, timestamp}: timestamp an integer, Unix epoch in nanoseconds (OutputMessage.timestamp
+ * in both code-interpreter SDKs; the Python one reads it from every line and raises KeyError
+ * without it); result {type, is_main_result, text,
  * html, png, ...} with every format passed through untouched; error {type, name, value,
  * traceback}; code.done {type: number_of_executions, execution_count}, which is the run's
  * last (*ret_last). */
 json_t *e2b_code_event_message(const char *type, const char *data, size_t len, json_t *attrs,
-                               bool *ret_last);
+                               int64_t ts_usec, bool *ret_last);

@@ -212,8 +212,8 @@ on_code_event(Follower *f, const EventRecord *ev, json_t *attrs)
     if (strcmp(ev->type, "code.context") == 0 && state && strcmp(state, "deleted") == 0) {
         finish(f, false, CONNECT_UNKNOWN, "the code context was deleted");
     } else if (run == (json_int_t) f->run) {
-        json_t *msg =
-            e2b_code_event_message(ev->type, (const char *) ev->data, ev->data_len, attrs, &last);
+        json_t *msg = e2b_code_event_message(ev->type, (const char *) ev->data, ev->data_len, attrs,
+                                             ev->ts_usec, &last);
         if (msg)
             queue_line(f, msg);
         if (last)
@@ -489,10 +489,10 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     if (e2b_parse_start(msg, &st, errp) < 0 ||
         e2b_command_argv(st.cmd, st.args, &sc->spec.argv, &sc->spec.argc, errp) < 0)
         return -1;
-    if (e2b_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
+    if (e2b_process_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
         return error_set(errp, E_INVALID, 0, "process.cwd: %s", why);
     if ((cwd[0] && !(sc->spec.cwd = strdup(cwd))) || (st.tag && !(sc->tag = strdup(st.tag))) ||
-        !(sc->spec.env = calloc(json_object_size(st.envs) + 1, sizeof(EnvPair))) ||
+        !(sc->spec.env = calloc(json_object_size(st.envs) + 2, sizeof(EnvPair))) ||
         !(sc->config = e2b_start_config(&st)))
         return error_set(errp, E_INTERNAL, ENOMEM, "start");
     json_object_foreach(st.envs, k, v)
@@ -501,7 +501,15 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
         if (!(p->name = strdup(k)) || !(p->value = strdup(json_string_value(v))))
             return error_set(errp, E_INTERNAL, ENOMEM, "start");
     }
+    /* E2B's HOME, where the workspace is mounted too (a caller's own wins; none is added to a
+     * full set, which then keeps the session's) */
+    if (!json_object_get(st.envs, "HOME") && sc->spec.n_env < E2B_ENV_MAX) {
+        EnvPair *p = &sc->spec.env[sc->spec.n_env++];
+        if (!(p->name = strdup("HOME")) || !(p->value = strdup(E2B_HOME_ALIAS)))
+            return error_set(errp, E_INTERNAL, ENOMEM, "start");
+    }
     sc->spec.stdin_open = st.stdin_open;
+    sc->spec.as_root = sc->auth.root; /* Authorization: Basic root: (the SDK's user: 'root') */
     sc->spec.timeout_usec = exec_timeout_usec(e, req);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base64.h"
 #include "macro.h"
 
 #define BASE32 "abcdefghijklmnopqrstuvwxyz234567"
@@ -154,6 +155,18 @@ e2b_cwd_map(const char *cwd, char *out, size_t cap, const char **ret_why)
     if (e2b_path_map(cwd, true, &p, ret_why) < 0)
         return -1;
     int n = snprintf(out, cap, "%s%s%s", E2B_WORKSPACE, p.rel[0] ? "/" : "", p.rel);
+    if (n < 0 || (size_t) n >= cap)
+        return *ret_why = "cwd is too long", -1;
+    return 0;
+}
+
+int
+e2b_process_cwd_map(const char *cwd, char *out, size_t cap, const char **ret_why)
+{
+    E2bPath p = {.rel = ""};
+    if (cwd && cwd[0] && e2b_path_map(cwd, true, &p, ret_why) < 0)
+        return -1;
+    int n = snprintf(out, cap, "%s%s%s", E2B_HOME_ALIAS, p.rel[0] ? "/" : "", p.rel);
     if (n < 0 || (size_t) n >= cap)
         return *ret_why = "cwd is too long", -1;
     return 0;
@@ -357,4 +370,27 @@ e2b_forward_target(const char *owner_tenant, bool here, bool ended, bool has_fac
                    const char *tenant)
 {
     return !here && !ended && has_face && (!tenant || strcmp(tenant, owner_tenant) == 0);
+}
+
+/* ------------------------------------------------------------------ users */
+
+bool
+e2b_user_is_root(const char *authorization, const char *query_user)
+{
+    static const char scheme[] = "Basic ";
+    _cleanup_free_ uint8_t *raw = NULL;
+    size_t len;
+
+    if (query_user)
+        return strcmp(query_user, "root") == 0;
+    if (!authorization ||
+        strnlen(authorization, E2B_BASIC_AUTH_MAX_BYTES + 1) > E2B_BASIC_AUTH_MAX_BYTES)
+        return false;
+    if (strncasecmp(authorization, scheme, strlen(scheme)) != 0)
+        return false;
+    const char *b64 = authorization + strlen(scheme);
+    if (base64_decode(b64, strlen(b64), &raw, &len) < 0)
+        return false;
+    /* "root:" then a password the SDK leaves empty (envd ignores it); the name ends at ':' */
+    return len >= 5 && memcmp(raw, "root:", 5) == 0;
 }

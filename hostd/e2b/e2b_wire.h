@@ -40,6 +40,15 @@ int e2b_host_route(const char *host, const char *domain, unsigned *ret_port,
 bool e2b_forward_target(const char *owner_tenant, bool here, bool ended, bool has_face,
                         const char *tenant);
 
+/* Whether an envd request asks to run as root (issue 28). The SDK names its user in
+ * "Authorization: Basic base64(<user>:)" on RPCs (envd >= 0.4.0: only when the caller
+ * passed `user`), and in the `username` query on /files (query_user; NULL for RPCs, where it
+ * wins over the header when present). True only for exactly "root"; anything else (none,
+ * "user", another name, a malformed header, one over E2B_BASIC_AUTH_MAX_BYTES) is the
+ * session's user, as every request was before. */
+#define E2B_BASIC_AUTH_MAX_BYTES 512
+bool e2b_user_is_root(const char *authorization, const char *query_user);
+
 /* The only part of a guest the file calls reach is /workspace, the session user's home.
  * E2B's home, /home/user, is an alias of it (the images link /home/user to /workspace), and
  * relative paths and "~" are relative to it, as envd resolves them. */
@@ -59,6 +68,10 @@ int e2b_path_map(const char *path, bool allow_root, E2bPath *ret, const char **r
 int e2b_path_show(const E2bPath *p, const char *child, char *out, size_t cap);
 /* The absolute workspace path of an exec's cwd ("" for the default), from an E2B cwd. */
 int e2b_cwd_map(const char *cwd, char *out, size_t cap, const char **ret_why);
+/* The same for a process (Start), under E2B_HOME_ALIAS instead: the guest mounts the
+ * workspace there too (guest/session.c), so getcwd() in the program says what it would in an
+ * E2B sandbox. No cwd is E2B's default, the home itself. */
+int e2b_process_cwd_map(const char *cwd, char *out, size_t cap, const char **ret_why);
 
 /* The argv to run for a Start request's cmd and args. The SDK always sends
  * /bin/bash -l -c <command>; Stockade's images have busybox sh and no bash, so bash (as

@@ -205,6 +205,7 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     ex.cwd = spec->cwd ? spec->cwd : "";
     ex.stdin_open = spec->stdin_open;
     ex.adopt = spec->adopt;
+    ex.as_root = spec->as_root;
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &ex;
     if (session_send(s, &m, &e->req_id, errp) < 0) {

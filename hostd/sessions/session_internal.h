@@ -233,12 +233,13 @@ void session_ops_fail_all(Session *s, SessionEndReason why);
 bool session_ops_on_reply(Session *s, const GuestMsg *m);
 /* A task's next step: its next file in, else its command; a step that fails ends it failed. */
 void session_task_advance(Session *s);
+/* as_root: the guest does the call as root (runner.proto's as_root), not the session user */
 int session_start_put(Session *s, const char *path, const uint8_t *data, size_t len, uint32_t mode,
-                      SessionsDoneFn done, void *userdata, bool task, Error **errp);
+                      SessionsDoneFn done, void *userdata, bool task, bool as_root, Error **errp);
 int session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
-                      void *userdata, Error **errp);
+                      void *userdata, bool as_root, Error **errp);
 int session_start_fs(Session *s, SessionsFsKind kind, const char *path, const char *path2,
-                     SessionsFsFn done, void *userdata, Error **errp);
+                     SessionsFsFn done, void *userdata, bool as_root, Error **errp);
 
 /* ------------------------------------------------------------------ session_admit.c */
 /* The tenant ledger (see there for why admission is atomic). Savepoint: admission +

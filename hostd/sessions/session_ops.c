@@ -31,6 +31,7 @@ typedef struct Op {
     TimerId timer;
     bool task;              /* part of a task's upload: its completion moves the task on */
     bool mkdir_first;       /* put: make the parent directories before the first chunk */
+    bool as_root;           /* done as root in the guest (runner.proto's as_root) */
     SessionsFsKind fs_kind; /* OP_FS: sessions_fs_op() */
     char *path2;
     SessionsFsFn fs_done;
@@ -156,6 +157,7 @@ op_send(Op *op)
         fs.kind = (Stockade__Runner__FsOp__Kind) op->fs_kind;
         fs.path = op->path;
         fs.path2 = op->path2 ? op->path2 : "";
+        fs.as_root = op->as_root;
         m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FS_OP;
         m.fs_op = &fs;
     } else if (op->kind == OP_FILE_PUT && op->mkdir_first) {
@@ -168,6 +170,7 @@ op_send(Op *op)
         *slash = '\0';
         fs.kind = STOCKADE__RUNNER__FS_OP__KIND__MKDIR;
         fs.path = parent;
+        fs.as_root = op->as_root;
         m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FS_OP;
         m.fs_op = &fs;
     } else if (op->kind == OP_FILE_PUT) {
@@ -178,12 +181,14 @@ op_send(Op *op)
         put.data.len = n;
         put.truncate = op->off == 0;
         put.mode = op->mode;
+        put.as_root = op->as_root;
         m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_PUT;
         m.file_put = &put;
     } else {
         get.path = op->path;
         get.offset = op->off;
         get.max_bytes = FILE_CHUNK_MAX_BYTES;
+        get.as_root = op->as_root;
         m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_FILE_GET;
         m.file_get = &get;
     }
@@ -317,7 +322,7 @@ op_new(Session *s, OpKind kind, const char *path)
 
 int
 session_start_put(Session *s, const char *path, const uint8_t *data, size_t len, uint32_t mode,
-                  SessionsDoneFn done, void *userdata, bool task, Error **errp)
+                  SessionsDoneFn done, void *userdata, bool task, bool as_root, Error **errp)
 {
     Op *op = op_new(s, OP_FILE_PUT, path);
     if (!op || (len && !(op->data = malloc(len)))) {
@@ -332,6 +337,7 @@ session_start_put(Session *s, const char *path, const uint8_t *data, size_t len,
     op->put_done = done;
     op->userdata = userdata;
     op->task = task;
+    op->as_root = as_root;
     op->mkdir_first = strchr(path, '/') != NULL;
     op_send(op);
     return 0;
@@ -339,7 +345,7 @@ session_start_put(Session *s, const char *path, const uint8_t *data, size_t len,
 
 int
 session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn done,
-                  void *userdata, Error **errp)
+                  void *userdata, bool as_root, Error **errp)
 {
     Op *op = op_new(s, OP_FILE_GET, path);
     if (!op)
@@ -347,13 +353,14 @@ session_start_get(Session *s, const char *path, size_t max_bytes, SessionsDataFn
     op->cap = max_bytes;
     op->get_done = done;
     op->userdata = userdata;
+    op->as_root = as_root;
     op_send(op);
     return 0;
 }
 
 int
 session_start_fs(Session *s, SessionsFsKind kind, const char *path, const char *path2,
-                 SessionsFsFn done, void *userdata, Error **errp)
+                 SessionsFsFn done, void *userdata, bool as_root, Error **errp)
 {
     Op *op = op_new(s, OP_FS, path);
     if (!op || (path2 && !(op->path2 = strdup(path2)))) {
@@ -364,6 +371,7 @@ session_start_fs(Session *s, SessionsFsKind kind, const char *path, const char *
     op->fs_kind = kind;
     op->fs_done = done;
     op->userdata = userdata;
+    op->as_root = as_root;
     op_send(op);
     return 0;
 }
@@ -375,7 +383,8 @@ session_task_advance(Session *s)
 
     if (s->ops->task_next_file < s->spec.n_files) {
         TaskFile *f = &s->spec.files[s->ops->task_next_file++];
-        if (session_start_put(s, f->path, f->data, f->len, f->mode, NULL, NULL, true, &err) < 0)
+        if (session_start_put(s, f->path, f->data, f->len, f->mode, NULL, NULL, true, false, &err) <
+            0)
             session_end(s, SESSION_END_FAILED);
         return;
     }

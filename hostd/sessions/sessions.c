@@ -226,24 +226,40 @@ sessions_file_put(Sessions *m, const char *tenant, const char *id, const char *p
                   const uint8_t *data, size_t len, uint32_t mode, SessionsDoneFn done,
                   void *userdata, Error **errp)
 {
+    return sessions_file_put_as(m, tenant, id, path, data, len, mode, false, done, userdata, errp);
+}
+
+int
+sessions_file_put_as(Sessions *m, const char *tenant, const char *id, const char *path,
+                     const uint8_t *data, size_t len, uint32_t mode, bool as_root,
+                     SessionsDoneFn done, void *userdata, Error **errp)
+{
     Session *s = session_running(m, tenant, id, errp);
     if (!s)
         return -1;
     if (!msg_path_is_valid(path, false) || (mode & ~0777u))
         return error_set(errp, E_INVALID, 0, "not a workspace path, or a bad mode");
-    return session_start_put(s, path, data, len, mode, done, userdata, false, errp);
+    return session_start_put(s, path, data, len, mode, done, userdata, false, as_root, errp);
 }
 
 int
 sessions_file_get(Sessions *m, const char *tenant, const char *id, const char *path,
                   size_t max_bytes, SessionsDataFn done, void *userdata, Error **errp)
 {
+    return sessions_file_get_as(m, tenant, id, path, max_bytes, false, done, userdata, errp);
+}
+
+int
+sessions_file_get_as(Sessions *m, const char *tenant, const char *id, const char *path,
+                     size_t max_bytes, bool as_root, SessionsDataFn done, void *userdata,
+                     Error **errp)
+{
     Session *s = session_running(m, tenant, id, errp);
     if (!s)
         return -1;
     if (!msg_path_is_valid(path, false))
         return error_set(errp, E_INVALID, 0, "not a workspace path");
-    return session_start_get(s, path, max_bytes, done, userdata, errp);
+    return session_start_get(s, path, max_bytes, done, userdata, as_root, errp);
 }
 
 bool
@@ -282,8 +298,15 @@ sessions_state_of(Sessions *m, const char *id, SessionState *ret_state,
 
 int
 sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind kind,
-               const char *path, const char *path2, SessionsFsFn done, void *userdata,
-               Error **errp)
+               const char *path, const char *path2, SessionsFsFn done, void *userdata, Error **errp)
+{
+    return sessions_fs_op_as(m, tenant, id, kind, path, path2, false, done, userdata, errp);
+}
+
+int
+sessions_fs_op_as(Sessions *m, const char *tenant, const char *id, SessionsFsKind kind,
+                  const char *path, const char *path2, bool as_root, SessionsFsFn done,
+                  void *userdata, Error **errp)
 {
     Session *s = session_running(m, tenant, id, errp);
     bool root_ok = kind == SESSIONS_FS_STAT || kind == SESSIONS_FS_LIST;
@@ -293,7 +316,7 @@ sessions_fs_op(Sessions *m, const char *tenant, const char *id, SessionsFsKind k
     if (kind < SESSIONS_FS_STAT || kind > SESSIONS_FS_MOVE || !msg_path_is_valid(path, root_ok) ||
         (kind == SESSIONS_FS_MOVE) != (path2 != NULL) || (path2 && !msg_path_is_valid(path2, false)))
         return error_set(errp, E_INVALID, 0, "not a workspace path, or a bad fs operation");
-    return session_start_fs(s, kind, path, path2, done, userdata, errp);
+    return session_start_fs(s, kind, path, path2, done, userdata, as_root, errp);
 }
 
 void

@@ -74,7 +74,8 @@ typedef struct ExecSpec {
     char *cwd;
     uint64_t timeout_usec;     /* 0 = default */
     bool stdin_open;
-    bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
+    bool adopt;   /* take the guest's pre-started process of this argv if any (runner.proto) */
+    bool as_root; /* run as root in the guest, not as the session's user (issue 28) */
 } ExecSpec;
 
 /* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
@@ -132,6 +133,15 @@ int sessions_file_put(Sessions *s, const char *tenant, const char *id, const cha
 /* Reads a whole file of at most max_bytes from a running guest. */
 int sessions_file_get(Sessions *s, const char *tenant, const char *id, const char *path,
                       size_t max_bytes, SessionsDataFn done, void *userdata, Error **errp);
+/* The same, done in the guest as root when as_root (issue 28: E2B's user "root"); without
+ * it as the session's user. A file or directory made as root belongs to root:root; it is in
+ * the workspace like any other, and salvaged and returned like any other. */
+int sessions_file_put_as(Sessions *s, const char *tenant, const char *id, const char *path,
+                         const uint8_t *data, size_t len, uint32_t mode, bool as_root,
+                         SessionsDoneFn done, void *userdata, Error **errp);
+int sessions_file_get_as(Sessions *s, const char *tenant, const char *id, const char *path,
+                         size_t max_bytes, bool as_root, SessionsDataFn done, void *userdata,
+                         Error **errp);
 
 /* True if the session exists for this tenant and is live (not ended). */
 bool sessions_is_live(Sessions *s, const char *tenant, const char *id);
@@ -217,6 +227,10 @@ typedef void (*SessionsFsFn)(void *userdata, const Error *err, SessionsFsEntry *
 int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKind kind,
                    const char *path, const char *path2, SessionsFsFn done, void *userdata,
                    Error **errp);
+/* As sessions_fs_op, as root in the guest when as_root (see sessions_file_put_as). */
+int sessions_fs_op_as(Sessions *s, const char *tenant, const char *id, SessionsFsKind kind,
+                      const char *path, const char *path2, bool as_root, SessionsFsFn done,
+                      void *userdata, Error **errp);
 void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
 
 /* Stateful code contexts (issue 18): each is a kernel (POOL_CODE_KERNEL_PATH, in the data

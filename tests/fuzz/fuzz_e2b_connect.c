@@ -5,6 +5,7 @@
  * message's JSON is parsed by every request parser without crashing, and whatever they accept
  * stays within its limits (the code interpreter's bodies included). */
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 #include "connect.h"
@@ -62,7 +63,7 @@ check_code_parsers(json_t *msg)
     if (json_is_string(ctx) && e2b_code_context_parse(json_string_value(ctx), &id) == 0)
         CHECK(id > 0 && json_string_length(ctx) <= E2B_CODE_CONTEXT_ID_MAX_BYTES);
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        json_t *m = e2b_code_event_message(types[i], "t", 1, msg, &last);
+        json_t *m = e2b_code_event_message(types[i], "t", 1, msg, INT64_MAX - 1, &last);
         CHECK(json_is_string(json_object_get(m, "type")));
         CHECK(last == (i == 3));
         json_decref(m);
@@ -107,6 +108,15 @@ check_parsers(json_t *msg)
     const char *why;
     if (json_is_string(path) && e2b_path_map(json_string_value(path), true, &p, &why) == 0)
         CHECK(strlen(p.rel) <= PATH_MAX_BYTES && !strstr(p.rel, "//") && p.rel[0] != '/');
+    char cwd[PATH_MAX_BYTES + 16];
+    if (json_is_string(path) &&
+        e2b_process_cwd_map(json_string_value(path), cwd, sizeof(cwd), &why) == 0)
+        CHECK(strncmp(cwd, E2B_HOME_ALIAS, strlen(E2B_HOME_ALIAS)) == 0 && !strstr(cwd, "/../"));
+    /* an Authorization value: root only for a Basic credential naming exactly root */
+    json_t *auth = json_object_get(msg, "authorization");
+    if (json_is_string(auth) && e2b_user_is_root(json_string_value(auth), NULL))
+        CHECK(json_string_length(auth) <= E2B_BASIC_AUTH_MAX_BYTES &&
+              strncasecmp(json_string_value(auth), "Basic ", 6) == 0);
     error_free(e);
 }
 

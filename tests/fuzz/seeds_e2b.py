@@ -37,6 +37,9 @@ MESSAGES = [
     {"main": True, "data": {"text/plain": "42", "image/png": "iVBOR", "text/html": "<table>"},
      "name": "ZeroDivisionError", "value": "division by zero", "traceback": "", "run": 3,
      "execution_count": 4},
+    # issue 28: a user named by Authorization (Basic), and cwds the process map takes or refuses
+    {"authorization": "Basic cm9vdDo=", "path": "sub/./x"},
+    {"authorization": "Basic dXNlcjo=", "path": "/home/user/../etc"},
 ]
 
 

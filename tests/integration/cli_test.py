@@ -355,7 +355,7 @@ def secret_file(tmp, name, token):
 def case_tokens(cli, d, tmp):
     rc, tok, err = cli.run("tokens", "create", "cli-test")
     tok_id = re.search(r"tok_[a-z2-7]{26}", err)
-    expect(rc == 0 and re.fullmatch(r"stk_[0-9a-f]{64}\n", tok) and tok_id and
+    expect(rc == 0 and re.fullmatch(r"e2b_[0-9a-f]{64}\n", tok) and tok_id and
            "only time it is shown" in err, "tokens create: the token alone on stdout", rc, tok, err)
     tok, tok_id = tok.strip(), tok_id.group(0)
     good = secret_file(tmp, "good.token", tok)

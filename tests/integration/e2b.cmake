@@ -42,3 +42,11 @@ add_test(NAME integration_promises
 set_tests_properties(integration_promises PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+
+# Users (issue 28): root when asked (native "user", E2B Basic root: and /files username=root),
+# else the session's user; root-owned files come back (Finalize and salvage). Raw HTTP.
+add_test(NAME integration_users
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_users.py)
+set_tests_properties(integration_users PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

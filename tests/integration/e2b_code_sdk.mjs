@@ -123,6 +123,29 @@ report('refusals', {
   noToken: noToken.status, badToken: badToken.status,
 })
 
+// 9b. /execute spoken directly, as the Python SDK reads it (issue 28): every stdout/stderr line
+// carries an integer `timestamp` (OutputMessage(data["text"], data["timestamp"], ...) in
+// python/e2b_code_interpreter/models.py raises KeyError without it), Unix epoch in ns
+const sentNs = BigInt(Date.now()) * 1_000_000n
+const raw = await fetch(url, {
+  method: 'POST', headers: { ...headers, 'X-Access-Token': sbx.envdAccessToken },
+  body: JSON.stringify({ code: "import sys\nprint('out', flush=True)\nprint('err', file=sys.stderr, flush=True)" }),
+})
+const rawText = await raw.text()
+const doneNs = BigInt(Date.now()) * 1_000_000n
+// the timestamp as sent (a JS number would round ns): its digits from the line itself
+const rawLines = rawText.split('\n').filter((l) => l).map((l) => {
+  const m = /"timestamp":\s*(-?[0-9]+)(?=[,}])/.exec(l)
+  const o = JSON.parse(l)
+  return { type: o.type, text: o.text ?? null, tsType: typeof o.timestamp, ts: m ? m[1] : null }
+})
+report('rawExecute', {
+  status: raw.status,
+  lines: rawLines,
+  within: rawLines.filter((l) => l.type === 'stdout' || l.type === 'stderr')
+    .map((l) => l.ts !== null && BigInt(l.ts) >= sentNs - 1_000_000_000n && BigInt(l.ts) <= doneNs + 1_000_000_000n),
+})
+
 // 10. the sandbox killed while a cell runs: E2B's stream just breaks (the VM is gone), and the
 // SDK rejects with its "sandbox was killed" TimeoutError (issue 33)
 let ticked

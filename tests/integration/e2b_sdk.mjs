@@ -15,6 +15,12 @@ async function waitUntil(cond, ms) {
   return false
 }
 
+// 0. the key as the daemon issued it, with the SDKs' client-side check on (issue 28): newer
+// SDKs refuse anything but /^e2b_[0-9a-f]+$/ (packages/js-sdk/src/api/index.ts,
+// validateApiKey(); the Python SDK the same) unless E2B_VALIDATE_API_KEY=false.
+report('apiKey', { validate: process.env.E2B_VALIDATE_API_KEY ?? null,
+  sdkShape: /^e2b_[0-9a-f]+$/.test(process.env.E2B_API_KEY) })
+
 // 1. create (v2), with metadata and envs
 let c0 = now()
 const sbx = await Sandbox.create({ metadata: { suite: 'e2b-it' }, envs: { GREETING: 'hej' } })
@@ -70,6 +76,17 @@ const renamed = await sbx.files.rename('/home/user/dir/sub/greeting.txt', '/home
 const info = await sbx.files.getInfo('/home/user/made/moved.txt')
 await sbx.files.remove('/home/user/made')
 report('fs', { made, renamed: renamed.path, size: info.size, type: info.type, gone: !(await sbx.files.exists('/home/user/made')) })
+
+// 5b. users (issue 28): user 'root' on commands and files, else the session's user; pwd is
+// E2B's home, /home/user, as a real path (os.getcwd() too, not only the shell's $PWD)
+const asUser = await sbx.commands.run('id -u')
+const asRoot = await sbx.commands.run('id -u', { user: 'root' })
+await sbx.files.write('/home/user/by-root.txt', 'root was here\n', { user: 'root' })
+const owner = await sbx.commands.run('stat -c %u:%g by-root.txt')
+const rootRead = await sbx.files.read('/home/user/by-root.txt', { user: 'root' })
+const cwd = await sbx.commands.run('python3 -c "import os; print(os.getcwd())"; cd ~ && pwd')
+report('users', { user: asUser.stdout, root: asRoot.stdout, owner: owner.stdout, rootRead,
+  cwd: cwd.stdout })
 
 // 6. a command killed by its timeout
 c0 = now()

@@ -69,7 +69,7 @@ def run_sdk(d, node, root):
         shutil.copy(os.path.join(HERE, name), os.path.join(root, name))
     env = dict(os.environ, E2B_API_URL=f"http://127.0.0.1:{api}",
                E2B_SANDBOX_URL=f"http://127.0.0.1:{envd}", E2B_API_KEY=d.token,
-               E2B_QUOTA_KEY=no_quota_tenant(d))
+               E2B_QUOTA_KEY=no_quota_tenant(d), E2B_VALIDATE_API_KEY="true")
     env.pop("E2B_DOMAIN", None)
     env.pop("E2B_DEBUG", None)
     r = subprocess.run([node, "e2b_sdk.mjs"], cwd=root, env=env, capture_output=True, text=True,
@@ -84,10 +84,18 @@ def run_sdk(d, node, root):
     return steps
 
 
+def check_api_key(s):
+    """Issue 28: a token as the daemon issues it passes the SDKs' own key check."""
+    k = s["apiKey"]
+    assert k["validate"] == "true" and k["sdkShape"] is True, k
+    print("api key ok: the issued token has the shape the SDKs check (e2b_ + hex), "
+          "E2B_VALIDATE_API_KEY=true")
+
+
 def check_commands(s):
     run = s["run"]
     assert run["exitCode"] == 0, run
-    want = "hej from /workspace\n" + "".join(f"line {i}\n" for i in range(5))
+    want = "hej from /home/user\n" + "".join(f"line {i}\n" for i in range(5))
     assert run["stdout"] == want, run
     got = [(x["t"], x["d"]) for x in run["lines"] if x["d"].startswith("line")]
     # streamed as printed, by causality: the program printed each line only once onStdout had
@@ -105,6 +113,16 @@ def check_commands(s):
     print(f"commands ok: lines at {[round(t, 2) for t, _ in got]} s after the start, each "
           f"printed after the one before reached onStdout; timeout TimeoutError after "
           f"{to['seconds']:.1f} s")
+
+
+def check_users(s):
+    """Issue 28: root when asked, else the session's user; /home/user is the real cwd."""
+    u = s["users"]
+    assert u["root"] == "0\n" and u["user"].strip().isdigit() and u["user"] != "0\n", u
+    assert u["owner"] == "0:0\n" and u["rootRead"] == "root was here\n", u
+    assert u["cwd"] == "/home/user\n/home/user\n", u  # the cwd, then ~ (HOME)
+    print(f"users ok: id -u {u['user'].strip()} by default, 0 with user 'root'; a file written "
+          f"as root is root's; os.getcwd() = ~ = /home/user")
 
 
 def check_files(s):
@@ -182,11 +200,13 @@ def main():
         node, root = install_sdk(d.build)
         d.wait_ready()
         steps = run_sdk(d, node, root)
-        missing = {"create", "run", "exit", "files", "fs", "timeout", "background", "control",
+        missing = {"create", "run", "exit", "files", "fs", "users", "timeout", "background", "control",
                    "wire", "kill", "expire", "killed", "quota"} - set(steps)
         assert not missing, f"steps missing: {missing}"
+        check_api_key(steps)
         check_commands(steps)
         check_files(steps)
+        check_users(steps)
         check_sandboxes(d, steps)
         check_wire(steps)
     print("e2b ok")

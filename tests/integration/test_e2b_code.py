@@ -161,6 +161,20 @@ def check_contexts(s):
           f"language r -> 400 ({r['lang']['message']})")
     check(r["noToken"] == 401 and r["badToken"] == 401,
           f"no token / a wrong token -> 401 ({r['noToken']}, {r['badToken']})")
+    check_raw_execute(s["rawExecute"])
+
+
+def check_raw_execute(x):
+    """Issue 28: what the Python SDK reads off every stdout/stderr line of /execute: an
+    integer `timestamp`, Unix epoch in nanoseconds, between the request and its answer (1 s
+    of slack: the host clock at ms precision on both sides; the order is the causal check)."""
+    out = [l for l in x["lines"] if l["type"] in ("stdout", "stderr")]
+    check(x["status"] == 200 and [(l["type"], l["text"]) for l in out] ==
+          [("stdout", "out\n"), ("stderr", "err\n")], f"/execute streamed both lines ({x})")
+    check(all(l["tsType"] == "number" and l["ts"] and re.fullmatch(r"[1-9][0-9]{18}", l["ts"])
+              for l in out), f"each line has an integer timestamp in ns ({out})")
+    check(all(x["within"]) and int(out[0]["ts"]) <= int(out[1]["ts"]),
+          f"timestamps between request and answer, in order ({out})")
 
 
 def sdk_checks(d):
@@ -168,7 +182,7 @@ def sdk_checks(d):
     node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
     steps = run_sdk(d, node, root)
     missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
-               "contexts", "deep", "refusals", "killed", "done"} - set(steps)
+               "contexts", "deep", "refusals", "rawExecute", "killed", "done"} - set(steps)
     assert not missing, f"steps missing: {missing}"
     print(f"created in {steps['create']['seconds']:.1f} s; first run "
           f"{steps['state']['firstSeconds']:.1f} s")

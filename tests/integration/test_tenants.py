@@ -25,6 +25,7 @@ import http.client
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -43,7 +44,8 @@ WALLET_ONE = 300  # guest-seconds: one 1-vCPU session of 300 s; it runs and ends
 def new_tenant(d, name, **quota):
     """A tenant (over the unix socket, as an operator) with its first token and quota."""
     t = d.unix_call("POST", "/v1/admin/tenants", {"name": name})
-    assert t["token"].startswith("stk_") and len(t["token"]) == 68, t
+    # the E2B SDKs' client-side check (/^e2b_[0-9a-f]+$/ in packages/js-sdk/src/api/index.ts)
+    assert re.fullmatch(r"e2b_[0-9a-f]{64}", t["token"]), t
     if quota:
         q = d.unix_call("PUT", f"/v1/admin/tenants/{t['id']}/quota", quota)
         assert all(q[k] == v for k, v in quota.items()), q
@@ -436,7 +438,8 @@ def scenario_revoked():
         t = new_tenant(d, "revoke-me")
         second = d.unix_call("POST", f"/v1/admin/tenants/{t['id']}/tokens")
         assert second["token"] != t["token"] and not second["admin"], second
-        for tok in (t["token"], second["token"]):
+        legacy = "stk_" + t["token"][4:]  # the spelling tokens had before: the same token
+        for tok in (t["token"], second["token"], legacy):
             assert d.call("GET", "/v1/sessions", token=tok) == {"sessions": [], "next": None}
         r = d.unix_call("DELETE", f"/v1/admin/tokens/{t['token_id']}")
         assert r["revoked_at"], r
@@ -449,6 +452,7 @@ def scenario_revoked():
 
         for path in ("/v1/sessions", "/v1/pool", "/metrics", "/v1/admin/tenants", "/v1/nope"):
             unauthorized(path, token=t["token"])  # revoked
+            unauthorized(path, token=legacy)  # revoked in either spelling
             unauthorized(path, token=None)  # missing
         unauthorized("/v1/sessions", "POST", {"pool": "minimal"}, token=t["token"])
         unauthorized("/v1/sessions", token="stk_" + "0" * 64)  # well-formed, unknown

@@ -372,12 +372,19 @@ test_token_forms(void **state)
     for (size_t i = 0; i < sizeof(raw); i++)
         raw[i] = (uint8_t) i;
     admit_token_format(raw, text);
+    /* Issued in the shape the E2B SDKs check: "e2b_" then lower-case hex. */
     assert_string_equal(text,
-                        "stk_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+                        "e2b_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
     assert_true(admit_token_is_valid(text, strlen(text)));
     admit_token_hash(text, h);
     hex_encode(h, sizeof(h), hex);
+    /* SHA-256 of the "stk_" spelling: a token issued before keeps its stored hash, and both
+     * spellings of one token are one token. */
     assert_string_equal(hex, "50698049387501416153e50e844977c9ea53c77a1cddb2a89aa90b2a7997c08b");
+    admit_token_hash("stk_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", h2);
+    assert_true(admit_token_hash_equal(h, h2));
+    admit_token_hash("e2b_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1e", h2);
+    assert_false(admit_token_hash_equal(h, h2));
     memcpy(h2, h, sizeof(h));
     assert_true(admit_token_hash_equal(h, h2));
     h2[0] ^= 1;
@@ -396,6 +403,10 @@ test_token_shape_table(void **state)
         bool ok;
     } cases[] = {
         {"stk_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", true},
+        {"e2b_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", true},
+        {"e2b_000102030405060708090A0B0C0D0E0F101112131415161718191a1b1c1d1e1f", false},
+        {"e2b_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1", false},
+        {"E2B_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", false},
         {"stk_000102030405060708090A0B0C0D0E0F101112131415161718191a1b1c1d1e1f", false},
         {"stk_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1", false},
         {"stk_000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f0", false},

@@ -134,7 +134,8 @@ static json_t *
 message(const char *type, const char *data, const char *attrs, bool *last)
 {
     json_t *a = attrs ? js(attrs) : NULL;
-    json_t *m = e2b_code_event_message(type, data, data ? strlen(data) : 0, a, last);
+    json_t *m = e2b_code_event_message(type, data, data ? strlen(data) : 0, a,
+                                       INT64_C(1764779503123456), last);
     json_decref(a);
     return m;
 }
@@ -145,13 +146,14 @@ test_event_messages(void **state)
     (void) state;
     bool last = true;
     assert_dump(message("code.stdout", "hello\n", "{\"context\":1,\"run\":2}", &last),
-                "{\"text\":\"hello\\n\",\"type\":\"stdout\"}");
+                "{\"text\":\"hello\\n\",\"timestamp\":1764779503123456000,\"type\":\"stdout\"}");
     assert_false(last);
     assert_dump(message("code.stderr", "warn", NULL, &last),
-                "{\"text\":\"warn\",\"type\":\"stderr\"}");
+                "{\"text\":\"warn\",\"timestamp\":1764779503123456000,\"type\":\"stderr\"}");
     /* bytes that are not UTF-8 (the kernel's text is unchecked) become U+FFFD */
-    assert_dump(message("code.stdout", "a\xff", NULL, &last),
-                "{\"text\":\"a\xef\xbf\xbd\",\"type\":\"stdout\"}");
+    assert_dump(
+        message("code.stdout", "a\xff", NULL, &last),
+        "{\"text\":\"a\xef\xbf\xbd\",\"timestamp\":1764779503123456000,\"type\":\"stdout\"}");
     /* formats under the SDK's names, opaque; an unnamed one under its MIME type (-> extra) */
     assert_dump(
         message("code.result", NULL,
@@ -184,6 +186,13 @@ test_event_messages(void **state)
     assert_null(message("code.context", NULL, "{\"state\":\"started\"}", &last));
     assert_null(message("exec.stdout", "x", NULL, &last));
     assert_false(last);
+    /* a stored time beyond what nanoseconds in an int64 hold, or before 1970: bounded */
+    json_t *m = e2b_code_event_message("code.stdout", "x", 1, NULL, INT64_MAX, &last);
+    assert_int_equal(json_integer_value(json_object_get(m, "timestamp")), INT64_MAX / 1000 * 1000);
+    json_decref(m);
+    m = e2b_code_event_message("code.stderr", "x", 1, NULL, -5, &last);
+    assert_int_equal(json_integer_value(json_object_get(m, "timestamp")), 0);
+    json_decref(m);
 }
 
 int

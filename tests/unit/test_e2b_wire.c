@@ -4,14 +4,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "base64.h"
 #include "config.h"
 #include "e2b_config.h"
 #include "e2b_wire.h"
+#include "macro.h"
 
 #define ID "abcdefghijklmnopqrstuvwxyz"
 
@@ -124,6 +127,46 @@ test_cwd(void **state)
     assert_int_equal(e2b_cwd_map("sub", out, sizeof(out), &why), 0);
     assert_string_equal(out, "/workspace/sub");
     assert_int_equal(e2b_cwd_map("/tmp", out, sizeof(out), &why), -1);
+    /* a process's cwd is E2B's home itself (the guest mounts the workspace there too) */
+    assert_int_equal(e2b_process_cwd_map(NULL, out, sizeof(out), &why), 0);
+    assert_string_equal(out, "/home/user");
+    assert_int_equal(e2b_process_cwd_map("", out, sizeof(out), &why), 0);
+    assert_string_equal(out, "/home/user");
+    assert_int_equal(e2b_process_cwd_map("/workspace/proj", out, sizeof(out), &why), 0);
+    assert_string_equal(out, "/home/user/proj");
+    assert_int_equal(e2b_process_cwd_map("sub/./x", out, sizeof(out), &why), 0);
+    assert_string_equal(out, "/home/user/sub/x");
+    assert_int_equal(e2b_process_cwd_map("/home/user/../etc", out, sizeof(out), &why), -1);
+}
+
+/* Issue 28: root only for exactly "root", by Basic auth on RPCs or username on /files. */
+static void
+test_user_is_root(void **state)
+{
+    (void) state;
+    char big[E2B_BASIC_AUTH_MAX_BYTES + 16];
+    assert_true(e2b_user_is_root("Basic cm9vdDo=", NULL));      /* root: */
+    assert_true(e2b_user_is_root("basic cm9vdDpwdw==", NULL));  /* root:pw */
+    assert_false(e2b_user_is_root("Basic dXNlcjo=", NULL));     /* user: */
+    assert_false(e2b_user_is_root("Basic cm9vdA==", NULL));     /* root (no colon) */
+    assert_false(e2b_user_is_root("Basic cm9vdHM6", NULL));     /* roots: */
+    assert_false(e2b_user_is_root("Basic cm9vdDo", NULL));      /* unpadded: malformed */
+    assert_false(e2b_user_is_root("Bearer cm9vdDo=", NULL));
+    assert_false(e2b_user_is_root("Basic ", NULL));
+    assert_false(e2b_user_is_root(NULL, NULL));
+    assert_true(e2b_user_is_root(NULL, "root"));
+    assert_false(e2b_user_is_root("Basic cm9vdDo=", "user")); /* /files: the query names it */
+    assert_false(e2b_user_is_root(NULL, "Root"));
+    /* "root:" and a password: root at any length up to the bound, refused past it */
+    uint8_t cred[E2B_BASIC_AUTH_MAX_BYTES];
+    memset(cred, 'p', sizeof(cred));
+    memcpy(cred, "root:", 5);
+    size_t fits = (E2B_BASIC_AUTH_MAX_BYTES - 6) / 4 * 3; /* "Basic " + its base64 <= bound */
+    _cleanup_free_ char *b1 = base64_encode(cred, fits), *b2 = base64_encode(cred, fits + 3);
+    snprintf(big, sizeof(big), "Basic %s", b1);
+    assert_true(strlen(big) <= E2B_BASIC_AUTH_MAX_BYTES && e2b_user_is_root(big, NULL));
+    snprintf(big, sizeof(big), "Basic %s", b2);
+    assert_true(strlen(big) > E2B_BASIC_AUTH_MAX_BYTES && !e2b_user_is_root(big, NULL));
 }
 
 static void
@@ -340,6 +383,7 @@ main(void)
         cmocka_unit_test(test_host_route),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_cwd),
+        cmocka_unit_test(test_user_is_root),
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_metadata_query),
         cmocka_unit_test(test_pages_and_times),

@@ -41,6 +41,14 @@ test_cwd_relative(void **state)
         {"/etc", NULL},
         {"/", NULL},
         {"workspace/a", NULL},
+        /* E2B's home: the workspace bind-mounted (issue 28) */
+        {"/home/user", ""},
+        {"/home/user/", ""},
+        {"/home/user/a/b", "a/b"},
+        {"/home/user/../../etc", NULL},
+        {"/home/userx", NULL},
+        {"/home/use", NULL},
+        {"/home", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *rel = NULL;
