@@ -262,7 +262,7 @@ test_code_result_text(void **state)
         json_t *attrs = json_pack("{s:b,s:{s:s,s:s}}", "main", 1, "data", "text/plain",
                                   cases[i][0], "text/html", cases[i][0]);
         bool last = true;
-        json_t *m = e2b_code_event_message("code.result", NULL, 0, attrs, &last);
+        json_t *m = e2b_code_event_message("code.result", NULL, 0, attrs, 0, &last);
         assert_false(last);
         assert_string_equal(json_string_value(json_object_get(m, "text")), cases[i][1]);
         /* other formats pass as they are */
