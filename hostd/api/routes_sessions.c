@@ -271,6 +271,30 @@ exec_on_loop(ApiCtx *c)
         api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
 }
 
+/* {"cols": N, "rows": N}, each 1..PTY_*_MAX; absent or null = no terminal. */
+static int
+parse_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    json_t *cols = json_object_get(v, "cols"), *rows = json_object_get(v, "rows");
+
+    if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_integer(cols) ||
+        !json_is_integer(rows) || json_integer_value(cols) < 1 ||
+        json_integer_value(cols) > PTY_COLS_MAX || json_integer_value(rows) < 1 ||
+        json_integer_value(rows) > PTY_ROWS_MAX)
+        return error_set(errp, E_INVALID, 0,
+                         "a terminal size is {\"cols\": 1..%d, \"rows\": 1..%d}", PTY_COLS_MAX,
+                         PTY_ROWS_MAX);
+    *ret_cols = (uint32_t) json_integer_value(cols);
+    *ret_rows = (uint32_t) json_integer_value(rows);
+    return 0;
+}
+
+static int
+parse_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    return !v || json_is_null(v) ? 0 : parse_size(v, ret_cols, ret_rows, errp);
+}
+
 void
 route_exec(ApiCtx *c)
 {
@@ -293,8 +317,10 @@ route_exec(ApiCtx *c)
         error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
         goto fail_free;
     }
+    if (parse_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
+        goto fail_free;
     sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
-    sp->stdin_open = in && json_is_true(in);
+    sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
     c->extra = sp;
     api_on_loop(c, exec_on_loop);
     return;
@@ -429,4 +455,44 @@ route_exec_stdin(ApiCtx *c)
     sr->eof = eof && (strcmp(eof, "1") == 0 || strcmp(eof, "true") == 0);
     c->extra = sr;
     api_on_loop(c, stdin_on_loop);
+}
+
+typedef struct {
+    uint32_t exec_id, cols, rows;
+} ResizeReq;
+
+static void
+resize_on_loop(ApiCtx *c)
+{
+    ResizeReq *rr = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    int r = sessions_resize(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], rr->exec_id,
+                            rr->cols, rr->rows, &err);
+    free(rr);
+    if (r < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:b}", "sent", 1));
+}
+
+void
+route_exec_resize(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    ResizeReq *rr = calloc(1, sizeof(*rr));
+
+    if (!api_session_id(c, 2)) {
+        free(rr);
+        return;
+    }
+    if (!rr || api_parse_body(c, &err) < 0 || parse_exec_id(c->seg[4], &rr->exec_id) < 0 ||
+        parse_size(c->body, &rr->cols, &rr->rows, &err) < 0) {
+        free(rr);
+        if (!err)
+            error_set(&err, E_INVALID, 0, "need an exec id");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = rr;
+    api_on_loop(c, resize_on_loop);
 }

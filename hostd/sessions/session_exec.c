@@ -169,9 +169,13 @@ exec_requested_event(Session *s, const Exec *e, const ExecSpec *spec, uint64_t t
     json_t *argv = json_array();
     for (size_t i = 0; i < spec->argc; i++)
         json_array_append_new(argv, json_string_nocheck(spec->argv[i]));
-    session_event(
-        s, "exec.requested", e->id, NULL, 0,
-        json_pack("{s:o,s:I}", "argv", argv, "timeout_ms", (json_int_t) (timeout / 1000)));
+    json_t *attrs =
+        json_pack("{s:o,s:I}", "argv", argv, "timeout_ms", (json_int_t) (timeout / 1000));
+    if (attrs && spec->pty_cols)
+        json_object_set_new(
+            attrs, "pty",
+            json_pack("{s:i,s:i}", "cols", (int) spec->pty_cols, "rows", (int) spec->pty_rows));
+    session_event(s, "exec.requested", e->id, NULL, 0, attrs);
 }
 
 int
@@ -179,6 +183,7 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
                    uint32_t *ret_exec_id, Error **errp)
 {
     Stockade__Runner__Exec ex = STOCKADE__RUNNER__EXEC__INIT;
+    Stockade__Runner__PtySize pty = STOCKADE__RUNNER__PTY_SIZE__INIT;
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
     _cleanup_free_ Stockade__Runner__EnvVar *env_storage = NULL;
     _cleanup_free_ Stockade__Runner__EnvVar **envp = NULL;
@@ -205,6 +210,11 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     ex.cwd = spec->cwd ? spec->cwd : "";
     ex.stdin_open = spec->stdin_open;
     ex.adopt = spec->adopt;
+    if (spec->pty_cols || spec->pty_rows) {
+        pty.cols = spec->pty_cols;
+        pty.rows = spec->pty_rows;
+        ex.pty = &pty;
+    }
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &ex;
     if (session_send(s, &m, &e->req_id, errp) < 0) {

@@ -75,6 +75,9 @@ typedef struct ExecSpec {
     uint64_t timeout_usec;     /* 0 = default */
     bool stdin_open;
     bool adopt; /* take the guest's pre-started process of this argv if any (runner.proto) */
+    /* 1..PTY_COLS_MAX x 1..PTY_ROWS_MAX: on a pseudo-terminal of that size (runner.proto
+     * Exec.pty; stdin then always open, output one stream: stdout); 0 x 0: pipes */
+    uint32_t pty_cols, pty_rows;
 } ExecSpec;
 
 /* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
@@ -121,6 +124,10 @@ int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t ex
                     Error **errp);
 int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
                    const uint8_t *data, size_t len, bool eof, Error **errp);
+/* The window size of an exec started with a pty (E_INVALID for sizes out of range or an
+ * unknown exec; an exec without a terminal gets a guest.error event, as a late signal). */
+int sessions_resize(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
+                    uint32_t cols, uint32_t rows, Error **errp);
 
 /* File transfer with a running guest. done runs once on the loop thread. */
 typedef void (*SessionsDoneFn)(void *userdata, const Error *err);
