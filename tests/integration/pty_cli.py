@@ -58,6 +58,10 @@ class LocalTerminal:
             with self.cv:
                 self.buf += data
                 self.cv.notify_all()
+            # busybox's line editor asks where the cursor is (DSR) and waits for the answer
+            # a terminal would give; this one answers too
+            for _ in range(data.count(b"\x1b[6n")):
+                os.write(self.master, b"\x1b[1;1R")
 
     def type(self, data):
         os.write(self.master, data.encode() if isinstance(data, str) else data)
@@ -79,6 +83,7 @@ class LocalTerminal:
 def check_cli(d, sid):
     cli = Cli(d)
     t = LocalTerminal(cli, sid, ["sh"])
+    t.expect("$ ")  # the prompt: the CLI's terminal is raw by now (typed bytes not echoed here)
     t.type("stty size\n")
     t.expect("30 100")
     set_size(t.slave, 120, 40)
@@ -110,6 +115,7 @@ def check_cli(d, sid):
 
     # killed: the terminal's settings come back all the same
     t = LocalTerminal(cli, sid, ["sh"])
+    t.expect("$ ")
     t.type("echo re''ady\n")
     t.expect("ready")
     assert termios.tcgetattr(t.slave) != t.before, "raw mode was not set"
@@ -131,6 +137,7 @@ def check_cli(d, sid):
 def bench(d, sid, n=50):
     cli = Cli(d)
     t = LocalTerminal(cli, sid, ["sh"])
+    t.expect("$ ")
     t.type("stty -icanon; echo re''ady\n")  # keys echo one by one
     t.expect("ready")
     keys = []
