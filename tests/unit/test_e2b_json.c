@@ -418,12 +418,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new_sandbox),      cmocka_unit_test(test_timeout_body),
-        cmocka_unit_test(test_render_sandbox),   cmocka_unit_test(test_start_and_selectors),
-        cmocka_unit_test(test_input),            cmocka_unit_test(test_pty_size),
-        cmocka_unit_test(test_process_events),
-        cmocka_unit_test(test_entries),          cmocka_unit_test(test_lossy_strings),
-        cmocka_unit_test(test_start_config_is_rebuilt),
+        cmocka_unit_test(test_new_sandbox),    cmocka_unit_test(test_timeout_body),
+        cmocka_unit_test(test_render_sandbox), cmocka_unit_test(test_start_and_selectors),
+        cmocka_unit_test(test_input),          cmocka_unit_test(test_pty_size),
+        cmocka_unit_test(test_process_events), cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_lossy_strings),  cmocka_unit_test(test_start_config_is_rebuilt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
