@@ -20,6 +20,7 @@ typedef struct Exec {
     bool running, done;
     bool timed_out;              /* killed at its timeout (else it exited by itself) */
     bool task;                   /* the task's command */
+    bool pty;                    /* on a terminal (ExecSpec.pty_cols): Resize applies */
     const SessionExecSink *sink; /* who reads it, or NULL: its output is events */
     TimerId timer;
     Session *session;
@@ -89,6 +90,13 @@ bool
 session_exec_known(const Session *s, uint32_t exec_id)
 {
     return exec_id != 0 && exec_id <= s->execs->next_id;
+}
+
+bool
+session_exec_on_pty(Session *s, uint32_t exec_id)
+{
+    Exec *e = exec_by_id(s, exec_id);
+    return e && e->pty && !e->done;
 }
 
 int
@@ -202,6 +210,7 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     e->session = s;
     e->task = task;
     e->sink = sink;
+    e->pty = spec->pty_cols != 0;
     ex.exec_id = e->id;
     ex.argv = spec->argv;
     ex.n_argv = spec->argc;

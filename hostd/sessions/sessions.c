@@ -214,6 +214,8 @@ sessions_resize(Sessions *m, const char *tenant, const char *id, uint32_t exec_i
         !session_exec_known(s, exec_id))
         return error_set(errp, E_INVALID, 0, "bad exec id, or size not cols 1..%d, rows 1..%d",
                          PTY_COLS_MAX, PTY_ROWS_MAX);
+    if (!session_exec_on_pty(s, exec_id))
+        return error_set(errp, E_CONFLICT, 0, "exec %u is not running on a terminal", exec_id);
     size.cols = cols;
     size.rows = rows;
     rs.exec_id = exec_id;

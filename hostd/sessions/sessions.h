@@ -124,8 +124,8 @@ int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t ex
                     Error **errp);
 int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
                    const uint8_t *data, size_t len, bool eof, Error **errp);
-/* The window size of an exec started with a pty (E_INVALID for sizes out of range or an
- * unknown exec; an exec without a terminal gets a guest.error event, as a late signal). */
+/* The window size of an exec started with a pty: E_INVALID for sizes out of range or an
+ * unknown exec, E_CONFLICT for one that is over or was started without a terminal. */
 int sessions_resize(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
                     uint32_t cols, uint32_t rows, Error **errp);
 

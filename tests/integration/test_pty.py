@@ -9,7 +9,7 @@ names /dev/pts/N and /dev/tty opens (the shell's controlling terminal); `stty si
 the rows and columns asked, and again after POST .../resize; `sleep` typed and then ^C (the
 byte 0x03, as input) ends by SIGINT through the line discipline and the shell answers the
 next command; `exit 3` gives exit_code 3. Bad sizes are 400; a resize of an exec without a
-terminal leaves the session running (a guest.error event).
+terminal (or one that is over) is 409.
 Every answer is looked for only in the output that came after the question, and never
 appears in the question's echo (`echo af''ter` prints "after").
 """
@@ -140,6 +140,14 @@ def check_api(d, sid):
             raise AssertionError(f"resize {bad} was accepted")
         except HttpError as e:
             assert e.status == 400, (bad, e.status)
+    plain = d.post(f"/v1/sessions/{sid}/exec", {"argv": ["cat"], "stdin": True})["exec_id"]
+    for ex_id in (plain, t.exec_id):  # no terminal; its terminal is over
+        try:
+            d.call("POST", f"/v1/sessions/{sid}/execs/{ex_id}/resize", {"cols": 90, "rows": 20})
+            raise AssertionError(f"resize of exec {ex_id} was accepted")
+        except HttpError as e:
+            assert e.status == 409, (ex_id, e.status)
+    d.call("POST", f"/v1/sessions/{sid}/execs/{plain}/stdin?eof=1", raw=b"")
     print("api: sh on a pty answered, tty/ctty, size and resize, ^C, exit 3", flush=True)
 
 
