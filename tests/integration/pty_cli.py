@@ -127,7 +127,9 @@ def check_cli(d, sid):
     # -i alone: piped stdin, no terminal; its end closes the exec's stdin
     code, out, err = cli.run("exec", "-i", sid, "--", "sh", "-c", "read x; echo got-$x; cat",
                              input=b"hello\nrest\n")
-    assert (code, out) == (0, "got-hello\nrest\n"), (code, out, err)
+    if (code, out) != (0, "got-hello\nrest\n"):
+        logs = cli.run("logs", "--json", sid)[1].splitlines()[-12:]
+        raise AssertionError(f"exec -i: {(code, out, err)}; the session's last events: {logs}")
     code, out, err = cli.run("exec", "-it", sid, "--", "sh", input=b"")
     assert code == 126 and "terminal" in err, (code, out, err)
     print("cli: exec -it (size, SIGWINCH, Ctrl-C, exit 3, terminal restored), exec -i",
