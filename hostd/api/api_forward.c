@@ -95,6 +95,18 @@ session_is_callers(ApiCtx *c, const char *id)
     return mine;
 }
 
+/* The native face's hop: req carried to o's host with the caller's identity. */
+static void
+hop_to_owner(Api *a, HttpRequest *req, const ClusterOwner *o, const char *tenant, bool admin)
+{
+    api_forward_hop_start(a, req,
+                          &(HopSpec){.host_id = o->host_id,
+                                     .base_url = o->url,
+                                     .face = API_HOP_FACE_API,
+                                     .tenant = tenant,
+                                     .admin = admin});
+}
+
 bool
 api_forward_take(ApiCtx *c)
 {
@@ -127,12 +139,7 @@ api_forward_take(ApiCtx *c)
         strcmp(o.host_id, cluster_host_id(a->d.cluster)) == 0)
         respond_no_session(req, id);
     else
-        api_forward_hop_start(a, req,
-                              &(HopSpec){.host_id = o.host_id,
-                                         .base_url = o.url,
-                                         .face = API_HOP_FACE_API,
-                                         .tenant = tenant,
-                                         .admin = admin});
+        hop_to_owner(a, req, &o, tenant, admin);
     return true;
 }
 
@@ -175,12 +182,7 @@ api_forward_place(ApiCtx *c, const char *pool)
     HttpRequest *req = c->req;
     api_ctx_done(c);
     atomic_fetch_add(&a->fwd->placed, 1);
-    api_forward_hop_start(a, req,
-                          &(HopSpec){.host_id = o.host_id,
-                                     .base_url = o.url,
-                                     .face = API_HOP_FACE_API,
-                                     .tenant = tenant,
-                                     .admin = admin});
+    hop_to_owner(a, req, &o, tenant, admin);
     return true;
 }
 

@@ -15,5 +15,22 @@ int api_json_env(json_t *v, EnvPair **ret_env, size_t *ret_n, Error **errp);
 int api_json_timeout(json_t *obj, const char *key, uint64_t *ret_usec, Error **errp);
 int api_json_files(json_t *v, TaskFile **ret, size_t *ret_n, Error **errp);
 void api_free_argv(char **argv, size_t argc);
+/* The routes' small parsers (api_json_routes.c). */
+typedef struct AdmitQuota AdmitQuota;
+/* An id in a path (an exec's, a context's): decimal 1..UINT32_MAX, one spelling only. */
+int api_id_u32(const char *s, uint32_t *ret);
+/* A signal: a number 1..64, or a name ("TERM", "SIGTERM") of the nine the API names. */
+int api_json_signal(json_t *v, int *ret);
+/* A terminal's size, {"cols": 1..PTY_COLS_MAX, "rows": 1..PTY_ROWS_MAX} and nothing else
+ * (exec's "pty", the resize body); api_json_pty: absent or null is 0 x 0 (no terminal). On
+ * error the out-params are untouched. */
+int api_json_pty_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
+int api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
+/* A code run's body: code (checked for type and size; its text is read by the caller), the
+ * context (0 = the default one), timeout_ms's bound, env. */
+int api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,
+                  Error **errp);
+/* A quota body's keys onto q: every key known, every value in range; q unchanged on error. */
+int api_json_quota(json_t *body, AdmitQuota *q, Error **errp);
 void api_free_env(EnvPair *env, size_t n);
 void api_free_files(TaskFile *f, size_t n);

@@ -314,7 +314,8 @@ tenant_remove_on_loop(ApiCtx *c)
     }
     /* Its sessions here end now; in a cluster the other hosts end theirs when their pull
      * brings the removal (hostd/daemon.c). Nothing of a removed tenant is admitted again. */
-    size_t ended = cancel ? sessions_end_tenant(c->api->d.sessions, id, SESSION_END_TENANT_REMOVED) : 0;
+    size_t ended =
+        cancel ? sessions_end_tenant(c->api->d.sessions, id, SESSION_END_TENANT_REMOVED) : 0;
     json_t *o = json_pack("{s:s,s:s}", "id", x.tenant.id, "name", x.tenant.name);
     set_time(o, "created_at", x.tenant.created_usec);
     set_time(o, "removed_at", x.tenant.removed_usec);
@@ -343,29 +344,6 @@ route_admin_tenant_remove(ApiCtx *c)
 
 /* ------------------------------------------------------------------ quota */
 
-/* Applies the body's keys onto q; every key must be a known quota key with a value in range. */
-static int
-quota_apply(json_t *body, AdmitQuota *q, Error **errp)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(body, key, v)
-    {
-        const AdmitQuotaKey *k = NULL;
-        for (size_t i = 0; i < admit_quota_n_keys && !k; i++)
-            if (strcmp(admit_quota_keys[i].name, key) == 0)
-                k = &admit_quota_keys[i];
-        if (!k)
-            return error_set(errp, E_INVALID, 0, "unknown quota key '%.40s'", key);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            (uint64_t) json_integer_value(v) > k->max)
-            return error_set(errp, E_INVALID, 0, "%s must be an integer in 0..%llu", k->name,
-                             (unsigned long long) k->max);
-        *admit_quota_field(q, k) = (uint64_t) json_integer_value(v);
-    }
-    return 0;
-}
-
 /* Cluster mode: the cluster's quota row is the tenant's quota on every host, so a change
  * starts from it (when there is one) and is written there first; this host's store keeps a
  * copy, its fallback for a tenant the cluster has no row for. */
@@ -390,7 +368,7 @@ quota_put_on_loop(ApiCtx *c)
 
     if (tenant_live(st, id, &err) < 0 ||
         store_quota_get(st, id, c->api->d.default_quota, &q, &err) < 0 ||
-        quota_cluster_base(c, id, &q, &err) < 0 || quota_apply(c->body, &q, &err) < 0 ||
+        quota_cluster_base(c, id, &q, &err) < 0 || api_json_quota(c->body, &q, &err) < 0 ||
         (c->api->d.cluster &&
          cluster_quota_put(c->api->d.cluster, id, &q, (int64_t) wall_usec(), &err) < 0) ||
         store_begin(st, &err) < 0 || store_quota_put(st, id, &q, &err) < 0 ||

@@ -31,17 +31,6 @@ code_req_free(CodeReq *r)
     }
 }
 
-static int
-parse_context_id(const char *s, uint32_t *ret)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || v == 0 || v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
-}
-
 static void
 run_on_loop(ApiCtx *c)
 {
@@ -67,21 +56,7 @@ run_on_loop(ApiCtx *c)
 static int
 parse_code_body(ApiCtx *c, CodeReq *r, Error **errp)
 {
-    json_t *code = json_object_get(c->body, "code"), *ctx = json_object_get(c->body, "context");
-    json_t *t = json_object_get(c->body, "timeout_ms");
-
-    if (!json_is_string(code) || json_string_length(code) > CODE_SOURCE_MAX_BYTES)
-        return error_set(errp, E_INVALID, 0, "code must be a string of at most %u bytes",
-                         CODE_SOURCE_MAX_BYTES);
-    if (ctx && (!json_is_integer(ctx) || json_integer_value(ctx) < 1 ||
-                json_integer_value(ctx) > UINT32_MAX))
-        return error_set(errp, E_INVALID, 0, "context must be a context id");
-    if (t && (!json_is_integer(t) || json_integer_value(t) < 0 ||
-              (uint64_t) json_integer_value(t) > CODE_TIMEOUT_MAX_MS))
-        return error_set(errp, E_INVALID, 0, "timeout_ms must be 0..%llu",
-                         (unsigned long long) CODE_TIMEOUT_MAX_MS);
-    r->context = ctx ? (uint32_t) json_integer_value(ctx) : 0;
-    return api_json_env(json_object_get(c->body, "env"), &r->env, &r->n_env, errp);
+    return api_json_code(c->body, &r->context, &r->env, &r->n_env, errp);
 }
 
 /* The session id, the body and parse(): then on_loop has c->extra (a CodeReq); else the error
@@ -193,7 +168,7 @@ context_action(ApiCtx *c, CtxAction action)
     CodeReq *r;
     if (!api_session_id(c, 2))
         return;
-    if (!(r = calloc(1, sizeof(*r))) || parse_context_id(c->seg[4], &r->context) < 0) {
+    if (!(r = calloc(1, sizeof(*r))) || api_id_u32(c->seg[4], &r->context) < 0) {
         free(r);
         api_reply_errorf(c, E_NOT_FOUND, "no such code context");
         return;

@@ -271,30 +271,6 @@ exec_on_loop(ApiCtx *c)
         api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
 }
 
-/* {"cols": N, "rows": N}, each 1..PTY_*_MAX; absent or null = no terminal. */
-static int
-parse_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
-{
-    json_t *cols = json_object_get(v, "cols"), *rows = json_object_get(v, "rows");
-
-    if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_integer(cols) ||
-        !json_is_integer(rows) || json_integer_value(cols) < 1 ||
-        json_integer_value(cols) > PTY_COLS_MAX || json_integer_value(rows) < 1 ||
-        json_integer_value(rows) > PTY_ROWS_MAX)
-        return error_set(errp, E_INVALID, 0,
-                         "a terminal size is {\"cols\": 1..%d, \"rows\": 1..%d}", PTY_COLS_MAX,
-                         PTY_ROWS_MAX);
-    *ret_cols = (uint32_t) json_integer_value(cols);
-    *ret_rows = (uint32_t) json_integer_value(rows);
-    return 0;
-}
-
-static int
-parse_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
-{
-    return !v || json_is_null(v) ? 0 : parse_size(v, ret_cols, ret_rows, errp);
-}
-
 void
 route_exec(ApiCtx *c)
 {
@@ -317,7 +293,7 @@ route_exec(ApiCtx *c)
         error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
         goto fail_free;
     }
-    if (parse_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
+    if (api_json_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
         goto fail_free;
     sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
     sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
@@ -334,41 +310,6 @@ fail_free:
     if (!err)
         error_set(&err, E_INTERNAL, ENOMEM, "request");
     api_reply_error(c, err);
-}
-
-static int
-parse_exec_id(const char *s, uint32_t *ret)
-{
-    char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    if (!*s || *end || v == 0 || v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
-}
-
-static int
-parse_signal(json_t *v, int *ret)
-{
-    static const struct {
-        const char *name;
-        int signo;
-    } names[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},
-                 {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"STOP", SIGSTOP},
-                 {"CONT", SIGCONT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
-    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64) {
-        *ret = (int) json_integer_value(v);
-        return 0;
-    }
-    const char *s = json_string_value(v);
-    if (s && strncmp(s, "SIG", 3) == 0)
-        s += 3;
-    for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
-        if (strcmp(s, names[i].name) == 0) {
-            *ret = names[i].signo;
-            return 0;
-        }
-    return -1;
 }
 
 typedef struct {
@@ -399,8 +340,8 @@ route_exec_signal(ApiCtx *c)
         free(sr);
         return;
     }
-    if (!sr || api_parse_body(c, &err) < 0 || parse_exec_id(c->seg[4], &sr->exec_id) < 0 ||
-        parse_signal(json_object_get(c->body, "signal"), &sr->signo) < 0) {
+    if (!sr || api_parse_body(c, &err) < 0 || api_id_u32(c->seg[4], &sr->exec_id) < 0 ||
+        api_json_signal(json_object_get(c->body, "signal"), &sr->signo) < 0) {
         free(sr);
         if (!err)
             error_set(&err, E_INVALID, 0,
@@ -446,7 +387,7 @@ route_exec_stdin(ApiCtx *c)
         return;
     }
     (void) http_body(c->req, &len);
-    if (!sr || parse_exec_id(c->seg[4], &sr->exec_id) < 0 || len > STDIN_CHUNK_MAX_BYTES) {
+    if (!sr || api_id_u32(c->seg[4], &sr->exec_id) < 0 || len > STDIN_CHUNK_MAX_BYTES) {
         free(sr);
         api_reply_errorf(c, E_INVALID, "need an exec id and at most %u bytes of stdin",
                          STDIN_CHUNK_MAX_BYTES);
@@ -485,8 +426,8 @@ route_exec_resize(ApiCtx *c)
         free(rr);
         return;
     }
-    if (!rr || api_parse_body(c, &err) < 0 || parse_exec_id(c->seg[4], &rr->exec_id) < 0 ||
-        parse_size(c->body, &rr->cols, &rr->rows, &err) < 0) {
+    if (!rr || api_parse_body(c, &err) < 0 || api_id_u32(c->seg[4], &rr->exec_id) < 0 ||
+        api_json_pty_size(c->body, &rr->cols, &rr->rows, &err) < 0) {
         free(rr);
         if (!err)
             error_set(&err, E_INVALID, 0, "need an exec id");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "base64.h"
 #include "e2b_config.h"
 #include "macro.h"
@@ -479,20 +480,10 @@ e2b_json_string_lossy(const char *s, size_t len)
 int
 e2b_code_context_parse(const char *s, uint32_t *ret)
 {
-    uint64_t v = 0;
     size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || n > E2B_CODE_CONTEXT_ID_MAX_BYTES || s[0] == '0')
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t) (s[i] - '0');
-    }
-    if (v > UINT32_MAX)
-        return -1;
-    *ret = (uint32_t) v;
-    return 0;
+    return n > 0 && n <= E2B_CODE_CONTEXT_ID_MAX_BYTES && s[0] != '0' && ascii_parse_u32(s, n, ret)
+               ? 0
+               : -1;
 }
 
 /* Only the keys in allowed[] (the SDK's), so a typo or a newer SDK's field is a clear 400
@@ -591,6 +582,19 @@ static const struct {
     {"application/pdf", "pdf"},    {"application/javascript", "javascript"},
 };
 
+/* E2B's server gives a string result's text without its quotes ('abc' or "abc" -> abc), as
+ * its Result model does (template/server/api/models/result.py): the same rule, byte for
+ * byte, so the SDK's tests read what they read from E2B. The native API keeps repr(). */
+static json_t *
+text_as_e2b(json_t *v)
+{
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (!s || n == 0 || !((s[0] == '\'' && s[n - 1] == '\'') || (s[0] == '"' && s[n - 1] == '"')))
+        return json_incref(v);
+    return n < 2 ? json_string("") : json_stringn(s + 1, n - 2);
+}
+
 static json_t *
 code_result(json_t *attrs)
 {
@@ -605,7 +609,9 @@ code_result(json_t *attrs)
         for (size_t i = 0; i < ELEMENTSOF(result_formats); i++)
             if (strcmp(mime, result_formats[i].mime) == 0)
                 name = result_formats[i].name;
-        json_object_set(o, name, v); /* opaque: PNG and HTML are never looked into */
+        /* opaque: PNG and HTML are never looked into */
+        json_object_set_new(o, name,
+                            strcmp(mime, "text/plain") == 0 ? text_as_e2b(v) : json_incref(v));
     }
     return o;
 }

@@ -1,11 +1,15 @@
-/* Fuzz target: the API's request-body parsers (hostd/api/api_json.c) on arbitrary JSON:
- * the body is parsed as the API does (strict, no duplicate keys), then argv, env, files and
- * timeout are extracted from it. Invariants: every parser either fails with E_INVALID and a
- * message, or yields values within the documented bounds; nothing leaks (ASan). */
+/* Fuzz target: the API's request-body parsers (hostd/api/api_json.c, api_json_routes.c) on
+ * arbitrary JSON: the body is parsed as the API does (strict, no duplicate keys), then argv,
+ * env, files and timeout are extracted from it, and it is read as a code run's body, a quota
+ * body, its "signal" as a signal and its "id" string as an id in a path. Invariants: every
+ * parser either fails with E_INVALID and a message, or yields values within the documented
+ * bounds; an id is accepted exactly when it is the decimal spelling of 1..UINT32_MAX; a quota
+ * refused leaves the quota as it was; nothing leaks (ASan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "api_json.h"
 #include "runner_limits.h"
 
@@ -18,6 +22,53 @@ check_err(Error *e)
 {
     CHECK(e && e->message[0]);
     error_free(e);
+}
+
+/* The routes' parsers (api_json_routes.c). */
+static void
+check_routes(json_t *body)
+{
+    Error *e = NULL;
+    EnvPair *env = NULL;
+    size_t n_env = 0;
+    uint32_t u = 0;
+    int signo = 0;
+
+    const char *id = json_string_value(json_object_get(body, "id"));
+    if (id) {
+        char again[16];
+        bool ok = api_id_u32(id, &u) == 0;
+        if (ok)
+            snprintf(again, sizeof(again), "%u", u);
+        CHECK(!ok || (u >= 1 && strcmp(again, id) == 0));
+    }
+    if (api_json_signal(json_object_get(body, "signal"), &signo) == 0)
+        CHECK(signo >= 1 && signo <= 64);
+    uint32_t cols = 0, rows = 0;
+    if (api_json_pty(json_object_get(body, "pty"), &cols, &rows, &e) == 0)
+        CHECK((cols == 0 && rows == 0) ||
+              (cols >= 1 && cols <= PTY_COLS_MAX && rows >= 1 && rows <= PTY_ROWS_MAX));
+    else
+        check_err(TAKE_PTR(e));
+    if (api_json_code(body, &u, &env, &n_env, &e) == 0) {
+        CHECK(n_env <= SESSION_ENV_MAX);
+        api_free_env(env, n_env);
+    } else {
+        CHECK(!env);
+        check_err(TAKE_PTR(e));
+    }
+    AdmitQuota q, before;
+    memset(&q, 0xa5, sizeof(q));
+    before = q;
+    if (api_json_quota(body, &q, &e) == 0) {
+        for (size_t i = 0; i < admit_quota_n_keys; i++)
+            CHECK(admit_quota_get(&q, &admit_quota_keys[i]) ==
+                      admit_quota_get(&before, &admit_quota_keys[i]) ||
+                  admit_quota_get(&q, &admit_quota_keys[i]) <= admit_quota_keys[i].max);
+    } else {
+        CHECK(memcmp(&q, &before, sizeof(q)) == 0);
+        check_err(TAKE_PTR(e));
+    }
 }
 
 int
@@ -61,6 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(timeout <= 24ull * 3600 * 1000000);
     else
         check_err(TAKE_PTR(e));
+    check_routes(body);
     json_decref(body);
     return 0;
 }

@@ -145,7 +145,8 @@ def check_contexts(s):
           and ctx["cwd"] == "/home/user", f"createCodeContext -> {ctx}")
     check(c["noX"]["error"] and c["noX"]["error"]["name"] == "NameError",
           "a second context does not see x")
-    check(c["hasY"]["text"] == "'two'", f"it keeps its own y ({c['hasY']})")
+    # a string's text as E2B's server gives it: without repr's quotes (issue 33)
+    check(c["hasY"]["text"] == "two", f"it keeps its own y ({c['hasY']})")
     check(c["defaultNoY"]["error"] and c["defaultNoY"]["error"]["name"] == "NameError",
           "the default context does not see y")
     ids = [x["id"] for x in c["listed"]]

@@ -290,6 +290,30 @@ test_process_events(void **state)
     json_decref(cfg);
 }
 
+/* A result's text as E2B's server gives it: one pair of quotes off a string's repr, exactly
+ * its rule (ends that match, either kind; "'" alone is ""), nothing else touched. */
+static void
+test_code_result_text(void **state)
+{
+    (void) state;
+    static const char *const cases[][2] = {
+        {"'abc'", "abc"},         {"\"abc\"", "abc"}, {"''", ""},     {"'", ""},
+        {"'a\"", "'a\""},         {"42", "42"},       {"", ""},       {"'it''s'", "it''s"},
+        {"[1, 'x']", "[1, 'x']"}, {"\"a'", "\"a'"},   {"'\\n'", "\\n"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *attrs = json_pack("{s:b,s:{s:s,s:s}}", "main", 1, "data", "text/plain",
+                                  cases[i][0], "text/html", cases[i][0]);
+        bool last = true;
+        json_t *m = e2b_code_event_message("code.result", NULL, 0, attrs, &last);
+        assert_false(last);
+        assert_string_equal(json_string_value(json_object_get(m, "text")), cases[i][1]);
+        /* other formats pass as they are */
+        assert_string_equal(json_string_value(json_object_get(m, "html")), cases[i][0]);
+        json_decref(m);
+        json_decref(attrs);
+    }
+}
+
 static void
 test_entries(void **state)
 {
@@ -418,11 +442,13 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new_sandbox),    cmocka_unit_test(test_timeout_body),
-        cmocka_unit_test(test_render_sandbox), cmocka_unit_test(test_start_and_selectors),
-        cmocka_unit_test(test_input),          cmocka_unit_test(test_pty_size),
-        cmocka_unit_test(test_process_events), cmocka_unit_test(test_entries),
-        cmocka_unit_test(test_lossy_strings),  cmocka_unit_test(test_start_config_is_rebuilt),
+        cmocka_unit_test(test_new_sandbox),      cmocka_unit_test(test_timeout_body),
+        cmocka_unit_test(test_render_sandbox),   cmocka_unit_test(test_start_and_selectors),
+        cmocka_unit_test(test_input),            cmocka_unit_test(test_process_events),
+        cmocka_unit_test(test_pty_size),
+        cmocka_unit_test(test_code_result_text),
+        cmocka_unit_test(test_entries),          cmocka_unit_test(test_lossy_strings),
+        cmocka_unit_test(test_start_config_is_rebuilt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,124 @@
+/* The routes' own small parsers (issue 31 item 2): ids in the path, signals, the code body and
+ * a quota body. Pure (jansson, base, admit's quota table), so they are unit-tested and fuzzed
+ * apart from the server (tests/unit/test_api_json_routes.c, tests/fuzz/fuzz_api_json.c). */
+#include <signal.h>
+#include <string.h>
+
+#include "admit.h"
+#include "ascii.h"
+#include "api_json.h"
+#include "code_wire.h"
+#include "macro.h"
+#include "runner_limits.h"
+
+int
+api_id_u32(const char *s, uint32_t *ret)
+{
+    /* Decimal digits only, no sign, no space, no leading zero: one spelling per id (strtoul
+     * took " 7", "+7", "07" and "-18446744073709551609" for 7). */
+    size_t n = strlen(s);
+    return n > 0 && s[0] != '0' && ascii_parse_u32(s, n, ret) ? 0 : -1;
+}
+
+int
+api_json_signal(json_t *v, int *ret)
+{
+    static const struct {
+        const char *name;
+        int signo;
+    } names[] = {{"KILL", SIGKILL}, {"TERM", SIGTERM}, {"INT", SIGINT},
+                 {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"STOP", SIGSTOP},
+                 {"CONT", SIGCONT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+    if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64) {
+        *ret = (int) json_integer_value(v);
+        return 0;
+    }
+    const char *s = json_string_value(v);
+    if (s && strlen(s) != json_string_length(v))
+        return -1; /* "TERM\0..." is not TERM */
+    if (s && strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; s && i < ELEMENTSOF(names); i++)
+        if (strcmp(s, names[i].name) == 0) {
+            *ret = names[i].signo;
+            return 0;
+        }
+    return -1;
+}
+
+int
+api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,
+              Error **errp)
+{
+    json_t *code = json_object_get(body, "code"), *ctx = json_object_get(body, "context");
+    json_t *t = json_object_get(body, "timeout_ms");
+
+    *ret_env = NULL;
+    *ret_n_env = 0;
+    if (!json_is_string(code) || json_string_length(code) > CODE_SOURCE_MAX_BYTES)
+        return error_set(errp, E_INVALID, 0, "code must be a string of at most %u bytes",
+                         CODE_SOURCE_MAX_BYTES);
+    if (ctx && (!json_is_integer(ctx) || json_integer_value(ctx) < 1 ||
+                json_integer_value(ctx) > UINT32_MAX))
+        return error_set(errp, E_INVALID, 0, "context must be a context id");
+    if (t && (!json_is_integer(t) || json_integer_value(t) < 0 ||
+              (uint64_t) json_integer_value(t) > CODE_TIMEOUT_MAX_MS))
+        return error_set(errp, E_INVALID, 0, "timeout_ms must be 0..%llu",
+                         (unsigned long long) CODE_TIMEOUT_MAX_MS);
+    *ret_context = ctx ? (uint32_t) json_integer_value(ctx) : 0;
+    return api_json_env(json_object_get(body, "env"), ret_env, ret_n_env, errp);
+}
+
+int
+api_json_quota(json_t *body, AdmitQuota *q, Error **errp)
+{
+    const char *key;
+    json_t *v;
+    if (!json_is_object(body))
+        return error_set(errp, E_INVALID, 0, "the body must be a JSON object of quota keys");
+    /* Into a copy: a body refused halfway changes nothing. */
+    AdmitQuota out = *q;
+    json_object_foreach(body, key, v)
+    {
+        const AdmitQuotaKey *k = NULL;
+        for (size_t i = 0; i < admit_quota_n_keys && !k; i++)
+            if (strcmp(admit_quota_keys[i].name, key) == 0)
+                k = &admit_quota_keys[i];
+        if (!k)
+            return error_set(errp, E_INVALID, 0, "unknown quota key '%.40s'", key);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            (uint64_t) json_integer_value(v) > k->max)
+            return error_set(errp, E_INVALID, 0, "%s must be an integer in 0..%llu", k->name,
+                             (unsigned long long) k->max);
+        *admit_quota_field(&out, k) = (uint64_t) json_integer_value(v);
+    }
+    *q = out;
+    return 0;
+}
+
+int
+api_json_pty_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    json_t *cols = json_object_get(v, "cols"), *rows = json_object_get(v, "rows");
+
+    if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_integer(cols) ||
+        !json_is_integer(rows) || json_integer_value(cols) < 1 ||
+        json_integer_value(cols) > PTY_COLS_MAX || json_integer_value(rows) < 1 ||
+        json_integer_value(rows) > PTY_ROWS_MAX)
+        return error_set(errp, E_INVALID, 0,
+                         "a terminal size is {\"cols\": 1..%d, \"rows\": 1..%d}", PTY_COLS_MAX,
+                         PTY_ROWS_MAX);
+    *ret_cols = (uint32_t) json_integer_value(cols);
+    *ret_rows = (uint32_t) json_integer_value(rows);
+    return 0;
+}
+
+int
+api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    if (!v || json_is_null(v)) {
+        *ret_cols = *ret_rows = 0;
+        return 0;
+    }
+    return api_json_pty_size(v, ret_cols, ret_rows, errp);
+}
