@@ -93,6 +93,9 @@ dispatch_simple(Server *s, const HostMsg *m, const WsCtx *ws, Error **err)
         return session_hello(s, m->hello, err);
     case HBODY(SIGNAL):
         return exec_signal(s->execs, m->signal->exec_id, m->signal->signo, err);
+    case HBODY(RESIZE):
+        return exec_resize(s->execs, m->resize->exec_id, m->resize->size->cols,
+                           m->resize->size->rows, err);
     case HBODY(FILE_PUT):
         return files_put(ws, m->file_put, err);
     default:

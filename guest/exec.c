@@ -10,6 +10,7 @@
 
 #include "exec_internal.h"
 #include "fdutil.h"
+#include "pty.h"
 #include "reply.h"
 #include "spawn.h"
 #include "timeutil.h"
@@ -38,6 +39,7 @@ exec_free(ExecTable *t, Exec *e)
     for (int s = 0; s < EXEC_OUT_COUNT; s++)
         exec_close_out(e, s);
     e->report_fd = safe_close(e->report_fd);
+    e->pty_fd = safe_close(e->pty_fd);
     tree_destroy(&t->root, &e->tree);
     free(e->park_argv);
     free(e);
@@ -114,6 +116,28 @@ exec_pipes_open(ExecPipes *p, bool stdin_open)
     return 0;
 }
 
+/* Exec.pty: the report pipe as usual; the terminal's master as stdout (read) and as stdin
+ * (written), one more dup of it for Resize; the slave is the child's fds 0-2 (out[1]). */
+static int
+exec_pipes_open_pty(ExecPipes *p, Exec *e, const ExecContext *ctx,
+                    const Stockade__Runner__PtySize *size, Error **errp)
+{
+    PtyEnds pty;
+
+    *p = (ExecPipes){{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    if (pipe2(p->report, O_CLOEXEC) < 0 || fd_set_nonblock(p->report[0], true) < 0)
+        return error_set(errp, reply_category_from_errno(errno), errno, "exec %u: pipes", e->id);
+    if (pty_open(size->cols, size->rows, ctx->uid, ctx->gid, &pty, errp) < 0)
+        return -1;
+    p->out[0] = pty.master;
+    p->out[1] = pty.slave;
+    p->in[1] = fcntl(pty.master, F_DUPFD_CLOEXEC, 3);
+    e->pty_fd = fcntl(pty.master, F_DUPFD_CLOEXEC, 3);
+    if (p->in[1] < 0 || e->pty_fd < 0)
+        return error_set(errp, reply_category_from_errno(errno), errno, "exec %u: pty", e->id);
+    return 0;
+}
+
 /* NULL-terminated argv pointing into the request (alive until after the spawn). */
 static char **
 exec_argv(const Stockade__Runner__Exec *x)
@@ -157,6 +181,15 @@ exec_cwd_by_path(const ExecContext *ctx, const char *cwd)
     return NULL;
 }
 
+static bool
+exec_env_has(const Stockade__Runner__Exec *x, const char *name)
+{
+    for (size_t i = 0; i < x->n_env; i++)
+        if (strcmp(x->env[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
 static int
 exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, const char *cwd_rel,
            Error **errp)
@@ -166,11 +199,17 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
     ExecPipes p;
     int r = -1;
 
-    if (!argv || env_build_exec(ctx->home, ctx->session_env, x->env, x->n_env, &env) < 0)
+    if (!argv || env_build_exec(ctx->home, ctx->session_env, x->env, x->n_env, &env) < 0 ||
+        (x->pty && !exec_env_has(x, "TERM") && env_list_set(&env, "TERM", EXEC_PTY_TERM) < 0)) {
+        env_list_clear(&env);
         return error_set(errp, E_UNAVAILABLE, ENOMEM, "exec %u", x->exec_id);
-    if (exec_pipes_open(&p, x->stdin_open) < 0) {
+    }
+    if (x->pty) {
+        r = exec_pipes_open_pty(&p, e, ctx, x->pty, errp);
+    } else if ((r = exec_pipes_open(&p, x->stdin_open)) < 0) {
         error_set(errp, reply_category_from_errno(errno), errno, "exec %u: pipes", x->exec_id);
-    } else {
+    }
+    if (r == 0) {
         SpawnSpec spec = {
             .argv = argv,
             .envp = env.items,
@@ -180,9 +219,10 @@ exec_spawn(Exec *e, const ExecContext *ctx, const Stockade__Runner__Exec *x, con
             .cwd_abs = exec_cwd_by_path(ctx, x->cwd),
             .uid = ctx->uid,
             .gid = ctx->gid,
-            .stdin_fd = p.in[0],
+            .stdin_fd = x->pty ? p.out[1] : p.in[0],
             .stdout_fd = p.out[1],
-            .stderr_fd = p.err[1],
+            .stderr_fd = x->pty ? p.out[1] : p.err[1],
+            .ctty = x->pty != NULL,
             .report_fd = p.report[1],
             .cgroup_procs_fd = e->tree.procs_fd,
         };
@@ -219,7 +259,8 @@ exec_start_new(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exe
                 .state = EXEC_STARTING,
                 .report_fd = -1,
                 .out_fd = {-1, -1},
-                .in_fd = -1};
+                .in_fd = -1,
+                .pty_fd = -1};
     if (tree_create(&t->root, x->exec_id, &e->tree, errp) < 0 ||
         exec_spawn(e, ctx, x, cwd_rel, errp) < 0) {
         exec_free(t, e);
@@ -456,6 +497,17 @@ exec_signal(ExecTable *t, uint32_t exec_id, int signo, Error **errp)
     if (slot < 0 || t->slots[slot]->state == EXEC_FAILED)
         return error_set(errp, E_NOT_FOUND, 0, "exec %u: no such exec", exec_id);
     return tree_signal(&t->slots[slot]->tree, signo);
+}
+
+int
+exec_resize(ExecTable *t, uint32_t exec_id, uint32_t cols, uint32_t rows, Error **errp)
+{
+    ssize_t slot = exec_find(t, exec_id);
+    if (slot < 0 || t->slots[slot]->state == EXEC_FAILED)
+        return error_set(errp, E_NOT_FOUND, 0, "exec %u: no such exec", exec_id);
+    if (t->slots[slot]->pty_fd < 0)
+        return error_set(errp, E_NOT_FOUND, 0, "exec %u: has no terminal", exec_id);
+    return pty_resize(t->slots[slot]->pty_fd, cols, rows, errp);
 }
 
 int

@@ -64,6 +64,8 @@ int exec_park(ExecTable *t, const ExecContext *ctx, char **argv, size_t n_argv, 
 /* Prepare.warm_parked: "STOCKADE-WARMUP\n" to the parked process's stdin, if one is ready. */
 void exec_park_warm(ExecTable *t);
 int exec_signal(ExecTable *t, uint32_t exec_id, int signo, Error **errp);
+/* Resize (runner.proto) of an exec started with Exec.pty; NOT_FOUND for any other. */
+int exec_resize(ExecTable *t, uint32_t exec_id, uint32_t cols, uint32_t rows, Error **errp);
 /* Queues stdin bytes (bounded by STDIN_PENDING_MAX_BYTES per exec); eof closes the pipe
  * once they are written. */
 int exec_stdin(ExecTable *t, uint32_t exec_id, const uint8_t *data, size_t len, bool eof,

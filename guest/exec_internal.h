@@ -34,6 +34,7 @@ typedef struct Exec {
     bool draining; /* grace over: read only drain_left[] more */
     size_t drain_left[EXEC_OUT_COUNT];
     int in_fd;
+    int pty_fd; /* Exec.pty: the terminal's master, for Resize (out_fd/in_fd are dups); -1 */
     uint8_t *in_buf;
     size_t in_len;
     bool in_eof;

@@ -72,3 +72,5 @@
 #define TMPFS_TMP_OPTIONS "size=25%,mode=1777"
 #define TMPFS_SHM_OPTIONS "size=25%,mode=1777"
 #define TMPFS_RUN_OPTIONS "size=5%,mode=755"
+#define DEVPTS_OPTIONS "mode=0620,ptmxmode=0666"
+#define EXEC_PTY_TERM "xterm" /* TERM of an exec with a pty unless the Exec's env sets it */

@@ -48,6 +48,8 @@ static const MountSpec late_mounts[] = {
     {"tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_SHM_OPTIONS},
     {"tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_TMP_OPTIONS},
     {"tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, TMPFS_RUN_OPTIONS},
+    /* Exec.pty: /dev/ptmx of devtmpfs opens terminals of this instance. */
+    {"devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, DEVPTS_OPTIONS},
 };
 /* favordynmods (Linux 6.0+): moving a process into a cgroup no longer waits for an RCU grace
  * period. Every exec moves its first process into the exec's own cgroup; under TCG that wait

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -86,6 +87,8 @@ spawn_stdio(const SpawnSpec *s)
         return -1;
     if (dup2(in, STDIN_FILENO) < 0 || dup2(s->stdout_fd, STDOUT_FILENO) < 0 ||
         dup2(s->stderr_fd, STDERR_FILENO) < 0)
+        return -1;
+    if (s->ctty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0)
         return -1;
     /* Everything else (the runner's port, pipes of other execs, ...) closes at execve. */
     return close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);

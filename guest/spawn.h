@@ -7,9 +7,11 @@
  * 022; chdir to the confined cwd (opened as the session user); execve over the exec's own
  * PATH. Any failure writes one SpawnReport to the close-on-exec report pipe and exits 127,
  * so the parent learns "exec failed at stage S with errno E" or, on EOF, "running".
- * Everything is prepared by the parent: the child only makes syscalls. */
+ * Everything is prepared by the parent: the child only makes syscalls. With ctty (Exec.pty)
+ * stdin is a terminal that becomes the new session's controlling terminal (TIOCSCTTY). */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -40,6 +42,7 @@ typedef struct SpawnSpec {
     int stderr_fd;
     int report_fd;       /* write end of the report pipe (O_CLOEXEC) */
     int cgroup_procs_fd; /* -1 in fallback mode */
+    bool ctty;           /* stdin is a terminal (Exec.pty): it becomes the controlling one */
 } SpawnSpec;
 
 /* Starts the child: clone(CLONE_VM | CLONE_VFORK), as posix_spawn does. The child runs on

@@ -49,6 +49,13 @@ check_hello(const Stockade__Runner__Hello *h, char *err, size_t errcap)
     return check_session_config(h->config, err, errcap);
 }
 
+static bool
+check_pty_size(const Stockade__Runner__PtySize *p)
+{
+    return check_known(&p->base) && p->cols >= 1 && p->cols <= PTY_COLS_MAX && p->rows >= 1 &&
+           p->rows <= PTY_ROWS_MAX;
+}
+
 static int
 check_exec(const Stockade__Runner__Exec *e, char *err, size_t errcap)
 {
@@ -73,6 +80,10 @@ check_exec(const Stockade__Runner__Exec *e, char *err, size_t errcap)
     if (!check_len(e->cwd, PATH_MAX_BYTES, true) || (e->cwd[0] && e->cwd[0] != '/'))
         return FAIL("exec.cwd: must be empty or an absolute path of at most %d bytes",
                     PATH_MAX_BYTES);
+    if (e->pty && !check_pty_size(e->pty))
+        return FAIL("exec.pty: cols 1..%d, rows 1..%d", PTY_COLS_MAX, PTY_ROWS_MAX);
+    if (e->pty && e->adopt)
+        return FAIL("exec: pty and adopt together");
     return 0;
 }
 
@@ -177,6 +188,12 @@ check_host_body(const HostMsg *m, char *err, size_t errcap)
         if (!check_known(&m->signal->base) || m->signal->exec_id == 0 ||
             m->signal->signo < 1 || m->signal->signo > 64)
             return FAIL("signal: exec_id 0 or signo outside 1..64");
+        return 0;
+    case STOCKADE__RUNNER__HOST_MSG__BODY_RESIZE:
+        if (!check_known(&m->resize->base) || m->resize->exec_id == 0 || !m->resize->size ||
+            !check_pty_size(m->resize->size))
+            return FAIL("resize: exec_id 0, or size not cols 1..%d, rows 1..%d", PTY_COLS_MAX,
+                        PTY_ROWS_MAX);
         return 0;
     case STOCKADE__RUNNER__HOST_MSG__BODY_FILE_PUT:
         return check_file_put(m->file_put, err, errcap);

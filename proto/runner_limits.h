@@ -3,7 +3,7 @@
  * is a protocol change: bump PROTOCOL_VERSION. */
 #pragma once
 
-#define PROTOCOL_VERSION 4 /* 2: Prepare; 3: egress tunnel; 4: Finalize */
+#define PROTOCOL_VERSION 5 /* 2: Prepare; 3: egress tunnel; 4: Finalize; 5: pty */
 
 #define FRAME_HDR_BYTES 4
 #define FRAME_MAX_BYTES (512u * 1024u)   /* one encoded message */
@@ -29,6 +29,8 @@
 #define WARMUP_ARG_MAX_BYTES 256
 
 #define STDIN_CHUNK_MAX_BYTES (64u * 1024u)
+#define PTY_COLS_MAX 1000 /* Exec.pty, Resize: a terminal's size, 1..these */
+#define PTY_ROWS_MAX 1000
 #define OUTPUT_CHUNK_MAX_BYTES (64u * 1024u)
 #define FILE_CHUNK_MAX_BYTES (256u * 1024u)
 

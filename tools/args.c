@@ -119,7 +119,7 @@ args_global(Cli *cli, int key, int argc, char **argv, Error **errp)
 
 /* ------------------------------------------------------------------ run */
 
-enum { OPT_NO_DOWNLOAD = CLI_OPT_VERB_BASE, OPT_CWD };
+enum { OPT_NO_DOWNLOAD = CLI_OPT_VERB_BASE, OPT_CWD, OPT_TIMEOUT };
 
 static int
 timeout_arg(const char *s, uint64_t *ret, Error **errp)
@@ -216,8 +216,14 @@ static int
 exec_option(Cli *cli, ExecArgs *a, int c, int argc, char **argv, Error **errp)
 {
     switch (c) {
-    case 't':
+    case OPT_TIMEOUT:
         return timeout_arg(optarg, &a->timeout_s, errp);
+    case 'i':
+        a->interactive = true;
+        return 0;
+    case 't':
+        a->tty = true;
+        return 0;
     case 'e':
         return args_env(optarg, a->env, errp);
     case OPT_CWD:
@@ -233,7 +239,9 @@ int
 exec_parse_args(Cli *cli, int argc, char **argv, ExecArgs *ret, Error **errp)
 {
     static const struct option opts[] = {
-        {"timeout", required_argument, NULL, 't'},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT}, /* -t is --tty, as docker exec's */
+        {"interactive", no_argument, NULL, 'i'},
+        {"tty", no_argument, NULL, 't'},
         {"env", required_argument, NULL, 'e'},
         {"cwd", required_argument, NULL, OPT_CWD},
         CLI_GLOBAL_OPTIONS,
@@ -244,7 +252,7 @@ exec_parse_args(Cli *cli, int argc, char **argv, ExecArgs *ret, Error **errp)
     if (!ret->env)
         return error_set(errp, E_INTERNAL, ENOMEM, "args");
     cli_getopt_reset(cli, opts);
-    while ((c = getopt_long(argc, argv, "+t:e:h", opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "+ite:h", opts, NULL)) != -1)
         if (exec_option(cli, ret, c, argc, argv, errp) < 0)
             return -1;
     if (cli->help)

@@ -59,6 +59,8 @@ typedef struct ExecArgs {
     char *cwd;
     char **argv;
     int argc;
+    bool interactive; /* -i: stdin forwarded */
+    bool tty;         /* -t: on a terminal in the guest (with -i: raw mode here) */
 } ExecArgs;
 
 /* stockade exec [OPTIONS] SESSION [--] CMD ARGS... */

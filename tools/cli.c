@@ -181,6 +181,23 @@ cli_client(Cli *cli, Error **errp)
     return cli->client;
 }
 
+Client *
+cli_client_new(Cli *cli, Error **errp)
+{
+    const char *token;
+    Client *c;
+
+    if (cli_token(cli, &token, errp) < 0)
+        return NULL;
+    ClientOptions o = {.socket_path = cli->socket_path,
+                       .url = cli->socket_from_flag ? NULL : cli->url,
+                       .token = token,
+                       .cacert = cli->cacert};
+    if (client_new(&o, &c, errp) < 0)
+        return NULL;
+    return c;
+}
+
 void
 cli_done(Cli *cli)
 {

@@ -90,6 +90,9 @@ void cli_getopt_reset(Cli *cli, const struct option *opts);
  * (see Cli); a token file is read then (first line; refused when group or others may read
  * it, or when empty: E_INVALID). NULL with errp on failure. */
 Client *cli_client(Cli *cli, Error **errp);
+/* Another client to the same daemon with the same token, owned by the caller (client_free):
+ * for a second thread (exec -i forwards stdin while the first follows the events). */
+Client *cli_client_new(Cli *cli, Error **errp);
 /* The token cli_client sends: the first source set of --token, --token-file, STOCKADE_TOKEN,
  * STOCKADE_TOKEN_FILE; *ret NULL when none is. A file is read into cli->token_buf. */
 int cli_token(Cli *cli, const char **ret, Error **errp);

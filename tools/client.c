@@ -454,6 +454,18 @@ client_put(Client *c, const char *path, const void *data, size_t len, json_t **r
 }
 
 int
+client_post_bytes(Client *c, const char *path, const void *data, size_t len, json_t **ret,
+                  Error **errp)
+{
+    Request rq = {.method = "POST",
+                  .path = path,
+                  .body = len ? data : "",
+                  .body_len = len,
+                  .content_type = "application/octet-stream"};
+    return request_json(c, &rq, ret, errp);
+}
+
+int
 client_get_bytes(Client *c, const char *path, size_t max_bytes, uint8_t **ret, size_t *ret_len,
                  Error **errp)
 {

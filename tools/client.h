@@ -73,6 +73,10 @@ void client_set_progress(Client *c, ClientProgressFn fn, void *userdata);
 int client_json(Client *c, const char *method, const char *path, json_t *body, json_t **ret,
                 Error **errp);
 
+/* POST of raw bytes (an exec's stdin); the JSON answer as for client_json. */
+int client_post_bytes(Client *c, const char *path, const void *data, size_t len, json_t **ret,
+                      Error **errp);
+
 /* PUT of raw bytes; the JSON answer as for client_json. */
 int client_put(Client *c, const char *path, const void *data, size_t len, json_t **ret,
                Error **errp);

@@ -2,7 +2,9 @@
  * Events are followed from the session's last seq before the exec was started, filtered to
  * this exec. Ctrl-C sends SIGINT to the exec's process tree, a second one SIGKILL, a third
  * stops waiting. Quiet like a remote shell: a summary line only when the command did not
- * exit by itself (it failed to start, timed out, was killed, or the session ended). */
+ * exit by itself (it failed to start, timed out, was killed, or the session ended).
+ * -i forwards stdin, -t runs CMD on a terminal in the guest; -it is docker exec -it: raw
+ * mode here, so Ctrl-C is a byte for the guest's terminal, not a signal here (exec_input.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "args.h"
 #include "cli.h"
 #include "events.h"
+#include "exec_input.h"
 #include "output.h"
 #include "timeutil.h"
 #include "watch.h"
@@ -24,13 +27,16 @@ static const char exec_help[] =
     "Runs CMD in a running session (see stockade sessions new), prints its stdout and stderr\n"
     "as they arrive and exits with its exit code. Files stay in the session: fetch them with\n"
     "stockade cp SESSION:PATH LOCAL.\n\n"
-    "  -t, --timeout SECONDS  kill CMD's process tree after this long (default: the daemon's\n"
+    "  -i, --interactive      forward stdin to CMD (end of input closes CMD's stdin)\n"
+    "  -t, --tty              run CMD on a terminal in the guest, of this terminal's size;\n"
+    "                         with -i, keys go to it raw (Ctrl-C included), as docker exec -it\n"
+    "      --timeout SECONDS  kill CMD's process tree after this long (default: the daemon's\n"
     "                         [sessions] exec_timeout_s)\n"
     "  -e, --env NAME=VALUE   environment variable (repeatable)\n"
     "      --cwd DIR          working directory in the guest (relative to /workspace)\n"
     "      --json             the exec's events as NDJSON on stdout\n"
     "  -h, --help             this help\n\n"
-    "Ctrl-C sends SIGINT to CMD, a second Ctrl-C SIGKILL, a third stops waiting.\n"
+    "Without -it, Ctrl-C sends SIGINT to CMD, a second Ctrl-C SIGKILL, a third stops waiting.\n"
     "Exit status: CMD's code; 124 timed out; 125 could not start (the daemon refused it) or\n"
     "the session ended; 126 bad usage; 127 CMD was not found in the guest; 128+N killed by\n"
     "signal N; 130 stopped waiting.\n";
@@ -108,6 +114,16 @@ exec_start(ExecState *st, const ExecArgs *a, Error **errp)
         json_object_set_new(body, "cwd", json_string(a->cwd));
     if (a->timeout_s)
         json_object_set_new(body, "timeout_s", json_integer((json_int_t) a->timeout_s));
+    if (a->interactive)
+        json_object_set_new(body, "stdin", json_true());
+    if (a->tty) {
+        uint32_t cols, rows;
+        exec_input_term_size(&cols, &rows);
+        json_object_set_new(body, "pty",
+                            json_pack("{s:i,s:i}", "cols", (int) cols, "rows", (int) rows));
+        if (!json_object_get(a->env, "TERM") && getenv("TERM"))
+            json_object_set_new(json_object_get(body, "env"), "TERM", json_string(getenv("TERM")));
+    }
     snprintf(path, sizeof(path), "/v1/sessions/%s/exec", st->session);
     if (client_json(st->client, "POST", path, body, &ans, errp) < 0)
         return error_prefix(errp, "start the command in %s", st->session);
@@ -185,6 +201,8 @@ exec_run(Cli *cli, ExecArgs *a)
     _cleanup_error_ Error *err = NULL;
     ExecState st = {.cli = cli, .session = a->session};
     uint64_t after = 0;
+    ExecInput *input = NULL;
+    int r;
 
     if (!(st.client = cli_client(cli, &err)))
         return cli_report(cli, err, true);
@@ -196,7 +214,16 @@ exec_run(Cli *cli, ExecArgs *a)
         return cli_report(cli, err, true);
     st.watch.exec_id = st.exec_id;
     client_set_interrupt(st.client, exec_interrupted, &st);
-    int r = exec_follow(&st, after, &err);
+    if (a->interactive &&
+        ((a->tty && exec_input_raw_begin(&err) < 0) ||
+         exec_input_start(cli, st.session, st.exec_id, a->tty, &input, &err) < 0)) {
+        exec_input_raw_end();
+        exec_signal(&st, "KILL"); /* started, but nobody can type to it */
+        return cli_report(cli, err, true);
+    }
+    r = exec_follow(&st, after, &err);
+    exec_input_stop(input);
+    exec_input_raw_end();
     if (r < 0)
         return cli_report(cli, err, true);
     if (r > 0) {
@@ -217,6 +244,10 @@ cmd_exec(Cli *cli, int argc, char **argv)
     if (exec_parse_args(cli, argc, argv, &a, &err) < 0) {
         exec_args_clear(&a);
         return cli_usage_error(cli, "%s", err->message);
+    }
+    if (!cli->help && a.tty && a.interactive && !isatty(STDIN_FILENO)) {
+        exec_args_clear(&a);
+        return cli_usage_error(cli, "-it needs a terminal on stdin (use -i alone)");
     }
     int code = cli->help ? cli_print_help(exec_help) : exec_run(cli, &a);
     exec_args_clear(&a);

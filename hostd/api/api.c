@@ -35,6 +35,7 @@ static const Route routes[] = {
     {{"POST", {"v1", "sessions", "{id}", "exec"}}, route_exec, AUTH_TENANT},
     {{"POST", {"v1", "sessions", "{id}", "execs", "*", "signal"}}, route_exec_signal, AUTH_TENANT},
     {{"POST", {"v1", "sessions", "{id}", "execs", "*", "stdin"}}, route_exec_stdin, AUTH_TENANT},
+    {{"POST", {"v1", "sessions", "{id}", "execs", "*", "resize"}}, route_exec_resize, AUTH_TENANT},
     {{"GET", {"v1", "sessions", "{id}", "events"}}, route_events, AUTH_TENANT},
     {{"POST", {"v1", "sessions", "{id}", "code"}}, route_code_run, AUTH_TENANT},
     {{"GET", {"v1", "sessions", "{id}", "contexts"}}, route_context_list, AUTH_TENANT},

@@ -97,6 +97,7 @@ void route_session_cancel(ApiCtx *c);
 void route_exec(ApiCtx *c);
 void route_exec_signal(ApiCtx *c);
 void route_exec_stdin(ApiCtx *c);
+void route_exec_resize(ApiCtx *c);
 void route_events(ApiCtx *c);
 /* routes_code.c */
 void route_code_run(ApiCtx *c);

@@ -21,6 +21,11 @@ typedef struct AdmitQuota AdmitQuota;
 int api_id_u32(const char *s, uint32_t *ret);
 /* A signal: a number 1..64, or a name ("TERM", "SIGTERM") of the nine the API names. */
 int api_json_signal(json_t *v, int *ret);
+/* A terminal's size, {"cols": 1..PTY_COLS_MAX, "rows": 1..PTY_ROWS_MAX} and nothing else
+ * (exec's "pty", the resize body); api_json_pty: absent or null is 0 x 0 (no terminal). On
+ * error the out-params are untouched. */
+int api_json_pty_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
+int api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
 /* A code run's body: code (checked for type and size; its text is read by the caller), the
  * context (0 = the default one), timeout_ms's bound, env. */
 int api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,

@@ -9,6 +9,7 @@
 #include "api_json.h"
 #include "code_wire.h"
 #include "macro.h"
+#include "runner_limits.h"
 
 int
 api_id_u32(const char *s, uint32_t *ret)
@@ -93,4 +94,31 @@ api_json_quota(json_t *body, AdmitQuota *q, Error **errp)
     }
     *q = out;
     return 0;
+}
+
+int
+api_json_pty_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    json_t *cols = json_object_get(v, "cols"), *rows = json_object_get(v, "rows");
+
+    if (!json_is_object(v) || json_object_size(v) != 2 || !json_is_integer(cols) ||
+        !json_is_integer(rows) || json_integer_value(cols) < 1 ||
+        json_integer_value(cols) > PTY_COLS_MAX || json_integer_value(rows) < 1 ||
+        json_integer_value(rows) > PTY_ROWS_MAX)
+        return error_set(errp, E_INVALID, 0,
+                         "a terminal size is {\"cols\": 1..%d, \"rows\": 1..%d}", PTY_COLS_MAX,
+                         PTY_ROWS_MAX);
+    *ret_cols = (uint32_t) json_integer_value(cols);
+    *ret_rows = (uint32_t) json_integer_value(rows);
+    return 0;
+}
+
+int
+api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    if (!v || json_is_null(v)) {
+        *ret_cols = *ret_rows = 0;
+        return 0;
+    }
+    return api_json_pty_size(v, ret_cols, ret_rows, errp);
 }

@@ -309,8 +309,10 @@ route_exec(ApiCtx *c)
         error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
         goto fail_free;
     }
+    if (api_json_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
+        goto fail_free;
     sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
-    sp->stdin_open = in && json_is_true(in);
+    sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
     c->extra = sp;
     api_on_loop(c, exec_on_loop);
     return;
@@ -410,4 +412,44 @@ route_exec_stdin(ApiCtx *c)
     sr->eof = eof && (strcmp(eof, "1") == 0 || strcmp(eof, "true") == 0);
     c->extra = sr;
     api_on_loop(c, stdin_on_loop);
+}
+
+typedef struct {
+    uint32_t exec_id, cols, rows;
+} ResizeReq;
+
+static void
+resize_on_loop(ApiCtx *c)
+{
+    ResizeReq *rr = c->extra;
+    _cleanup_error_ Error *err = NULL;
+    int r = sessions_resize(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], rr->exec_id,
+                            rr->cols, rr->rows, &err);
+    free(rr);
+    if (r < 0)
+        api_reply_error(c, err);
+    else
+        api_reply_json(c, 202, json_pack("{s:b}", "sent", 1));
+}
+
+void
+route_exec_resize(ApiCtx *c)
+{
+    _cleanup_error_ Error *err = NULL;
+    ResizeReq *rr = calloc(1, sizeof(*rr));
+
+    if (!api_session_id(c, 2)) {
+        free(rr);
+        return;
+    }
+    if (!rr || api_parse_body(c, &err) < 0 || api_id_u32(c->seg[4], &rr->exec_id) < 0 ||
+        api_json_pty_size(c->body, &rr->cols, &rr->rows, &err) < 0) {
+        free(rr);
+        if (!err)
+            error_set(&err, E_INVALID, 0, "need an exec id");
+        api_reply_error(c, err);
+        return;
+    }
+    c->extra = rr;
+    api_on_loop(c, resize_on_loop);
 }

@@ -137,7 +137,7 @@ envd_signature(HttpRequest *req, E2bEnvdAuth *a)
 
 /* ------------------------------------------------------------------ unary process calls */
 
-typedef enum { PROC_LIST, PROC_SIGNAL, PROC_INPUT, PROC_CLOSE_STDIN } ProcOp;
+typedef enum { PROC_LIST, PROC_SIGNAL, PROC_INPUT, PROC_CLOSE_STDIN, PROC_UPDATE } ProcOp;
 
 typedef struct ProcCall {
     E2bCall c;
@@ -146,6 +146,7 @@ typedef struct ProcCall {
     E2bSelector sel;
     char tag[E2B_TAG_MAX_BYTES + 1];
     int signo;
+    uint32_t cols, rows; /* PROC_UPDATE: the terminal's new size */
     uint8_t *data;
     size_t len;
     json_t *answer;
@@ -215,6 +216,9 @@ proc_on_loop(E2bCall *c)
         pc->answer = proc_list(c->e, sb);
     else if (sb && (pid = proc_running(c->e, sb, &pc->sel, &err)) != 0 && pc->op == PROC_SIGNAL)
         (void) sessions_signal(c->e->d.sessions, NULL, sb->session_id, pid, pc->signo, &err);
+    else if (pid != 0 && pc->op == PROC_UPDATE)
+        (void) sessions_resize(c->e->d.sessions, NULL, sb->session_id, pid, pc->cols, pc->rows,
+                               &err);
     else if (pid != 0)
         (void) proc_input(c->e, sb, pid, pc, &err);
     e2b_call_done(c, err);
@@ -235,7 +239,11 @@ proc_parse(ProcCall *pc, json_t *msg, Error **errp)
         return e2b_parse_signal(msg, &pc->signo, errp);
     if (pc->op == PROC_INPUT)
         return e2b_parse_input(msg, &pc->data, &pc->len, errp);
-    return 0;
+    if (pc->op != PROC_UPDATE)
+        return 0;
+    if (e2b_parse_pty(msg, &pc->cols, &pc->rows, errp) < 0)
+        return -1;
+    return pc->cols ? 0 : error_set(errp, E_INVALID, 0, "update: pty.size is required");
 }
 
 static void
@@ -284,6 +292,13 @@ static void
 rpc_send_input(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 {
     proc_rpc(e, req, auth, msg, PROC_INPUT);
+}
+
+/* Update: a terminal's new size (the only field envd's Update has besides the selector). */
+static void
+rpc_update(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
+{
+    proc_rpc(e, req, auth, msg, PROC_UPDATE);
 }
 
 static void
@@ -519,6 +534,7 @@ static const Rpc rpcs[] = {
     {"/process.Process/SendSignal", false, rpc_send_signal},
     {"/process.Process/SendInput", false, rpc_send_input},
     {"/process.Process/CloseStdin", false, rpc_close_stdin},
+    {"/process.Process/Update", false, rpc_update},
     {"/filesystem.Filesystem/Stat", false, e2b_fs_stat},
     {"/filesystem.Filesystem/MakeDir", false, e2b_fs_make_dir},
     {"/filesystem.Filesystem/Move", false, e2b_fs_move},
@@ -561,7 +577,7 @@ envd_rpc(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, const char *path)
     if (!rpc || strcmp(http_method(req), "POST") != 0) {
         e2b_rpc_errorf(req, CONNECT_UNIMPLEMENTED,
                        "Stockade's envd does not implement this "
-                       "call (no PTYs, no StreamInput, no polling watchers)");
+                       "call (no StreamInput, no polling watchers)");
         return;
     }
     json_t *msg = rpc_message(req, rpc->stream, &err);

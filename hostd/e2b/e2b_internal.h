@@ -48,6 +48,7 @@ typedef struct E2bProc {
     uint32_t pid; /* the exec id: unique in its session, never reused */
     char *tag;
     json_t *config; /* e2b_start_config(): {cmd, args, envs, cwd?}, checked and flat */
+    bool pty;       /* started with "pty": its output is data.pty (Start and Connect) */
     struct E2bProc *next;
 } E2bProc;
 

@@ -10,6 +10,7 @@
 #include "base64.h"
 #include "e2b_config.h"
 #include "macro.h"
+#include "runner_limits.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -247,11 +248,31 @@ e2b_parse_input(json_t *req, uint8_t **ret, size_t *ret_len, Error **errp)
 {
     json_t *in = optional_field(req, "input");
     json_t *data = in ? optional_field(in, "stdin") : NULL;
-    if (in && optional_field(in, "pty"))
-        return error_set(errp, E_INVALID, 0, "input.pty: Stockade has no PTYs");
-    if (!json_is_string(data) ||
+    json_t *pty = in ? optional_field(in, "pty") : NULL;
+    if ((data && pty) || !(data = data ? data : pty) || !json_is_string(data) ||
         base64_decode(json_string_value(data), json_string_length(data), ret, ret_len) < 0)
-        return error_set(errp, E_INVALID, 0, "input.stdin must be base64");
+        return error_set(errp, E_INVALID, 0, "input.stdin or input.pty (one) must be base64");
+    return 0;
+}
+
+int
+e2b_parse_pty(json_t *req, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
+{
+    json_t *pty = optional_field(req, "pty");
+    json_t *size = pty ? json_object_get(pty, "size") : NULL;
+    json_t *cols = json_object_get(size, "cols"), *rows = json_object_get(size, "rows");
+
+    *ret_cols = *ret_rows = 0;
+    if (!pty)
+        return 0;
+    if (!json_is_object(pty) || !json_is_object(size) || !json_is_integer(cols) ||
+        !json_is_integer(rows) || json_integer_value(cols) < 1 ||
+        json_integer_value(cols) > PTY_COLS_MAX || json_integer_value(rows) < 1 ||
+        json_integer_value(rows) > PTY_ROWS_MAX)
+        return error_set(errp, E_INVALID, 0, "pty.size must be {cols: 1..%d, rows: 1..%d}",
+                         PTY_COLS_MAX, PTY_ROWS_MAX);
+    *ret_cols = (uint32_t) json_integer_value(cols);
+    *ret_rows = (uint32_t) json_integer_value(rows);
     return 0;
 }
 
@@ -274,6 +295,15 @@ e2b_event_data(bool is_stderr, const uint8_t *data, size_t len)
     if (!b64)
         return NULL;
     return wrap_event("data", json_pack("{s:s}", is_stderr ? "stderr" : "stdout", b64));
+}
+
+json_t *
+e2b_event_pty(const uint8_t *data, size_t len)
+{
+    _cleanup_free_ char *b64 = base64_encode(data, len);
+    if (!b64)
+        return NULL;
+    return wrap_event("data", json_pack("{s:s}", "pty", b64));
 }
 
 static const char *

@@ -77,12 +77,18 @@ typedef struct E2bSelector {
 int e2b_parse_selector(json_t *req, E2bSelector *ret, Error **errp);
 /* "SIGNAL_SIGKILL" / "SIGNAL_SIGTERM" or 9 / 15. */
 int e2b_parse_signal(json_t *req, int *ret_signo, Error **errp);
-/* SendInput's input.stdin (base64) as a new buffer; input.pty is refused (no PTYs). */
+/* SendInput's input.stdin or input.pty (base64: bytes typed on the process's terminal) as a
+ * new buffer. */
 int e2b_parse_input(json_t *req, uint8_t **ret, size_t *ret_len, Error **errp);
 
 /* ProcessEvent messages, each wrapped as {"event": ...} (StartResponse, ConnectResponse). */
 json_t *e2b_event_start(uint32_t pid);
 json_t *e2b_event_data(bool is_stderr, const uint8_t *data, size_t len);
+/* {"event":{"data":{"pty": base64}}}: what a process on a terminal shows. */
+json_t *e2b_event_pty(const uint8_t *data, size_t len);
+/* Start's and Update's "pty": {"size": {"cols": 1..1000, "rows": 1..1000}}. Absent or null:
+ * 0 with *ret_cols = *ret_rows = 0; anything else malformed: -1 (E_INVALID). */
+int e2b_parse_pty(json_t *req, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
 /* exit_code >= 0: exited; otherwise killed by signo. error: NULL or why it did not run. */
 json_t *e2b_event_end(int exit_code, int signo, const char *error);
 json_t *e2b_event_keepalive(bool process); /* process: {"event":{"keepalive":{}}} */

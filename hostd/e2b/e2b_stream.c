@@ -44,6 +44,7 @@ typedef struct Follower {
     FollowKind kind;
     char session_id[E2B_SESSION_ID_BYTES];
     uint32_t pid; /* FOLLOW_PROCESS: its exec id */
+    bool pty;     /* FOLLOW_PROCESS: on a terminal: its output is data.pty */
     E2bPath dir;  /* FOLLOW_WATCH */
     bool recursive, include_entry;
     uint32_t context, run;      /* FOLLOW_CODE */
@@ -145,7 +146,9 @@ on_exec_event(Follower *f, const EventRecord *ev, json_t *attrs)
 {
     const char *t = ev->type;
     if (strcmp(t, "exec.stdout") == 0 || strcmp(t, "exec.stderr") == 0) {
-        queue(f, 0, e2b_event_data(strcmp(t, "exec.stderr") == 0, ev->data, ev->data_len));
+        queue(f, 0,
+              f->pty ? e2b_event_pty(ev->data, ev->data_len)
+                     : e2b_event_data(strcmp(t, "exec.stderr") == 0, ev->data, ev->data_len));
     } else if (strcmp(t, "exec.exited") == 0) {
         const char *reason = json_string_value(json_object_get(attrs, "reason"));
         if (reason && strcmp(reason, "timed_out") == 0) {
@@ -459,6 +462,10 @@ start_on_loop(E2bCall *c)
         sc->after = committed_seq(c->e, sb->session_id); /* before the exec's first event */
         if (sessions_exec(c->e->d.sessions, NULL, sb->session_id, &sc->spec, &exec_id, &err) == 0 &&
             e2b_proc_add(c->e, sb, exec_id, sc->tag, TAKE_PTR(sc->config), &err) == 0) {
+            E2bSelector sel = {.pid = exec_id};
+            E2bProc *p = e2b_proc_find(sb, &sel);
+            if (p)
+                p->pty = sc->spec.pty_cols != 0;
             sc->pid = exec_id;
             memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
         }
@@ -487,6 +494,7 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
     json_t *v;
 
     if (e2b_parse_start(msg, &st, errp) < 0 ||
+        e2b_parse_pty(msg, &sc->spec.pty_cols, &sc->spec.pty_rows, errp) < 0 ||
         e2b_command_argv(st.cmd, st.args, &sc->spec.argv, &sc->spec.argc, errp) < 0)
         return -1;
     if (e2b_process_cwd_map(st.cwd, cwd, sizeof(cwd), &why) < 0)
@@ -508,7 +516,7 @@ start_spec(E2b *e, HttpRequest *req, json_t *msg, StreamCall *sc, Error **errp)
         if (!(p->name = strdup("HOME")) || !(p->value = strdup(E2B_HOME_ALIAS)))
             return error_set(errp, E_INTERNAL, ENOMEM, "start");
     }
-    sc->spec.stdin_open = st.stdin_open;
+    sc->spec.stdin_open = st.stdin_open || sc->spec.pty_cols;
     sc->spec.as_root = sc->auth.root; /* Authorization: Basic root: (the SDK's user: 'root') */
     sc->spec.timeout_usec = exec_timeout_usec(e, req);
     return 0;
@@ -567,12 +575,11 @@ e2b_rpc_start(E2b *e, HttpRequest *req, E2bEnvdAuth *auth, json_t *msg)
 
     if (!sc || !(sc->f = calloc(1, sizeof(*sc->f)))) {
         error_set(&err, E_INTERNAL, ENOMEM, "start");
-    } else if (json_object_get(msg, "pty") && !json_is_null(json_object_get(msg, "pty"))) {
-        error_set(&err, E_INVALID, 0, "pty: Stockade runs commands without a terminal");
     } else {
         sc->auth = *auth;
         *auth = (E2bEnvdAuth){0};
-        (void) start_spec(e, req, msg, sc, &err);
+        if (start_spec(e, req, msg, sc, &err) == 0)
+            sc->f->pty = sc->spec.pty_cols != 0;
     }
     stream_post(e, req, sc, start_on_loop, stream_reply, err);
 }
@@ -594,6 +601,7 @@ connect_on_loop(E2bCall *c)
     } else if (sb) {
         sc->after = committed_seq(c->e, sb->session_id); /* output from now on */
         sc->pid = p->pid;
+        sc->f->pty = p->pty;
         memcpy(sc->session_id, sb->session_id, sizeof(sc->session_id));
     }
     e2b_call_done(c, err);

@@ -20,6 +20,7 @@ typedef struct Exec {
     bool running, done;
     bool timed_out;              /* killed at its timeout (else it exited by itself) */
     bool task;                   /* the task's command */
+    bool pty;                    /* on a terminal (ExecSpec.pty_cols): Resize applies */
     const SessionExecSink *sink; /* who reads it, or NULL: its output is events */
     TimerId timer;
     Session *session;
@@ -89,6 +90,13 @@ bool
 session_exec_known(const Session *s, uint32_t exec_id)
 {
     return exec_id != 0 && exec_id <= s->execs->next_id;
+}
+
+bool
+session_exec_on_pty(Session *s, uint32_t exec_id)
+{
+    Exec *e = exec_by_id(s, exec_id);
+    return e && e->pty && !e->done;
 }
 
 int
@@ -169,9 +177,13 @@ exec_requested_event(Session *s, const Exec *e, const ExecSpec *spec, uint64_t t
     json_t *argv = json_array();
     for (size_t i = 0; i < spec->argc; i++)
         json_array_append_new(argv, json_string_nocheck(spec->argv[i]));
-    session_event(
-        s, "exec.requested", e->id, NULL, 0,
-        json_pack("{s:o,s:I}", "argv", argv, "timeout_ms", (json_int_t) (timeout / 1000)));
+    json_t *attrs =
+        json_pack("{s:o,s:I}", "argv", argv, "timeout_ms", (json_int_t) (timeout / 1000));
+    if (attrs && spec->pty_cols)
+        json_object_set_new(
+            attrs, "pty",
+            json_pack("{s:i,s:i}", "cols", (int) spec->pty_cols, "rows", (int) spec->pty_rows));
+    session_event(s, "exec.requested", e->id, NULL, 0, attrs);
 }
 
 int
@@ -179,6 +191,7 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
                    uint32_t *ret_exec_id, Error **errp)
 {
     Stockade__Runner__Exec ex = STOCKADE__RUNNER__EXEC__INIT;
+    Stockade__Runner__PtySize pty = STOCKADE__RUNNER__PTY_SIZE__INIT;
     HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
     _cleanup_free_ Stockade__Runner__EnvVar *env_storage = NULL;
     _cleanup_free_ Stockade__Runner__EnvVar **envp = NULL;
@@ -197,6 +210,7 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     e->session = s;
     e->task = task;
     e->sink = sink;
+    e->pty = spec->pty_cols != 0;
     ex.exec_id = e->id;
     ex.argv = spec->argv;
     ex.n_argv = spec->argc;
@@ -206,6 +220,11 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     ex.stdin_open = spec->stdin_open;
     ex.adopt = spec->adopt;
     ex.as_root = spec->as_root;
+    if (spec->pty_cols || spec->pty_rows) {
+        pty.cols = spec->pty_cols;
+        pty.rows = spec->pty_rows;
+        ex.pty = &pty;
+    }
     m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
     m.exec = &ex;
     if (session_send(s, &m, &e->req_id, errp) < 0) {

@@ -169,6 +169,7 @@ typedef struct SessionExecSink {
 int session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExecSink *sink,
                        uint32_t *ret_exec_id, Error **errp);
 bool session_exec_known(const Session *s, uint32_t exec_id);  /* ever started */
+bool session_exec_on_pty(Session *s, uint32_t exec_id);       /* running, started with a pty */
 void session_execs_stop(Session *s, SessionEndReason reason); /* their timers stop */
 void session_exec_on_started(Session *s, const GuestMsg *m);
 void session_exec_on_output(Session *s, const Stockade__Runner__Output *o);

@@ -200,6 +200,32 @@ sessions_signal(Sessions *m, const char *tenant, const char *id, uint32_t exec_i
 }
 
 int
+sessions_resize(Sessions *m, const char *tenant, const char *id, uint32_t exec_id, uint32_t cols,
+                uint32_t rows, Error **errp)
+{
+    Stockade__Runner__Resize rs = STOCKADE__RUNNER__RESIZE__INIT;
+    Stockade__Runner__PtySize size = STOCKADE__RUNNER__PTY_SIZE__INIT;
+    HostMsg msg = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Session *s = session_running(m, tenant, id, errp);
+
+    if (!s)
+        return -1;
+    if (cols < 1 || cols > PTY_COLS_MAX || rows < 1 || rows > PTY_ROWS_MAX ||
+        !session_exec_known(s, exec_id))
+        return error_set(errp, E_INVALID, 0, "bad exec id, or size not cols 1..%d, rows 1..%d",
+                         PTY_COLS_MAX, PTY_ROWS_MAX);
+    if (!session_exec_on_pty(s, exec_id))
+        return error_set(errp, E_CONFLICT, 0, "exec %u is not running on a terminal", exec_id);
+    size.cols = cols;
+    size.rows = rows;
+    rs.exec_id = exec_id;
+    rs.size = &size;
+    msg.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_RESIZE;
+    msg.resize = &rs;
+    return session_send(s, &msg, NULL, errp);
+}
+
+int
 sessions_stdin(Sessions *m, const char *tenant, const char *id, uint32_t exec_id,
                const uint8_t *data, size_t len, bool eof, Error **errp)
 {

@@ -76,6 +76,9 @@ typedef struct ExecSpec {
     bool stdin_open;
     bool adopt;   /* take the guest's pre-started process of this argv if any (runner.proto) */
     bool as_root; /* run as root in the guest, not as the session's user (issue 28) */
+    /* 1..PTY_COLS_MAX x 1..PTY_ROWS_MAX: on a pseudo-terminal of that size (runner.proto
+     * Exec.pty; stdin then always open, output one stream: stdout); 0 x 0: pipes */
+    uint32_t pty_cols, pty_rows;
 } ExecSpec;
 
 /* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
@@ -122,6 +125,10 @@ int sessions_signal(Sessions *s, const char *tenant, const char *id, uint32_t ex
                     Error **errp);
 int sessions_stdin(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
                    const uint8_t *data, size_t len, bool eof, Error **errp);
+/* The window size of an exec started with a pty: E_INVALID for sizes out of range or an
+ * unknown exec, E_CONFLICT for one that is over or was started without a terminal. */
+int sessions_resize(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
+                    uint32_t cols, uint32_t rows, Error **errp);
 
 /* File transfer with a running guest. done runs once on the loop thread. */
 typedef void (*SessionsDoneFn)(void *userdata, const Error *err);

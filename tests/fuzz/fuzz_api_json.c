@@ -44,6 +44,12 @@ check_routes(json_t *body)
     }
     if (api_json_signal(json_object_get(body, "signal"), &signo) == 0)
         CHECK(signo >= 1 && signo <= 64);
+    uint32_t cols = 0, rows = 0;
+    if (api_json_pty(json_object_get(body, "pty"), &cols, &rows, &e) == 0)
+        CHECK((cols == 0 && rows == 0) ||
+              (cols >= 1 && cols <= PTY_COLS_MAX && rows >= 1 && rows <= PTY_ROWS_MAX));
+    else
+        check_err(TAKE_PTR(e));
     if (api_json_code(body, &u, &env, &n_env, &e) == 0) {
         CHECK(n_env <= SESSION_ENV_MAX);
         api_free_env(env, n_env);

@@ -107,6 +107,28 @@ const killed = await sbx.commands.kill(bg.pid)
 const afterKill = await expectThrow(() => again.wait())
 report('background', { stdin: catResult.stdout, listed, bgPid: bg.pid, killed, afterKill: { threw: afterKill.threw, name: afterKill.name } })
 
+// a terminal (issue 28): bash on a PTY answers a command, its size and a resize; kill ends it.
+// Each answer is looked for after the question, and never appears in its echo.
+{
+  let screen = ''
+  const dec = new TextDecoder()
+  const enc = new TextEncoder()
+  const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += dec.decode(d, { stream: true }) } })
+  const answered = async (input, needle) => {
+    const from = screen.length
+    await sbx.pty.sendInput(term.pid, enc.encode(input))
+    return await waitUntil(async () => screen.indexOf(needle, from) >= 0, 120000)
+  }
+  const fortyTwo = await answered('echo $((6*7))\n', '42')
+  const size = await answered('stty size\n', '24 80')
+  await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+  const resized = await answered('stty size\n', '30 100')
+  const tty = await answered('tty\n', '/dev/pts/')
+  const killed = await sbx.pty.kill(term.pid)
+  const end = await expectThrow(() => term.wait())
+  report('pty', { fortyTwo, size, resized, tty, killed, endThrew: end.threw, screen: screen.slice(-400) })
+}
+
 // 8. control plane: list (with a metadata filter), connect, setTimeout, getInfo
 const page = await Sandbox.list({ query: { metadata: { suite: 'e2b-it' } } }).nextItems()
 const same = await Sandbox.connect(sbx.sandboxId)

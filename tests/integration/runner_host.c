@@ -211,6 +211,44 @@ rh_fill_exec(Stockade__Runner__Exec *x, uint32_t id, const char *const *argv)
     x->cwd = "";
 }
 
+uint32_t
+rh_exec_pty(const char *const *argv, uint32_t cols, uint32_t rows)
+{
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Exec x = STOCKADE__RUNNER__EXEC__INIT;
+    Stockade__Runner__PtySize size = STOCKADE__RUNNER__PTY_SIZE__INIT;
+    uint32_t id = fx.next_exec_id++;
+
+    rh_fill_exec(&x, id, argv);
+    size.cols = cols;
+    size.rows = rows;
+    x.pty = &size;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_EXEC;
+    m.exec = &x;
+    GuestMsg *r = rh_call(&m);
+    if (r->body_case == STOCKADE__RUNNER__GUEST_MSG__BODY_ERROR)
+        fail_msg("exec %s: Error %d: %s", argv[0], r->error->code, r->error->message);
+    assert_int_equal(r->body_case, STOCKADE__RUNNER__GUEST_MSG__BODY_EXEC_STARTED);
+    msg_free_guest(r);
+    return id;
+}
+
+GuestMsg *
+rh_resize(uint32_t exec_id, uint32_t cols, uint32_t rows)
+{
+    HostMsg m = STOCKADE__RUNNER__HOST_MSG__INIT;
+    Stockade__Runner__Resize rs = STOCKADE__RUNNER__RESIZE__INIT;
+    Stockade__Runner__PtySize size = STOCKADE__RUNNER__PTY_SIZE__INIT;
+
+    size.cols = cols;
+    size.rows = rows;
+    rs.exec_id = exec_id;
+    rs.size = &size;
+    m.body_case = STOCKADE__RUNNER__HOST_MSG__BODY_RESIZE;
+    m.resize = &rs;
+    return rh_call(&m);
+}
+
 void
 rh_send_exec_only(const char *const *argv)
 {
@@ -738,7 +776,7 @@ main(int argc, char **argv)
         cmocka_unit_test(test_shutdown),
     };
     size_t n = ELEMENTSOF_RH(first) + 1 + ELEMENTSOF_RH(hello) + 1 + rh_exec_tests_count +
-               rh_files_tests_count + ELEMENTSOF_RH(last);
+               rh_pty_tests_count + rh_files_tests_count + ELEMENTSOF_RH(last);
     struct CMUnitTest *all = calloc(n, sizeof(*all));
     size_t k = 0;
 
@@ -753,6 +791,7 @@ main(int argc, char **argv)
     memcpy(all + k, hello, sizeof(hello)), k += ELEMENTSOF_RH(hello);
     all[k++] = rh_park_after_hello[0];
     memcpy(all + k, rh_exec_tests, rh_exec_tests_count * sizeof(*all)), k += rh_exec_tests_count;
+    memcpy(all + k, rh_pty_tests, rh_pty_tests_count * sizeof(*all)), k += rh_pty_tests_count;
     memcpy(all + k, rh_files_tests, rh_files_tests_count * sizeof(*all)), k += rh_files_tests_count;
     memcpy(all + k, last, sizeof(last));
     int failed = _cmocka_run_group_tests(argv[2], all, n, rh_group_setup, rh_group_teardown);

@@ -8,7 +8,7 @@ target_include_directories(stockade_runner_client PUBLIC ${PROJECT_SOURCE_DIR}/t
 target_link_libraries(stockade_runner_client PUBLIC stockade_proto)
 
 stockade_test(NAME integration_runner_host_cgroup LABEL integration TIMEOUT 180
-              SOURCES runner_host.c runner_host_exec.c runner_host_files.c runner_host_park.c
+              SOURCES runner_host.c runner_host_exec.c runner_host_pty.c runner_host_files.c runner_host_park.c
               LIBS stockade_runner_client stockade_proto stockade_base PkgConfig::CMOCKA
               ARGS $<TARGET_FILE:stockade-runner> cgroup)
 add_dependencies(integration_runner_host_cgroup stockade-runner)

@@ -48,6 +48,10 @@ typedef struct ExecResult {
 
 /* Sends an Exec and asserts ExecStarted; returns the exec_id. env: "NAME=value" strings. */
 uint32_t rh_exec(const char *const *argv, const char *const *env, const char *cwd, bool stdin_open);
+/* Sends an Exec with Exec.pty of that size and asserts ExecStarted; returns the exec_id. */
+uint32_t rh_exec_pty(const char *const *argv, uint32_t cols, uint32_t rows);
+/* Sends Resize and returns the reply (Ack or Error). */
+GuestMsg *rh_resize(uint32_t exec_id, uint32_t cols, uint32_t rows);
 /* Sends an Exec without waiting for anything (the next exec_id is used). */
 void rh_send_exec_only(const char *const *argv);
 /* Sends an Exec expected to fail; returns the Error code. */
@@ -87,5 +91,7 @@ extern const struct CMUnitTest rh_park_before_hello[];
 extern const struct CMUnitTest rh_park_after_hello[];
 extern const struct CMUnitTest rh_exec_tests[];
 extern const size_t rh_exec_tests_count;
+extern const struct CMUnitTest rh_pty_tests[]; /* runner_host_pty.c */
+extern const size_t rh_pty_tests_count;
 extern const struct CMUnitTest rh_files_tests[];
 extern const size_t rh_files_tests_count;

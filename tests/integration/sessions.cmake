@@ -29,3 +29,10 @@ add_test(NAME integration_readiness
 set_tests_properties(integration_readiness PROPERTIES LABELS integration
     SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE
     ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")
+# Terminals (issue 28): execs on a pseudo-terminal through the native API, and the CLI's
+# `exec -it` / `exec -i` under a real pseudo-terminal (test_pty.py; pty_cli.py).
+add_test(NAME integration_pty
+         COMMAND ${STOCKADE_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_pty.py)
+set_tests_properties(integration_pty PROPERTIES LABELS integration
+    SKIP_RETURN_CODE 77 TIMEOUT 1200 RUN_SERIAL TRUE
+    ENVIRONMENT "STOCKADE_BUILD_DIR=${CMAKE_BINARY_DIR};STOCKADE_IMAGE_DIR=${STOCKADE_IMAGE_DIR}")

@@ -110,6 +110,8 @@ def check_commands(s):
     bg = s["background"]
     assert bg["stdin"] == "through stdin\n" and bg["bgPid"] in bg["listed"], bg
     assert bg["killed"] and bg["afterKill"]["threw"], bg
+    pty = s["pty"]
+    assert all(pty[k] for k in ("fortyTwo", "size", "resized", "tty", "killed", "endThrew")), pty
     print(f"commands ok: lines at {[round(t, 2) for t, _ in got]} s after the start, each "
           f"printed after the one before reached onStdout; timeout TimeoutError after "
           f"{to['seconds']:.1f} s")
@@ -201,7 +203,7 @@ def main():
         d.wait_ready()
         steps = run_sdk(d, node, root)
         missing = {"create", "run", "exit", "files", "fs", "users", "timeout", "background", "control",
-                   "wire", "kill", "expire", "killed", "quota"} - set(steps)
+                   "wire", "kill", "expire", "killed", "quota", "pty"} - set(steps)
         assert not missing, f"steps missing: {missing}"
         check_api_key(steps)
         check_commands(steps)

@@ -11,8 +11,9 @@ spoken directly over HTTP (no SDK) to a real stockaded with real guests:
   tenants    another tenant's X-API-KEY gets 404 on get, kill, timeout, connect and sees
              none of it in list; its own sandbox's envd token does not open this one; no or a
              wrong X-API-KEY is 401
-  refusals   pause, resume, snapshots, fork, metrics, logs and network are 501; PTY, stream
-             input and polling-watcher RPCs are Connect "unimplemented" (501); file calls
+  refusals   pause, resume, snapshots, fork, metrics, logs and network are 501; stream
+             input and polling-watcher RPCs are Connect "unimplemented" (501), Update (a
+             PTY's resize) naming no process is 400; file calls
              outside /workspace (/etc, /tmp, ..) are 400 / invalid_argument
   killed     once killed, every envd path of the sandbox answers 502 (the SDK's "not
              running"), the control plane 404
@@ -195,7 +196,9 @@ def case_refusals(port, e, key):
                        {} if method != "GET" else None)
         assert st == 501 and body.get("code") == 501 and "not supported" in body["message"], \
             (tail, st, body)
-    for rpc in ("/process.Process/Update", "/process.Process/StreamInput",
+    st, ans = e.rpc("/process.Process/Update", {})  # implemented (issue 28): no process named
+    assert st == 400 and ans.get("code") == "invalid_argument", ("Update", st, ans)
+    for rpc in ("/process.Process/StreamInput",
                 "/filesystem.Filesystem/CreateWatcher",
                 "/filesystem.Filesystem/GetWatcherEvents",
                 "/filesystem.Filesystem/RemoveWatcher"):

@@ -186,12 +186,22 @@ test_exec_args(void **state)
     Cli cli = fresh_cli();
     ExecArgs a;
     Error *err = NULL;
-    Argv *v = argv_of("exec -t 5 ses_abc -- ls -la");
+    Argv *v = argv_of("exec --timeout 5 ses_abc -- ls -la");
     assert_int_equal(exec_parse_args(&cli, v->argc, v->argv, &a, &err), 0);
     assert_string_equal(a.session, "ses_abc");
     assert_int_equal(a.timeout_s, 5);
     assert_int_equal(a.argc, 2);
     assert_string_equal(a.argv[1], "-la");
+    assert_false(a.interactive || a.tty);
+    exec_args_clear(&a);
+    argv_free(v);
+    /* -it is docker exec's: -t is --tty here, not --timeout (it takes no value) */
+    v = argv_of("exec -it ses_abc -- sh");
+    assert_int_equal(exec_parse_args(&cli, v->argc, v->argv, &a, &err), 0);
+    assert_true(a.interactive && a.tty);
+    assert_string_equal(a.session, "ses_abc");
+    assert_int_equal(a.timeout_s, 0);
+    assert_string_equal(a.argv[0], "sh");
     exec_args_clear(&a);
     argv_free(v);
     v = argv_of("exec ../etc -- ls");

@@ -42,6 +42,49 @@ test_id(void **state)
     }
 }
 
+/* A terminal's size: both keys, integers 1..1000, nothing else; absent or null: none. */
+static void
+test_pty(void **state)
+{
+    (void) state;
+    static const char *bad[] = {
+        "{}",
+        "{\"cols\":80}",
+        "{\"cols\":0,\"rows\":24}",
+        "{\"cols\":80,\"rows\":1001}",
+        "{\"cols\":1001,\"rows\":24}",
+        "{\"cols\":\"80\",\"rows\":24}",
+        "{\"cols\":80.0,\"rows\":24}",
+        "{\"cols\":80,\"rows\":24,\"x\":1}",
+        "[80,24]",
+        "true",
+    };
+    uint32_t cols = 7, rows = 7;
+    Error *e = NULL;
+    json_t *v = json_loads("{\"cols\":1000,\"rows\":1}", 0, NULL);
+
+    assert_int_equal(api_json_pty(v, &cols, &rows, &e), 0);
+    assert_int_equal(cols, 1000);
+    assert_int_equal(rows, 1);
+    json_decref(v);
+    assert_int_equal(api_json_pty(NULL, &cols, &rows, &e), 0);
+    assert_int_equal(cols, 0);
+    assert_int_equal(api_json_pty_size(NULL, &cols, &rows, &e), -1); /* resize needs a body */
+    error_free(e);
+    e = NULL;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        v = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+        assert_non_null(v);
+        cols = rows = 7;
+        assert_int_equal(api_json_pty(v, &cols, &rows, &e), -1);
+        assert_int_equal(cols, 7);
+        assert_non_null(e);
+        error_free(e);
+        e = NULL;
+        json_decref(v);
+    }
+}
+
 static void
 test_signal(void **state)
 {
@@ -200,6 +243,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id),
         cmocka_unit_test(test_signal),
+        cmocka_unit_test(test_pty),
         cmocka_unit_test(test_code),
         cmocka_unit_test(test_quota),
     };

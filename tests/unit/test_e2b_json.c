@@ -207,9 +207,14 @@ test_input(void **state)
     assert_memory_equal(data, "hi\n", 3);
     free(data);
     json_decref(m);
-    m = js("{\"input\":{\"pty\":\"aGkK\"}}");
+    m = js("{\"input\":{\"pty\":\"aGkK\"}}"); /* typed on the terminal */
+    assert_int_equal(e2b_parse_input(m, &data, &len, &e), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(data, "hi\n", 3);
+    free(data);
+    json_decref(m);
+    m = js("{\"input\":{\"pty\":\"aGkK\",\"stdin\":\"aGkK\"}}");
     assert_int_equal(e2b_parse_input(m, &data, &len, &e), -1);
-    assert_non_null(strstr(e->message, "PTY"));
     error_free(e);
     e = NULL;
     json_decref(m);
@@ -217,6 +222,43 @@ test_input(void **state)
     assert_int_equal(e2b_parse_input(m, &data, &len, &e), -1);
     error_free(e);
     json_decref(m);
+}
+
+/* Start's and Update's pty.size: 1..PTY_*_MAX each, both required; absent or null: none. */
+static void
+test_pty_size(void **state)
+{
+    (void) state;
+    static const char *bad[] = {
+        "{\"pty\":{}}",
+        "{\"pty\":{\"size\":{\"cols\":80}}}",
+        "{\"pty\":{\"size\":{\"cols\":0,\"rows\":24}}}",
+        "{\"pty\":{\"size\":{\"cols\":80,\"rows\":1001}}}",
+        "{\"pty\":{\"size\":{\"cols\":1001,\"rows\":24}}}",
+        "{\"pty\":{\"size\":{\"cols\":\"80\",\"rows\":24}}}",
+        "{\"pty\":{\"size\":{\"cols\":-1,\"rows\":24}}}",
+        "{\"pty\":[80,24]}",
+    };
+    uint32_t cols = 7, rows = 7;
+    Error *e = NULL;
+    json_t *m = js("{\"pty\":{\"size\":{\"cols\":1000,\"rows\":1}}}");
+
+    assert_int_equal(e2b_parse_pty(m, &cols, &rows, &e), 0);
+    assert_int_equal(cols, 1000);
+    assert_int_equal(rows, 1);
+    json_decref(m);
+    m = js("{\"pty\":null}");
+    assert_int_equal(e2b_parse_pty(m, &cols, &rows, &e), 0);
+    assert_int_equal(cols, 0);
+    json_decref(m);
+    for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+        m = js(bad[i]);
+        assert_int_equal(e2b_parse_pty(m, &cols, &rows, &e), -1);
+        assert_non_null(e);
+        error_free(e);
+        e = NULL;
+        json_decref(m);
+    }
 }
 
 static void
@@ -403,6 +445,7 @@ main(void)
         cmocka_unit_test(test_new_sandbox),      cmocka_unit_test(test_timeout_body),
         cmocka_unit_test(test_render_sandbox),   cmocka_unit_test(test_start_and_selectors),
         cmocka_unit_test(test_input),            cmocka_unit_test(test_process_events),
+        cmocka_unit_test(test_pty_size),
         cmocka_unit_test(test_code_result_text),
         cmocka_unit_test(test_entries),          cmocka_unit_test(test_lossy_strings),
         cmocka_unit_test(test_start_config_is_rebuilt),
