@@ -172,4 +172,10 @@ session_on_adopted(Guest *g, const Error *err, void *userdata)
     session_adopt_restore(s, f);
     log_info("session %s: adopted with %zu exec(s) running", s->rec.id, f->n_execs);
     free(f);
+    if (!m->stopping) /* a stop came while the pool checked the guest: it waited for this */
+        return;
+    if (m->keep_on_stop && session_keepable(s))
+        session_keep(s);
+    else
+        session_end(s, SESSION_END_HOST_SHUTDOWN);
 }

@@ -62,6 +62,7 @@ struct Sessions {
     Session *all;
     bool stopping;
     bool keep_on_stop; /* [daemon] shutdown = keep (session_adopt.c) */
+    bool draining;     /* sessions_set_draining: no creation */
     SessionsStats stats;
     SessionsQueue *queue;
     SessionsCommit *commit;

@@ -267,6 +267,7 @@ typedef struct SessionsStats {
     uint64_t ended_by_reason[SESSION_END_COUNT_]; /* sessions ended this run, by end reason */
     uint64_t admission_refusals[_ADMIT_LIMIT_MAX]; /* creations refused, by the quota that did */
     uint64_t pending, live;
+    bool draining; /* sessions_set_draining */
     /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
      * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
      * succeeded / failed; how long the last successful launch took (0: none yet). */
@@ -277,6 +278,10 @@ typedef struct SessionsStats {
     Histogram extraction;
 } SessionsStats;
 void sessions_stats(Sessions *s, SessionsStats *ret);
+/* Drain (issue 30, `stockade drain`): while on, every creation (native, E2B, a hop from
+ * another host) is refused E_UNAVAILABLE with the reason; live sessions run on. Not kept
+ * across a restart: a new daemon takes sessions (an upgrade drains, restarts, is back). */
+void sessions_set_draining(Sessions *s, bool on);
 
 /* <state>/artifacts/<id>/files (any thread; pure string work). */
 int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);

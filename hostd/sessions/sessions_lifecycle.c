@@ -119,6 +119,8 @@ sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
     Session *next;
     for (Session *s = m->all; s; s = next) {
         next = s->next; /* session_end and session_keep may free s */
+        if (s->state == ST_NEW)
+            continue; /* its guest being adopted: session_on_adopted keeps or ends it */
         if (m->keep_on_stop && session_keepable(s))
             session_keep(s); /* shutdown = keep: the next start adopts it */
         else if (!session_state_is_ending(s->state))

@@ -75,8 +75,10 @@ def before_restart(d):
 
 
 def after_restart(d2, sid, bg, blocked, short, n_before):
-    s = d2.wait(lambda: (x := d2.session(sid))["state"] == "running" and x, 300,
-                "the kept session to run again")
+    # the record says running from the start; the guest answers once adopted (until then a
+    # request is 503 "being taken over")
+    wait_event(d2, sid, lambda e: e["type"] == "session.adopted", "the adoption", 300)
+    assert d2.session(sid)["state"] == "running"
     d2.call("PUT", f"/v1/sessions/{sid}/files/go", raw=b"")  # a file op on the adopted guest
     x = exited(d2, sid, blocked)
     assert x["exit_code"] == 0, x
@@ -97,10 +99,24 @@ def after_restart(d2, sid, bg, blocked, short, n_before):
     assert t["end_reason"] == "timed_out", t
     assert wall(t["stopped_at"]) >= wall(t["started_at"]) + SHORT_S - 1, t
     check_seq(list(d2.events(short)))
+    check_drain(d2, sid)
     d2.call("DELETE", f"/v1/sessions/{sid}")
     s = d2.wait(lambda: (x := d2.session(sid))["state"] == "ended" and x, 300, "the close")
     assert s["end_reason"] == "closed", s
     return s
+
+
+def check_drain(d, sid):
+    """Drain: no new session (503, the reason), health says so, the live one still works."""
+    assert d.unix_call("POST", "/v1/admin/drain")["draining"] is True
+    h = d.get("/v1/health")
+    assert h["status"] == "draining" and h["draining"] is True, h
+    status, _, body = d.request("POST", "/v1/sessions", body={"pool": "minimal"})
+    assert status == 503 and b"draining" in body, (status, body)
+    assert exited(d, sid, exec_(d, sid, ["true"]))["exit_code"] == 0
+    r = d.unix_call("DELETE", "/v1/admin/drain")
+    assert r["draining"] is False and r["live"] >= 1, r
+    assert d.get("/v1/health")["status"] == "ok"
 
 
 def restart_keeps(kill):
