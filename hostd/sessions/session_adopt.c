@@ -60,9 +60,11 @@ session_keep(Session *s)
                             "execs_running", (int) session_execs_running(s)));
     session_persist(s);
     sessions_commit_now(m); /* before the free: the batch writes touched sessions' records */
-    session_parts_stop(s, SESSION_END_HOST_SHUTDOWN); /* timers; round trips answered */
-    if (m->host.ops->keep(m->host.pool, s->guest) < 0)
+    session_parts_stop(s, SESSION_END_HOST_SHUTDOWN);    /* timers; round trips answered */
+    if (m->host.ops->keep(m->host.pool, s->guest) < 0) { /* never a callback to a freed s */
         log_warn("session %s: its guest could not be kept; the next start salvages it", s->rec.id);
+        m->host.ops->release(m->host.pool, s->guest, NULL, NULL);
+    }
     s->guest = NULL;
     log_info("session %s: kept running for the next start (guest %s)", s->rec.id, s->rec.guest);
     session_free(s);
@@ -172,6 +174,10 @@ session_on_adopted(Guest *g, const Error *err, void *userdata)
     session_adopt_restore(s, f);
     log_info("session %s: adopted with %zu exec(s) running", s->rec.id, f->n_execs);
     free(f);
+    if (s->end_after_adopt) { /* a close, cancel or removal that came meanwhile */
+        session_end(s, s->end_after_adopt);
+        return;
+    }
     if (!m->stopping) /* a stop came while the pool checked the guest: it waited for this */
         return;
     if (m->keep_on_stop && session_keepable(s))
