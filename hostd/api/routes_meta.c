@@ -378,9 +378,9 @@ pool_on_loop(ApiCtx *c)
     json_t *o = pool_json(&st);
     json_object_set_new(o, "extraction", extraction_json(&ss));
     if (c->extra) { /* health: the short form */
-        json_t *h = json_pack("{s:s,s:s,s:b,s:b}", "status", ss.draining ? "draining" : "ok",
-                              "version", STOCKADE_VERSION, "accel_decided", st.accel_decided,
-                              "draining", ss.draining);
+        json_t *h =
+            json_pack("{s:s,s:s,s:b,s:b}", "status", ss.draining ? "draining" : "ok", "version",
+                      STOCKADE_VERSION, "accel_decided", st.accel_decided, "draining", ss.draining);
         json_object_set(h, "accel", json_object_get(o, "accel"));
         json_decref(o);
         o = h;
@@ -411,8 +411,8 @@ drain_on_loop(ApiCtx *c)
         sessions_set_draining(c->api->d.sessions, strcmp(c->extra, "on") == 0);
     sessions_stats(c->api->d.sessions, &ss);
     api_reply_json(c, 200,
-                   json_pack("{s:b,s:I,s:I}", "draining", ss.draining, "live",
-                             (json_int_t) ss.live, "pending", (json_int_t) ss.pending));
+                   json_pack("{s:b,s:I,s:I}", "draining", ss.draining, "live", (json_int_t) ss.live,
+                             "pending", (json_int_t) ss.pending));
 }
 
 void

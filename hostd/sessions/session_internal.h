@@ -48,7 +48,7 @@ struct Session {
     Finalize *fin;         /* a clean end over the channel in progress, else NULL */
     EgressSession *egress; /* session_egress.c: from Hello until the release, when asked */
     SessionEndReason end_after_adopt; /* an end asked while its guest was being adopted */
-    Session *next;         /* Sessions.all */
+    Session *next;                    /* Sessions.all */
 };
 
 struct Sessions {
