@@ -79,6 +79,7 @@ static const Key keys[] = {
     {SEC_DAEMON, "domain_prefix", K_STR, DC(domain_prefix), POOL_PREFIX_MAX_BYTES + 1, 0, 0},
     {SEC_DAEMON, "log_level", K_STR, DC(log_level), 8, 0, 0},
     {SEC_DAEMON, "log_format", K_STR, DC(log_format), 8, 0, 0},
+    {SEC_DAEMON, "shutdown", K_STR, DC(shutdown), 8, 0, 0},
     {SEC_DAEMON, "accel", K_ACCEL, PC(accel), 0, 0, 0},
     {SEC_DAEMON, "kvm_probe_append", K_STR, DC(kvm_probe_append), POOL_PROBE_APPEND_MAX_BYTES + 1,
      0, 0},
@@ -225,6 +226,7 @@ config_defaults(DaemonConfig *c, const char *default_image_dir)
     snprintf(c->domain_prefix, sizeof(c->domain_prefix), "%s", c->pool.domain_prefix);
     snprintf(c->log_level, sizeof(c->log_level), "info");
     snprintf(c->log_format, sizeof(c->log_format), "text");
+    snprintf(c->shutdown, sizeof(c->shutdown), "keep"); /* an upgrade keeps the sessions */
     c->workers = 6;
     http_config_defaults(&c->http);
     snprintf(c->tcp_address, sizeof(c->tcp_address), "%s", HTTP_DEFAULT_TCP_ADDRESS);
@@ -573,6 +575,9 @@ config_finish(DaemonConfig *c, Error **errp)
 {
     if (c->state_dir[0] != '/' || c->image_dir[0] != '/')
         return error_set(errp, E_INVALID, 0, "state_dir and image_dir must be absolute paths");
+    if (strcmp(c->shutdown, "keep") != 0 && strcmp(c->shutdown, "end") != 0)
+        return error_set(errp, E_INVALID, 0, "[daemon] shutdown must be keep or end");
+    c->shutdown_keeps_sessions = strcmp(c->shutdown, "keep") == 0;
     c->pool.state_dir = c->state_dir;
     c->pool.libvirt_uri = c->libvirt_uri;
     c->pool.domain_prefix = c->domain_prefix;

@@ -10,6 +10,7 @@
  *
  *   [daemon]            state_dir, image_dir, libvirt_uri, domain_prefix, accel,
  *                       kvm_probe_append, log_level, log_format (text | json),
+ *                       shutdown (keep | end: what a stop does to running sessions),
  *                       workspace_mib, refill_concurrency,
  * refill_holdoff_ms, workers, guest_memory (template | copy), template_dir [limits] tb_cache_mib,
  * memory_overhead_mib, cpu_quota_percent, disk_bytes_per_sec, disk_iops, rng_bytes_per_sec
@@ -81,6 +82,8 @@ typedef struct DaemonConfig {
     char template_dir[POOL_TEMPLATE_DIR_MAX_BYTES + 1];     /* "": the pool chooses */
     char log_level[8];
     char log_format[8]; /* text (journal priorities when stderr is the journal) or json */
+    char shutdown[8];   /* keep: a stop leaves running sessions' guests for the next start */
+    bool shutdown_keeps_sessions; /* derived by config_finish() */
     unsigned workers;                        /* worker threads for blocking calls */
     char tcp_address[64];                    /* "none" = no TCP listener */
     char unix_socket[CONFIG_PATH_MAX_BYTES]; /* "" = <state_dir>/api.sock */

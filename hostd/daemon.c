@@ -401,8 +401,12 @@ daemon_begin_stop(void *userdata)
         loop_quit(d->loop, 1);
         return;
     }
-    log_info("stopping: ending live sessions (host_shutdown), then destroying guests");
+    bool keep = d->cfg->shutdown_keeps_sessions;
+    log_info(keep ? "stopping: keeping running sessions and their guests for the next start "
+                    "(shutdown = keep), ending the others (host_shutdown), destroying idle guests"
+                  : "stopping: ending live sessions (host_shutdown), then destroying guests");
     daemon_notify_stopping(d->notify);
+    sessions_set_shutdown_keep(d->sessions, keep);
     extract_service_wind_down(d->extract); /* no new launch; the sessions' salvages go on */
     sessions_stop(d->sessions, daemon_on_sessions_stopped, d);
 }
@@ -693,6 +697,8 @@ static const SessionsHostOps daemon_sessions_host = {
     .recycle = pool_recycle,
     .hold_disk = pool_hold_disk,
     .unhold_disk = pool_unhold_disk,
+    .keep = pool_keep,
+    .adopt = pool_adopt,
     .hello = guest_hello,
     .send = guest_send,
     .send_backlog_bytes = guest_send_backlog_bytes,

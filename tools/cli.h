@@ -158,6 +158,7 @@ int cmd_version(Cli *cli, int argc, char **argv);
 int cmd_tenants(Cli *cli, int argc, char **argv);
 int cmd_tokens(Cli *cli, int argc, char **argv);
 int cmd_hosts(Cli *cli, int argc, char **argv);
+int cmd_drain(Cli *cli, int argc, char **argv);
 int cmd_quota(Cli *cli, int argc, char **argv);
 int cmd_usage(Cli *cli, int argc, char **argv);
 int cmd_image(Cli *cli, int argc, char **argv);

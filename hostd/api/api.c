@@ -67,6 +67,9 @@ static const Route routes[] = {
     {{"POST", {"v1", "admin", "tokens"}}, route_admin_admin_token_create, AUTH_ADMIN},
     {{"DELETE", {"v1", "admin", "tokens", "*"}}, route_admin_token_revoke, AUTH_ADMIN},
     {{"GET", {"v1", "admin", "hosts"}}, route_admin_hosts, AUTH_ADMIN},
+    {{"GET", {"v1", "admin", "drain"}}, route_admin_drain, AUTH_ADMIN},
+    {{"POST", {"v1", "admin", "drain"}}, route_admin_drain, AUTH_ADMIN},
+    {{"DELETE", {"v1", "admin", "drain"}}, route_admin_drain, AUTH_ADMIN},
 };
 
 void

@@ -112,6 +112,7 @@ void route_workspace(ApiCtx *c);
 void route_metrics(ApiCtx *c);
 void route_health(ApiCtx *c);
 void route_pool(ApiCtx *c);
+void route_admin_drain(ApiCtx *c); /* GET, POST (on), DELETE (off) /v1/admin/drain */
 /* routes_admin.c: operators only (the route table checks) */
 void route_admin_tenants_list(ApiCtx *c);
 void route_admin_hosts(ApiCtx *c); /* routes_hosts.c */

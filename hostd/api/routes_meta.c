@@ -378,8 +378,9 @@ pool_on_loop(ApiCtx *c)
     json_t *o = pool_json(&st);
     json_object_set_new(o, "extraction", extraction_json(&ss));
     if (c->extra) { /* health: the short form */
-        json_t *h = json_pack("{s:s,s:s,s:b}", "status", "ok", "version", STOCKADE_VERSION,
-                              "accel_decided", st.accel_decided);
+        json_t *h =
+            json_pack("{s:s,s:s,s:b,s:b}", "status", ss.draining ? "draining" : "ok", "version",
+                      STOCKADE_VERSION, "accel_decided", st.accel_decided, "draining", ss.draining);
         json_object_set(h, "accel", json_object_get(o, "accel"));
         json_decref(o);
         o = h;
@@ -398,4 +399,26 @@ route_health(ApiCtx *c)
 {
     c->extra = (void *) 1;
     api_on_loop(c, pool_on_loop);
+}
+
+/* POST /v1/admin/drain: this host takes no new session (503, with the reason) until DELETE;
+ * the answer says how many sessions are still live, so a caller waits until 0. */
+static void
+drain_on_loop(ApiCtx *c)
+{
+    SessionsStats ss;
+    if (c->extra)
+        sessions_set_draining(c->api->d.sessions, strcmp(c->extra, "on") == 0);
+    sessions_stats(c->api->d.sessions, &ss);
+    api_reply_json(c, 200,
+                   json_pack("{s:b,s:I,s:I}", "draining", ss.draining, "live", (json_int_t) ss.live,
+                             "pending", (json_int_t) ss.pending));
+}
+
+void
+route_admin_drain(ApiCtx *c)
+{
+    const char *method = http_method(c->req);
+    c->extra = strcmp(method, "POST") == 0 ? "on" : strcmp(method, "DELETE") == 0 ? "off" : NULL;
+    api_on_loop(c, drain_on_loop);
 }

@@ -98,6 +98,7 @@ guest_free_fields(Guest *g)
     channel_free(g->ch);
     free(g->dir), free(g->workspace_path), free(g->socket_path), free(g->console_path);
     free(g->save_path), free(g->key_path), free(g->xml), free(g->cmdline);
+    error_free(g->adopt_err);
 }
 
 static int
@@ -269,6 +270,12 @@ pool_find_slot(Pool *p, const char *name, size_t name_len)
     return NULL;
 }
 
+const Guest *
+pool_slot_named(Pool *p, const char *name)
+{
+    return pool_find_slot(p, name, strlen(name));
+}
+
 /* Removes snapshot files that belong to no slot or whose key no longer matches. */
 static void
 pool_prune_snapshots(Pool *p)
@@ -346,6 +353,7 @@ pool_on_reconciled(Pool *p, Error *err)
         return; /* nothing will be filled; status shows accel undecided */
     }
     p->disks_ready = true;
+    pool_adopt_continue(p); /* an earlier run's guests that still run: their channels */
     if (p->stopping) {
         pool_check_stopped(p);
         return;
@@ -386,7 +394,7 @@ pool_check_stopped(Pool *p)
     for (size_t i = 0; i < p->n_shapes; i++) {
         for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
             SlotState st = p->shapes[i].slots[k].state;
-            if (st != SLOT_EMPTY && st != SLOT_HELD && st != SLOT_BACKOFF)
+            if (st != SLOT_EMPTY && st != SLOT_HELD && st != SLOT_BACKOFF && st != SLOT_KEPT)
                 return;
         }
         SlotState t = p->shapes[i].tmpl ? p->shapes[i].tmpl->state : SLOT_EMPTY;
@@ -415,6 +423,8 @@ pool_stop(Pool *p, void (*done)(void *userdata), void *userdata)
     for (size_t i = 0; i < p->n_shapes; i++)
         for (unsigned k = 0; k < p->shapes[i].n_slots; k++) {
             Guest *g = &p->shapes[i].slots[k];
+            if (g->state == SLOT_KEPT)
+                continue; /* shutdown = keep: the next start adopts it */
             if (g->state == SLOT_BUSY)
                 slot_fail(g, "the daemon is shutting down");
             else
@@ -456,7 +466,7 @@ pool_status(Pool *p, PoolStatus *ret)
             o->snapshots_ready += g->snapshot_ok;
             switch (g->state) {
             case SLOT_IDLE: o->idle++; break;
-            case SLOT_BUSY: o->busy++; break;
+            case SLOT_BUSY: case SLOT_KEPT: case SLOT_ADOPTING: o->busy++; break;
             case SLOT_DESTROYING: case SLOT_HELD: o->draining++; break;
             case SLOT_EMPTY: case SLOT_BACKOFF: break;
             default: o->starting++; break;

@@ -106,6 +106,20 @@ void pool_set_on_idle(Pool *p, void (*fn)(void *userdata), void *userdata);
 ssize_t pool_hold_disk(Pool *p, const char *domain_name);
 void pool_unhold_disk(Pool *p, size_t disk_index);
 
+/* Restart without losing a session (pool_adopt.c). pool_keep: a stop that keeps the session
+ * leaves g's domain running; its channel closes, the owner gets no more callbacks, pool_stop
+ * and its sweep leave it alone. -1 when g is not busy. */
+int pool_keep(Pool *p, Guest *g);
+/* Before pool_start(): slot `domain_name` holds an earlier run's live session; the start
+ * checks its domain (running, the slot's UUID) instead of destroying it, syncs its channel,
+ * then calls done(g, NULL) with g busy and owned by ops/userdata as after pool_take. On any
+ * failure done(g, why): g is busy and broken, and the owner must pool_release() it (its disk
+ * is then salvaged like a lost guest's). Returns the slot's disk index, or -1 (no such slot,
+ * already started) and done is never called. */
+typedef void (*GuestAdoptedFn)(Guest *g, const Error *err, void *userdata);
+ssize_t pool_adopt(Pool *p, const char *domain_name, const GuestOps *ops, void *userdata,
+                   GuestAdoptedFn done);
+
 /* Absolute paths of every slot's workspace disk (for the extraction appliance), in a fixed
  * order; valid for the pool's lifetime. */
 size_t pool_workspace_disks(Pool *p, const char *const **ret_paths);

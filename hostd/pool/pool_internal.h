@@ -31,6 +31,8 @@ typedef enum {
     SLOT_DESTROYING, /* destroy requested; waiting for QEMU to go and the call to return */
     SLOT_HELD,       /* domain gone; disk kept until pool_recycle() */
     SLOT_BACKOFF,    /* failed; empty again after a delay */
+    SLOT_KEPT,       /* stopping with shutdown = keep: left running for the next start */
+    SLOT_ADOPTING,   /* an earlier run's guest: its domain checked, then its channel synced */
 } SlotState;
 
 typedef struct Shape Shape;
@@ -70,6 +72,8 @@ struct Guest {
     bool failed; /* the destroy follows a failure: back off before reuse */
     bool destroy_failed; /* libvirt may still hold the domain: destroy again after the backoff */
     GuestGoneFn gone_fn;
+    GuestAdoptedFn adopt_done; /* SLOT_ADOPTING (pool_adopt.c) */
+    Error *adopt_err;          /* its domain's check (worker), read after the job completes */
     void *gone_userdata;
     uint64_t destroy_requested_usec, gone_usec;
     uint64_t restore_started_usec;
@@ -187,6 +191,16 @@ void slot_destroy(Guest *g, bool failed);
 void slot_start_boot(Guest *g);
 int slot_prepare_xml(Guest *g, Error **errp);
 void pool_check_stopped(Pool *p);
+void slot_close_channel(Guest *g);
+void slot_cancel_timer(Guest *g);
+void slot_open_channel(Guest *g, uint64_t timeout_usec);
+const Guest *pool_slot_named(Pool *p, const char *name); /* NULL: no slot of that name */
+/* pool_adopt.c */
+bool pool_slot_survives_sweep(const Guest *g); /* worker and loop: states set before jobs */
+void pool_adopt_check_work(Pool *p);           /* worker, in the reconcile job */
+void pool_adopt_continue(Pool *p);             /* loop, once reconciled */
+void pool_adopt_on_ready(Guest *g);
+void pool_adopt_failed(Guest *g, const char *why);
 
 /* pool_jobs.c: each submits one blocking step and continues on the loop thread. */
 typedef void (*JobDoneFn)(Guest *g, Error *err); /* err is owned by the callee */

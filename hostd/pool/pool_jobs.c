@@ -164,21 +164,33 @@ static int
 pool_destroy_prefixed(Pool *p, char ***ret_destroyed, Error **errp)
 {
     char **names = NULL;
-    size_t k = 0;
+    size_t k = 0, kept = 0;
     int r = 0;
 
     *ret_destroyed = NULL;
     if (virt_list_prefixed(p->virt, p->cfg.domain_prefix, &names, errp) < 0)
         return -1;
-    for (; names[k]; k++)
+    for (; names[k]; k++) {
+        const Guest *g = pool_slot_named(p, names[k]);
+        if (g && pool_slot_survives_sweep(g)) { /* kept for, or being adopted by, a start */
+            free(names[k]);
+            names[k] = NULL;
+            kept++;
+            continue;
+        }
         if (virt_destroy(p->virt, names[k], errp) < 0 || virt_undefine(p->virt, names[k], errp) < 0) {
             r = -1;
             break;
         }
+        names[k - kept] = names[k]; /* destroyed: listed in order, without the kept ones */
+        if (kept)
+            names[k] = NULL;
+    }
     for (size_t i = k; names[i]; i++) { /* the ones not reached: not destroyed */
         free(names[i]);
         names[i] = NULL;
     }
+    names[k - kept] = NULL;
     *ret_destroyed = names;
     return r;
 }
@@ -213,6 +225,7 @@ job_reconcile_work(Job *j)
     Pool *p = j->pool;
     char **names = NULL;
 
+    pool_adopt_check_work(p); /* first: a slot whose domain is not it is a leftover too */
     (void) pool_destroy_prefixed(p, &names, &j->err); /* leftovers of an earlier run */
     virt_strv_free(names);
     if (!j->err)

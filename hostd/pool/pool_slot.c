@@ -24,7 +24,7 @@ static void slot_on_backoff_over(Loop *l, void *userdata);
 static void slot_send_prepare(Guest *g);
 static void slot_on_prepare_timeout(Loop *l, void *userdata);
 
-static void
+void
 slot_cancel_timer(Guest *g)
 {
     loop_cancel_timer(g->pool->loop, g->timer);
@@ -38,7 +38,7 @@ slot_arm_timer(Guest *g, uint64_t delay_usec, LoopTimerFn fn)
     g->timer = loop_add_timer(g->pool->loop, now_usec() + delay_usec, fn, g);
 }
 
-static void
+void
 slot_close_channel(Guest *g)
 {
     channel_free(g->ch);
@@ -304,6 +304,8 @@ slot_on_ready(Channel *c, const Stockade__Runner__Ready *r, void *userdata)
     }
     if (g->state == SLOT_SYNCING)
         slot_send_prepare(g);
+    if (g->state == SLOT_ADOPTING)
+        pool_adopt_on_ready(g);
 }
 
 static void
@@ -414,7 +416,7 @@ slot_on_broken(Channel *c, const Error *why, void *userdata)
     slot_fail(g, why->message);
 }
 
-static void
+void
 slot_open_channel(Guest *g, uint64_t timeout_usec)
 {
     _cleanup_error_ Error *err = NULL;
@@ -623,6 +625,10 @@ slot_fail(Guest *g, const char *why)
              log_escape(safe, sizeof(safe), why, strlen(why)));
     if (g->probe && (g->state == SLOT_BOOT_SYNC || g->state == SLOT_BOOTING))
         accel_probe_finished(g, false, why);
+    if (g->state == SLOT_ADOPTING) {
+        pool_adopt_failed(g, why); /* busy now: its owner releases it */
+        return;
+    }
     if (g->state == SLOT_BUSY && g->ops && !g->lost_notified) {
         _cleanup_error_ Error *err = NULL;
         error_set(&err, E_GUEST, 0, "%s", why);
@@ -680,6 +686,7 @@ slot_destroy(Guest *g, bool failed)
     case SLOT_BACKOFF:
     case SLOT_DESTROYING:
     case SLOT_HELD:
+    case SLOT_KEPT:
     case SLOT_BOOTING:
     case SLOT_RESTORING:
     case SLOT_SAVING:

@@ -268,6 +268,41 @@ virt_is_active(Virt *v, const char *name)
 }
 
 typedef struct {
+    const char *name, *uuid;
+} NameUuid;
+
+/* Running, and the UUID the caller expects (a domain of that name made by someone else, or
+ * by a pool whose state directory differs, is not it). */
+static int
+op_is_running_uuid(virConnectPtr c, const void *arg, Error **errp)
+{
+    const NameUuid *a = arg;
+    char uuid[VIR_UUID_STRING_BUFLEN];
+    virDomainPtr d = virDomainLookupByName(c, a->name);
+    if (!d)
+        return virt_fail(errp, E_NOT_FOUND, "look up domain", a->name);
+    int r = -1;
+    if (virDomainGetUUIDString(d, uuid) < 0)
+        virt_fail(errp, E_INTERNAL, "read the UUID of", a->name);
+    else if (strcmp(uuid, a->uuid) != 0)
+        error_set(errp, E_CONFLICT, 0, "domain %s has UUID %s, not this slot's %s", a->name, uuid,
+                  a->uuid);
+    else if (virDomainIsActive(d) != 1)
+        error_set(errp, E_NOT_FOUND, 0, "domain %s is not running", a->name);
+    else
+        r = 0;
+    virDomainFree(d);
+    return r;
+}
+
+int
+virt_is_running_uuid(Virt *v, const char *name, const char *uuid, Error **errp)
+{
+    NameUuid a = {name, uuid};
+    return virt_run(v, op_is_running_uuid, &a, errp);
+}
+
+typedef struct {
     const char *name;
     unsigned limit_mib;
 } NameLimit;

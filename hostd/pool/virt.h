@@ -29,6 +29,9 @@ int virt_list_prefixed(Virt *v, const char *prefix, char ***ret_names, Error **e
 /* Removes a persistent definition, if any (leftovers of other tools or crashed saves). */
 int virt_undefine(Virt *v, const char *name, Error **errp);
 bool virt_is_active(Virt *v, const char *name);
+/* 0 when the domain runs with that UUID; E_NOT_FOUND (absent, not running), E_CONFLICT
+ * (another UUID). */
+int virt_is_running_uuid(Virt *v, const char *name, const char *uuid, Error **errp);
 /* Sets the running domain's memory hard limit (cgroup). Applied live rather than in the XML:
  * in the XML libvirt also raises QEMU's RLIMIT_MEMLOCK to it, which needs CAP_SYS_RESOURCE. */
 int virt_set_memory_hard_limit(Virt *v, const char *name, unsigned limit_mib, Error **errp);

@@ -63,6 +63,12 @@ session_lifetime_begins(Session *s)
     s->grant->lifetime_start_usec = now_usec();
 }
 
+void
+session_lifetime_resume(Session *s, uint64_t start_usec)
+{
+    s->grant->lifetime_start_usec = start_usec ? start_usec : 1;
+}
+
 uint64_t
 session_lifetime_end_usec(const Session *s)
 {

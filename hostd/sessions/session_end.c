@@ -130,6 +130,10 @@ session_end(Session *s, SessionEndReason reason)
 {
     if (session_state_is_ending(s->state))
         return; /* the first reason wins */
+    if (s->state == ST_NEW && !s->guest) { /* its guest being adopted: it ends once it runs */
+        s->end_after_adopt = s->end_after_adopt ? s->end_after_adopt : reason;
+        return;
+    }
     if (s->state == ST_PENDING) {
         if (!session_move(s, ST_ENDED, reason))
             return;

@@ -241,6 +241,39 @@ session_exec_start(Session *s, const ExecSpec *spec, bool task, const SessionExe
     return 0;
 }
 
+/* An exec an earlier run started, still running in the adopted guest: its output and exit
+ * come as if this run had started it; its timer at its own deadline (monotonic). */
+int
+session_exec_adopt(Session *s, uint32_t exec_id, uint64_t deadline_usec)
+{
+    Exec *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -1;
+    e->id = exec_id;
+    e->session = s;
+    e->running = true;
+    e->next = s->execs->list;
+    s->execs->list = e;
+    e->timer = loop_add_timer(s->mgr->loop, deadline_usec, exec_on_timer, e);
+    return 0;
+}
+
+void
+session_execs_resume_ids(Session *s, uint32_t max_exec_id)
+{
+    if (max_exec_id > s->execs->next_id)
+        s->execs->next_id = max_exec_id;
+}
+
+unsigned
+session_execs_running(const Session *s)
+{
+    unsigned n = 0;
+    for (const Exec *e = s->execs->list; e; e = e->next)
+        n += !e->done;
+    return n;
+}
+
 /* ------------------------------------------------------------------ what the guest says */
 
 void

@@ -47,7 +47,8 @@ struct Session {
     SessionSalvage *salvage;
     Finalize *fin;         /* a clean end over the channel in progress, else NULL */
     EgressSession *egress; /* session_egress.c: from Hello until the release, when asked */
-    Session *next;         /* Sessions.all */
+    SessionEndReason end_after_adopt; /* an end asked while its guest was being adopted */
+    Session *next;                    /* Sessions.all */
 };
 
 struct Sessions {
@@ -61,6 +62,8 @@ struct Sessions {
     char *artifacts_dir;
     Session *all;
     bool stopping;
+    bool keep_on_stop; /* [daemon] shutdown = keep (session_adopt.c) */
+    bool draining;     /* sessions_set_draining: no creation */
     SessionsStats stats;
     SessionsQueue *queue;
     SessionsCommit *commit;
@@ -154,6 +157,9 @@ void session_start_stop(Session *s, SessionEndReason reason);
  * running, then a task's flow), an error ends it guest_error. False for any other reply. */
 bool session_start_on_ack(Session *s, uint32_t req_id);
 bool session_start_on_refusal(Session *s, uint32_t req_id, const char *why);
+/* The lifetime's timer (monotonic): where it is, and armed anew at an adoption. */
+uint64_t session_timeout_at_usec(const Session *s);
+void session_timeout_arm_at(Session *s, uint64_t at_usec);
 
 /* ------------------------------------------------------------------ session_guest.c */
 extern const GuestOps session_guest_ops; /* every guest message, dispatched */
@@ -176,6 +182,11 @@ void session_exec_on_output(Session *s, const Stockade__Runner__Output *o);
 void session_exec_on_exit(Session *s, const Stockade__Runner__ExecExit *x);
 /* An error reply to an exec that could not start; false when req_id is none of them. */
 bool session_exec_on_error(Session *s, const GuestMsg *m);
+/* Adoption: an earlier run's running exec, its timer at deadline_usec (monotonic); new execs
+ * get ids above max_exec_id. */
+int session_exec_adopt(Session *s, uint32_t exec_id, uint64_t deadline_usec);
+void session_execs_resume_ids(Session *s, uint32_t max_exec_id);
+unsigned session_execs_running(const Session *s);
 
 /* ------------------------------------------------------------------ session_end.c */
 void session_end(Session *s, SessionEndReason reason);
@@ -253,9 +264,20 @@ uint64_t session_output_limit_bytes(const Session *s); /* min(global, tenant quo
 /* The lifetime admitted and reserved (rec.timeout_usec) runs from the hand-out of its guest:
  * session_start.c says when; its end (monotonic; 0 before) bounds the timeout and a finalize. */
 void session_lifetime_begins(Session *s);
+void session_lifetime_resume(Session *s, uint64_t start_usec); /* adoption: the earlier start */
 uint64_t session_lifetime_end_usec(const Session *s);
 uint64_t session_mirror_budget(const Session *s);
 void session_extract_limits(const Session *s, ExtractLimits *ret);
+
+/* ------------------------------------------------------------------ session_adopt.c */
+/* A stop with shutdown = keep: a running session (not a task, no egress) whose guest stays
+ * running for the next start. session_keep records what that start needs and frees s. */
+bool session_keepable(const Session *s);
+void session_keep(Session *s);
+/* An earlier run's record whose guest may still run: true when it is being adopted (its spec
+ * moved out of *r; it runs or ends host_restart once the pool has checked its guest); false
+ * when the caller ends it as before (session_end_recorded). */
+bool session_adopt_recorded(Sessions *m, SessionRecord *r);
 
 /* ------------------------------------------------------------------ sessions_lost.c */
 /* An earlier run's live session: "host_lost" if another host took it over, else

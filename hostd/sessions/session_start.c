@@ -20,6 +20,7 @@ struct SessionStart {
     TimerId pending_timer;      /* no_capacity */
     uint64_t created_mono_usec; /* for the hand-out histogram */
     TimerId timeout_timer;      /* timed_out, at the lifetime's end unless the API moved it */
+    uint64_t timeout_at_usec;   /* its deadline (monotonic): what a stop that keeps records */
     uint32_t hello_req;
     TimerId hello_timer;
 };
@@ -186,9 +187,25 @@ sessions_set_timeout(Sessions *m, const char *tenant, const char *id, uint64_t t
     uint64_t deadline = MIN(now + timeout_usec, end);
     loop_cancel_timer(m->loop, s->start->timeout_timer);
     s->start->timeout_timer = loop_add_timer(m->loop, deadline, session_on_timeout, s);
+    s->start->timeout_at_usec = deadline;
     session_event(s, "session.timeout_set", 0, NULL, 0,
                   json_pack("{s:I}", "timeout_ms", (json_int_t) ((deadline - now) / 1000)));
     return 0;
+}
+
+uint64_t
+session_timeout_at_usec(const Session *s)
+{
+    return s->start->timeout_at_usec;
+}
+
+void
+session_timeout_arm_at(Session *s, uint64_t at_usec)
+{
+    Loop *l = s->mgr->loop;
+    loop_cancel_timer(l, s->start->timeout_timer);
+    s->start->timeout_at_usec = at_usec;
+    s->start->timeout_timer = loop_add_timer(l, at_usec, session_on_timeout, s);
 }
 
 /* ------------------------------------------------------------------ the guest and Hello */
@@ -299,8 +316,9 @@ sessions_dispatch_pending(Sessions *m)
         loop_cancel_timer(m->loop, s->start->pending_timer);
         s->start->pending_timer = 0;
         session_lifetime_begins(s);
+        s->start->timeout_at_usec = session_lifetime_end_usec(s);
         s->start->timeout_timer =
-            loop_add_timer(m->loop, session_lifetime_end_usec(s), session_on_timeout, s);
+            loop_add_timer(m->loop, s->start->timeout_at_usec, session_on_timeout, s);
         session_hello(s);
     }
     queue_fix_tail(m->queue);

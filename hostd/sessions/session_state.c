@@ -28,7 +28,7 @@ _Static_assert(SESSION_END_COUNT_ <= 32, "the reason masks are 32 bits");
  * stopping one whose guest is gone without a disk to read ends. ST_NEW is a session the
  * machine has not placed: one being created (to pending: its record is inserted by admission
  * right after, and its first event is session.created) or one an earlier run left live (to
- * stopping). Adoption adds rows here (README.md).
+ * stopping, or to running when its guest still runs and is adopted: session_adopt.c).
  *
  * Pause and resume (issue 27): running -> pausing -> paused -> resuming -> running. A pause
  * that fails goes back to running (never half-paused), or stops when its guest died; a
@@ -36,7 +36,10 @@ _Static_assert(SESSION_END_COUNT_ <= 32, "the reason masks are 32 bits");
  * salvage, as does a resume whose stored state fails its check (resume_failed). A paused
  * record an earlier run left stays paused (new -> paused). */
 static const uint32_t moves[ST_COUNT_][ST_COUNT_] = {
-    [ST_NEW] = {[ST_PENDING] = NO_REASON, [ST_STOPPING] = RECORDED_END, [ST_PAUSED] = NO_REASON},
+    [ST_NEW] = {[ST_PENDING] = NO_REASON,
+                [ST_RUNNING] = NO_REASON,
+                [ST_STOPPING] = RECORDED_END,
+                [ST_PAUSED] = NO_REASON},
     [ST_PENDING] = {[ST_STARTING] = NO_REASON, [ST_ENDED] = LIVE_END},
     [ST_STARTING] = {[ST_RUNNING] = NO_REASON, [ST_STOPPING] = LIVE_END},
     [ST_RUNNING] = {[ST_STOPPING] = LIVE_END, [ST_PAUSING] = NO_REASON},

@@ -134,6 +134,12 @@ session_running(Sessions *m, const char *tenant, const char *id, Error **errp)
         session_not_live(m, tenant, id, errp);
         return NULL;
     }
+    if (s->state == ST_NEW) { /* an earlier run's, its guest being adopted (session_adopt.c) */
+        error_set(errp, E_UNAVAILABLE, 0,
+                  "session %s is being taken over after a daemon restart; retry in a moment",
+                  s->rec.id);
+        return NULL;
+    }
     if (s->state != ST_RUNNING) {
         error_set(errp, E_CONFLICT, 0, "session %s is %s, not running", s->rec.id,
                   session_state_name(s->state));

@@ -88,6 +88,10 @@ sessions_create(Sessions *m, const SessionSpec *spec, char ret_id[SESSION_ID_BYT
 
     if (m->stopping)
         return error_set(errp, E_UNAVAILABLE, 0, "the daemon is stopping");
+    if (m->draining)
+        return error_set(errp, E_UNAVAILABLE, 0,
+                         "this host is draining (stockade drain): it takes no new sessions; "
+                         "live ones run to their end");
     if (session_spec_check(m, spec, errp) < 0)
         return -1;
     if (!(s = session_alloc(m)))
@@ -346,6 +350,12 @@ sessions_fs_op_as(Sessions *m, const char *tenant, const char *id, SessionsFsKin
 }
 
 void
+sessions_set_draining(Sessions *m, bool on)
+{
+    m->draining = on;
+}
+
+void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {
     ExtractServiceStatus xs;
@@ -357,6 +367,7 @@ sessions_stats(Sessions *m, SessionsStats *ret)
     ret->appliance_launch_failures = xs.launch_failures;
     ret->appliance_launch_usec = xs.launch_usec;
     ret->pending = ret->live = 0;
+    ret->draining = m->draining;
     for (Session *s = m->all; s; s = s->next) {
         ret->live++;
         ret->pending += s->state == ST_PENDING;

@@ -90,9 +90,9 @@ int sessions_new(Loop *l, WorkQueue *q, const SessionsHost *host, Store *store, 
  * ledger instead of the store's. c is borrowed and must outlive s; call before
  * sessions_start(). Without it (the default) nothing changes. */
 void sessions_set_cluster(Sessions *s, Cluster *c);
-/* Ends sessions that were live when an earlier daemon stopped (reason host_restart,
- * salvaging their disks first: they wait for the extraction service's appliance), starts
- * retention. */
+/* Adopts sessions that were running when an earlier daemon stopped and whose guests still run
+ * (session_adopt.c); ends the others (reason host_restart, salvaging their disks first: they
+ * wait for the extraction service's appliance); starts retention. Before the pool starts. */
 void sessions_start(Sessions *s);
 /* Cluster mode: this host was declared lost (its heartbeat said so): ends, as host_lost, the
  * live sessions whose reservations the taking host already settled (the ledger is not
@@ -102,7 +102,11 @@ size_t sessions_end_lost(Sessions *s);
  * (the database was away), once it answers again; the daemon calls it after each heartbeat
  * that was written. Cheap when nothing failed. */
 void sessions_settle_retry(Sessions *s);
-/* Cancels every live session (reason host_shutdown), waits for their extraction, then done. */
+/* [daemon] shutdown = keep: the next sessions_stop leaves running sessions (not tasks, not
+ * with egress) and their guests running for the next start to adopt. */
+void sessions_set_shutdown_keep(Sessions *s, bool keep);
+/* Cancels every live session (reason host_shutdown) but those kept, waits for their
+ * extraction, then done. */
 void sessions_stop(Sessions *s, void (*done)(void *userdata), void *userdata);
 void sessions_free(Sessions *s);
 
@@ -284,6 +288,7 @@ typedef struct SessionsStats {
     uint64_t ended_by_reason[SESSION_END_COUNT_]; /* sessions ended this run, by end reason */
     uint64_t admission_refusals[_ADMIT_LIMIT_MAX]; /* creations refused, by the quota that did */
     uint64_t pending, live;
+    bool draining; /* sessions_set_draining */
     /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
      * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
      * succeeded / failed; how long the last successful launch took (0: none yet). */
@@ -294,6 +299,10 @@ typedef struct SessionsStats {
     Histogram extraction;
 } SessionsStats;
 void sessions_stats(Sessions *s, SessionsStats *ret);
+/* Drain (issue 30, `stockade drain`): while on, every creation (native, E2B, a hop from
+ * another host) is refused E_UNAVAILABLE with the reason; live sessions run on. Not kept
+ * across a restart: a new daemon takes sessions (an upgrade drains, restarts, is back). */
+void sessions_set_draining(Sessions *s, bool on);
 
 /* <state>/artifacts/<id>/files (any thread; pure string work). */
 int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);

@@ -21,6 +21,9 @@ typedef struct SessionsHostOps {
     void (*recycle)(Pool *p, Guest *g);
     ssize_t (*hold_disk)(Pool *p, const char *domain_name);
     void (*unhold_disk)(Pool *p, size_t disk_index);
+    int (*keep)(Pool *p, Guest *g); /* a stop that keeps the session: g stays running */
+    ssize_t (*adopt)(Pool *p, const char *domain_name, const GuestOps *ops, void *userdata,
+                     GuestAdoptedFn done); /* an earlier run's guest, before the pool starts */
     /* a guest it handed out */
     int (*hello)(Guest *g, const Stockade__Runner__SessionConfig *cfg, uint32_t *ret_req_id,
                  Error **errp);

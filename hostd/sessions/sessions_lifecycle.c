@@ -1,9 +1,10 @@
-/* Start and stop of the sessions module. On start, sessions an earlier daemon left live end
- * with reason host_restart: their guests are gone (the pool destroys leftovers), but their
- * disks still hold the files, so the pool keeps those disks aside until they are salvaged.
- * Paused ones stay paused (sessions_keep_paused).
- * On stop, every live session is cancelled (reason host_shutdown) and extracted, for at most
- * SESSIONS_STOP_GRACE_USEC; what is left then is reconciled by the next start. */
+/* Start and stop of the sessions module. On start, sessions an earlier daemon left live are
+ * adopted when their guest still runs (session_adopt.c); the others end with reason
+ * host_restart: their guests are gone (the pool destroys leftovers), but their disks still
+ * hold the files, so the pool keeps those disks aside until they are salvaged. Paused ones
+ * stay paused (sessions_keep_paused). On stop, with shutdown = keep, running sessions stay
+ * (their guests too) for the next start; every other live session is cancelled (reason
+ * host_shutdown) and extracted, for at most SESSIONS_STOP_GRACE_USEC; what is left then is reconciled by the next start. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,11 +75,15 @@ sessions_start(Sessions *m)
         log_error("restart reconciliation: %s", err->message);
     size_t live = sessions_keep_paused(v, n);
     if (live)
-        log_info("%zu session(s) were live when the daemon last stopped: ending them "
-                 "(host_restart) and salvaging their files",
+        log_info("%zu session(s) were live when the daemon last stopped: adopting those whose "
+                 "guest still runs, ending the others (host_restart) and salvaging their files",
                  live);
-    for (size_t i = 0; i < live; i++)
-        session_end_recorded(m, &v[i], session_adopt_reason(m, v[i].id)); /* or its salvage */
+    for (size_t i = 0; i < live; i++) {
+        SessionEndReason why = session_adopt_reason(m, v[i].id);
+        if (why == SESSION_END_HOST_RESTART && session_adopt_recorded(m, &v[i]))
+            continue; /* session_adopt.c: it runs again, or ends host_restart */
+        session_end_recorded(m, &v[i], why); /* or its salvage */
+    }
     session_records_free(v, n);
     sessions_admit_reconcile(m); /* after the adoption: only what no live session holds */
     artifacts_retention_start(m, RETENTION_FIRST_RUN_USEC);
@@ -121,6 +126,12 @@ sessions_check_stopped(Sessions *m)
 }
 
 void
+sessions_set_shutdown_keep(Sessions *m, bool keep)
+{
+    m->keep_on_stop = keep;
+}
+
+void
 sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
 {
     m->stopping = true;
@@ -132,8 +143,12 @@ sessions_stop(Sessions *m, void (*done)(void *userdata), void *userdata)
                                     sessions_on_stop_deadline, m);
     Session *next;
     for (Session *s = m->all; s; s = next) {
-        next = s->next; /* session_end may free s */
-        if (!session_state_is_ending(s->state))
+        next = s->next; /* session_end and session_keep may free s */
+        if (s->state == ST_NEW)
+            continue; /* its guest being adopted: session_on_adopted keeps or ends it */
+        if (m->keep_on_stop && session_keepable(s))
+            session_keep(s); /* shutdown = keep: the next start adopts it */
+        else if (!session_state_is_ending(s->state))
             session_end(s, SESSION_END_HOST_SHUTDOWN);
     }
     sessions_check_stopped(m);

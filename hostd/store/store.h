@@ -128,6 +128,20 @@ int store_session_oldest_ended(Store *s, size_t limit, SessionRecord **ret, size
 int store_artifact_bytes_total(Store *s, uint64_t *ret, Error **errp);
 /* Highest event seq of a session (0 if none): the truth after a crash, whatever last_seq says. */
 int store_event_max_seq(Store *s, const char *session_id, uint64_t *ret, Error **errp);
+/* Restart without losing a session (store_adopt.c): what its events say an adopting start
+ * must restore. Deadlines are wall-clock times; 0 = none recorded. */
+#define STORE_ADOPT_EXECS_MAX 64 /* execs that run at once (the runner's) */
+typedef struct {
+    uint32_t exec_id;
+    int64_t deadline_wall_usec; /* its request's time + its timeout */
+} StoreAdoptExec;
+typedef struct {
+    uint32_t max_exec_id;
+    int64_t deadline_wall_usec; /* the lifetime's, when a stop or a move recorded it */
+    StoreAdoptExec execs[STORE_ADOPT_EXECS_MAX]; /* requested, neither exited nor failed */
+    size_t n_execs;
+} StoreAdoptFacts;
+int store_session_adopt_facts(Store *s, const char *id, StoreAdoptFacts *ret, Error **errp);
 /* Deletes a session and its events (retention). */
 int store_session_delete(Store *s, const char *id, Error **errp);
 void session_record_clear(SessionRecord *r);

@@ -180,7 +180,7 @@ def qemu_guests(prefix):
 
 class Daemon:
     def __init__(self, build_dir=None, pools=None, extra_conf="", state_dir=None, prefix=None,
-                 keep_state=False, hosts=None, tls=None, env=None):
+                 keep_state=False, hosts=None, tls=None, env=None, shutdown="end"):
         self.build = build_dir or os.environ.get("STOCKADE_BUILD_DIR")
         if not self.build:
             skip("STOCKADE_BUILD_DIR is not set (ctest sets it)")
@@ -202,6 +202,9 @@ class Daemon:
         self.tls = tls  # dict(cert, key, ca): HTTPS on the TCP listeners
         self.scheme = "https" if tls else "http"
         self.env = env  # the daemon's environment (None: this process's)
+        # [daemon] shutdown: "end" unless a test asks (None: the daemon's default, keep): a
+        # clean stop then leaves no guest behind, which __exit__ checks
+        self.shutdown = shutdown
         self.proc = None
         self.log_path = os.path.join(self.state, "stockaded.log")
         self.socket_path = os.path.join(self.state, "state", "api.sock")
@@ -213,6 +216,8 @@ class Daemon:
         lines = ["[daemon]", f"state_dir = {self.state}/state",
                  f"image_dir = {self.images}", f"domain_prefix = {self.prefix}",
                  "workspace_mib = 128"]
+        if self.shutdown:
+            lines.append(f"shutdown = {self.shutdown}")
         if guest_memory():
             lines.append(f"guest_memory = {guest_memory()}")
         lines += ["[api]", f"tcp_port = {self.port}", "request_timeout_s = 30"]

@@ -95,6 +95,22 @@ fake_unhold_disk(Pool *p, size_t disk_index)
     fake.unholds++;
 }
 
+/* No guest outlives a fake daemon: nothing is kept, nothing adopted (the old path). */
+static int
+fake_keep(Pool *p, Guest *g)
+{
+    (void) p, (void) g;
+    return -1;
+}
+
+static ssize_t
+fake_adopt(Pool *p, const char *domain_name, const GuestOps *ops, void *userdata,
+           GuestAdoptedFn done)
+{
+    (void) p, (void) domain_name, (void) ops, (void) userdata, (void) done;
+    return -1;
+}
+
 /* ------------------------------------------------------------------ a guest */
 
 static int
@@ -175,6 +191,8 @@ const SessionsHostOps fake_host_ops = {
     .recycle = fake_recycle,
     .hold_disk = fake_hold_disk,
     .unhold_disk = fake_unhold_disk,
+    .keep = fake_keep,
+    .adopt = fake_adopt,
     .hello = fake_hello,
     .send = fake_send,
     .send_backlog_bytes = fake_send_backlog_bytes,

@@ -355,6 +355,7 @@ expected(SessionState from, SessionState to)
     } t[] = {
         {ST_NEW, ST_PENDING, REASON(SESSION_END_NONE)},
         {ST_NEW, ST_STOPPING, REASON(SESSION_END_HOST_RESTART) | REASON(SESSION_END_HOST_LOST)},
+        {ST_NEW, ST_RUNNING, REASON(SESSION_END_NONE)}, /* an adopted guest (session_adopt.c) */
         {ST_PENDING, ST_STARTING, REASON(SESSION_END_NONE)},
         {ST_PENDING, ST_ENDED, LIVE},
         {ST_STARTING, ST_RUNNING, REASON(SESSION_END_NONE)},

@@ -222,6 +222,54 @@ test_events_batches_and_readers(void **state)
 }
 
 static void
+adopt_event(Store *w, uint64_t seq, int64_t ts, const char *type, uint32_t exec_id,
+            const char *attrs)
+{
+    EventRecord e = {.seq = seq, .ts_usec = ts, .exec_id = exec_id, .attrs = (char *) attrs};
+    snprintf(e.type, sizeof(e.type), "%s", type);
+    assert_int_equal(store_event_append(w, "ses_a", &e, NULL), 0);
+}
+
+/* What an adopting start reads back (store_adopt.c): the highest exec id, the execs neither
+ * exited nor failed with their deadlines, the lifetime's last recorded deadline; attrs that
+ * are not JSON, or values out of range, read as absent, never as a deadline. */
+static void
+test_adopt_facts(void **state)
+{
+    (void) state;
+    Store *w;
+    StoreAdoptFacts f;
+    assert_int_equal(store_open(test_db, &w, NULL), 0);
+    SessionRecord r = record("ses_a", "t1", 1);
+    assert_int_equal(store_session_insert(w, &r, NULL), 0);
+    assert_int_equal(store_session_adopt_facts(w, "ses_a", &f, NULL), 0);
+    assert_int_equal(f.max_exec_id, 0);
+    assert_int_equal(f.n_execs, 0);
+    assert_int_equal(f.deadline_wall_usec, 0);
+    adopt_event(w, 1, 1000000, "exec.requested", 1, "{\"timeout_ms\":5000}");
+    adopt_event(w, 2, 1000000, "exec.exited", 1, "{}");
+    adopt_event(w, 3, 2000000, "exec.requested", 2, "{\"timeout_ms\":7000}");
+    adopt_event(w, 4, 3000000, "exec.requested", 3, "{\"timeout_ms\":1}");
+    adopt_event(w, 5, 3000000, "exec.failed", 3, "{}");
+    adopt_event(w, 6, 4000000, "exec.requested", 4, "not json");
+    adopt_event(w, 7, 4000000, "exec.requested", 5, "{\"timeout_ms\":-3}");
+    adopt_event(w, 8, 5000000, "session.timeout_set", 0, "{\"timeout_ms\":2000}");
+    assert_int_equal(store_session_adopt_facts(w, "ses_a", &f, NULL), 0);
+    assert_int_equal(f.max_exec_id, 5);
+    assert_int_equal(f.n_execs, 1); /* 2 only: 1 exited, 3 failed, 4 and 5 unreadable */
+    assert_int_equal(f.execs[0].exec_id, 2);
+    assert_int_equal(f.execs[0].deadline_wall_usec, 2000000 + 7000 * 1000);
+    assert_int_equal(f.deadline_wall_usec, 5000000 + 2000 * 1000);
+    adopt_event(w, 9, 6000000, "session.kept", 0, "{\"deadline_unix_ms\":9000}");
+    assert_int_equal(store_session_adopt_facts(w, "ses_a", &f, NULL), 0);
+    assert_int_equal(f.deadline_wall_usec, 9000 * 1000); /* the last one recorded wins */
+    adopt_event(w, 10, 7000000, "session.kept", 0, "{\"deadline_unix_ms\":1e300}");
+    assert_int_equal(store_session_adopt_facts(w, "ses_a", &f, NULL), 0);
+    assert_int_equal(f.deadline_wall_usec, 0); /* out of range: none, the record's applies */
+    store_close(w);
+}
+
+static void
 test_render(void **state)
 {
     (void) state;
@@ -406,6 +454,7 @@ main(void)
                                         test_db_teardown),
         cmocka_unit_test_setup_teardown(test_events_batches_and_readers, test_db_setup,
                                         test_db_teardown),
+        cmocka_unit_test_setup_teardown(test_adopt_facts, test_db_setup, test_db_teardown),
         cmocka_unit_test(test_render),
         cmocka_unit_test_setup_teardown(test_render_deep_attrs, test_db_setup, test_db_teardown),
         cmocka_unit_test(test_eventhub),
