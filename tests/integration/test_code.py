@@ -198,7 +198,7 @@ def ipython_reading(d, sid):
     u = run(d, sid, "%nosuchmagic 1")
     check(u["error"] and u["error"]["name"] == "UsageError" and "%nosuchmagic" in
           u["error"]["value"], f"an unknown magic is a UsageError naming it ({u['error']})")
-    m = run(d, sid, "y = 7 % 4\ny")
+    m = run(d, sid, "mod = 7 % 4\nmod")
     check(main_text(m) == "3", "a valid cell is never rewritten (7 % 4)")
 
 
