@@ -178,6 +178,30 @@ def promise_rows(d, sid):
     check(not failures, "the code promises hold" + "".join(f"\n  {f}" for f in failures))
 
 
+def ipython_reading(d, sid):
+    """Cells as IPython reads them (issue 33): common indentation, shell escapes, magics."""
+    i = run(d, sid, "\n    a = x + 1\n    if a:\n        a += 1\n    a")
+    check(i["error"] is None and main_text(i) == "43",
+          f"an indented cell runs as IPython dedents it ({i['error'] and i['error']['value']})")
+    sh = run(d, sid, "!echo shell $x {x + 1}")
+    check(sh["error"] is None and "".join(e["data"] for e in sh["stdout"]) == "shell 41 42\n",
+          f"!cmd runs, $name and {{expr}} expanded, its output is stdout ({sh['stdout']})")
+    kept = run(d, sid, "lines = !printf 'a\\nb\\n'\nlines")
+    check(main_text(kept) == "['a', 'b']", f"x = !cmd keeps the lines ({main_text(kept)!r})")
+    cd = run(d, sid, "%cd /tmp\n%pwd")
+    check(main_text(cd) == "'/tmp'", f"%cd then %pwd ({main_text(cd)!r})")
+    run(d, sid, "%cd /workspace")
+    wf = run(d, sid, "%%writefile magic.txt\nwritten by a cell magic\n")
+    back = run(d, sid, "open('magic.txt').read()")
+    check(wf["error"] is None and main_text(back) == repr("written by a cell magic\n"),
+          f"%%writefile writes the cell's body ({main_text(back)!r})")
+    u = run(d, sid, "%nosuchmagic 1")
+    check(u["error"] and u["error"]["name"] == "UsageError" and "%nosuchmagic" in
+          u["error"]["value"], f"an unknown magic is a UsageError naming it ({u['error']})")
+    m = run(d, sid, "mod = 7 % 4\nmod")
+    check(main_text(m) == "3", "a valid cell is never rewritten (7 % 4)")
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
@@ -231,6 +255,7 @@ def main():
               f"pandas imported before, the session's cwd and environment ({main_text(e)})")
         b = run(d, sid, "x + 1")
         check(main_text(b) == "42", f"x + 1 -> 42 (got {main_text(b)!r})")
+        ipython_reading(d, sid)
         texts, err = run_stepped(d, sid, 3)
         check(err is None and texts == ["line 0\n", "line 1\n", "line 2\n"],
               f"print lines stream as printed: each read before the next was printed ({texts},"

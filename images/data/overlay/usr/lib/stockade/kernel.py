@@ -27,6 +27,14 @@ pyzmq and their dependencies in the image; a stateful exec with JSON lines gives
 semantics (globals, execution count, rich results, interrupts) in one small file, and
 keeps every byte on the channel the host already parses, bounds and records.
 
+A cell is read as IPython reads one (what agents and E2B's SDK tests send): leading blank
+lines dropped and the first line's indentation taken off every line that starts with it;
+`!cmd` runs a shell command (its output is the cell's stdout; `x = !cmd` keeps its lines;
+`{expr}` and `$name` are expanded as IPython does), `%cd`, `%pwd`, `%env`, `%pip` and
+`%%bash`, `%%sh`, `%%writefile [-a] FILE` work, and any other magic is a UsageError that names
+it. Only a cell that is not Python as it stands is rewritten, so no valid program changes
+meaning.
+
 The cell's globals persist between runs. The last statement, when it is an expression, is
 evaluated and rendered (text/plain by repr; text/html, image/png, image/svg+xml,
 text/markdown, text/latex, application/json by the _repr_*_ methods; a matplotlib Figure as
@@ -43,7 +51,11 @@ import io
 import json
 import os
 import random
+import re
+import shlex
+import shutil
 import signal
+import subprocess
 import sys
 import traceback
 
@@ -144,8 +156,156 @@ def open_figures():
     return figs
 
 
+class UsageError(Exception):
+    """IPython's name for a magic used wrongly or not known."""
+
+
+def dedent_cell(code):
+    """IPython's cleanup of a cell: leading blank lines dropped, then the first line's leading
+    whitespace taken off every line that starts with it (others are left as they are)."""
+    lines = code.splitlines(keepends=True)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return ""
+    indent = lines[0][:len(lines[0]) - len(lines[0].lstrip(" \t"))]
+    if not indent:
+        return "".join(lines)
+    return "".join(l[len(indent):] if l.startswith(indent) else l for l in lines)
+
+
+VAR_RE = re.compile(r"\$\$|\$([A-Za-z_][A-Za-z0-9_]*)|\{([^{}]+)\}")
+
+
+def expand(cmd, ns):
+    """IPython's expansion of a shell escape: {expr} and $name from the cell's globals, $$ a
+    literal $; what does not evaluate is left as written."""
+    def one(m):
+        if m.group(0) == "$$":
+            return "$"
+        try:
+            if m.group(1):
+                return str(ns[m.group(1)]) if m.group(1) in ns else m.group(0)
+            return str(eval(m.group(2), ns))
+        except Exception:
+            return m.group(0)
+    return VAR_RE.sub(one, cmd)
+
+
+def shell(cmd, capture=False):
+    """Runs cmd with /bin/sh -c, its output (stderr merged, as a notebook shows it) written to
+    the cell's stdout as it comes, or returned as lines; the exit status lands in _exit_code."""
+    p = subprocess.Popen(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    kept = []
+    for raw in iter(p.stdout.readline, b""):
+        text = raw.decode("utf-8", errors="replace")
+        if capture:
+            kept.append(text.rstrip("\n"))
+        else:
+            sys.stdout.write(text)
+    p.stdout.close()
+    code = p.wait()
+    return kept if capture else code
+
+
+def magic_line(name, arg, ns):
+    if name == "cd":
+        target = os.path.expanduser(arg.strip() or "~")
+        try:
+            os.chdir(target)
+        except OSError as e:
+            raise UsageError("%%cd: %s: %s" % (target, e.strerror))
+        print(os.getcwd())
+    elif name == "pwd":
+        return os.getcwd()
+    elif name == "env":
+        arg = arg.strip()
+        if not arg:
+            return dict(os.environ)
+        k, sep, v = arg.replace("=", " ", 1).partition(" ") if "=" in arg else arg.partition(" ")
+        if not sep:
+            return os.environ.get(k)
+        os.environ[k] = v.strip()
+        print("env: %s=%s" % (k, v.strip()))
+    elif name in ("pip", "conda"):
+        ns["_exit_code"] = shell("%s -m pip %s" % (shlex.quote(sys.executable), arg)
+                                 if name == "pip" else "conda " + arg)
+    elif name == "matplotlib":  # figures come back as PNG results already (Agg)
+        pass
+    elif name in ("ls", "cat", "mkdir", "rm", "cp", "mv"):  # IPython's shell aliases
+        ns["_exit_code"] = shell(name + " " + arg)
+    else:
+        raise UsageError("Line magic function `%%%s` not found." % name)
+    return None
+
+
+def magic_cell(name, arg, body, ns):
+    if name in ("bash", "sh"):
+        if not shutil.which(name):
+            raise UsageError("%%%%%s: %s is not in this image" % (name, name))
+        ns["_exit_code"] = shell("%s -c %s" % (name, shlex.quote(body)))
+    elif name == "writefile":
+        words = shlex.split(arg)
+        append = "-a" in words
+        files = [w for w in words if w != "-a"]
+        if len(files) != 1:
+            raise UsageError("%%writefile wants one file name")
+        with open(os.path.expanduser(files[0]), "a" if append else "w") as f:
+            f.write(body)
+        print("%s %s" % ("Appending to" if append else "Writing", files[0]))
+    else:
+        raise UsageError("Cell magic `%%%%%s` not found." % name)
+
+
+ESCAPE_RE = re.compile(r"^([ \t]*)(?:([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*)?(!!?|%)(.*)$")
+
+
+def rewrite_escapes(code):
+    """A cell that is not Python as it stands: lines that start (after their indentation) with
+    `!cmd`, `%magic` or `name = !cmd` become calls of this kernel's helpers. IPython decides
+    on logical lines; this decides on physical ones, so an escape inside a triple-quoted
+    string of an invalid cell is taken as one (as a notebook would refuse the cell anyway)."""
+    out = []
+    for line in code.split("\n"):
+        m = ESCAPE_RE.match(line)
+        if not m or (m.group(3) == "%" and not re.match(r"[A-Za-z]", m.group(4))):
+            out.append(line)
+            continue
+        indent, target, kind, rest = m.groups()
+        if kind == "%":
+            name, _, arg = rest.partition(" ")
+            call = "__stockade_magic__(%r, %r)" % (name, arg)
+        else:  # "x = !cmd" and "!!cmd" give the output's lines, "!cmd" shows them
+            call = "__stockade_shell__(%r, %s)" % (rest, bool(target or kind == "!!"))
+        out.append(indent + (target + " = " if target else "") + call)
+    return "\n".join(out)
+
+
+def parse_cell(code, ns):
+    """The cell as a module, after IPython's cleanup; a %% cell magic runs here and leaves
+    nothing to execute."""
+    code = dedent_cell(code)
+    if code.startswith("%%"):
+        first, _, body = code.partition("\n")
+        name, _, arg = first[2:].partition(" ")
+        magic_cell(name.strip(), arg, body, ns)
+        return ast.parse("", "<cell>", "exec")
+    try:
+        return ast.parse(code, "<cell>", "exec")
+    except SyntaxError:
+        rewritten = rewrite_escapes(code)
+        if rewritten == code:
+            raise
+    ns["__stockade_shell__"] = lambda cmd, capture: (
+        shell(expand(cmd, ns), True) if capture else ns.__setitem__(
+            "_exit_code", shell(expand(cmd, ns))))
+    ns["__stockade_magic__"] = lambda name, arg: magic_line(name, expand(arg, ns), ns)
+    return ast.parse(rewritten, "<cell>", "exec")
+
+
 def run_cell(req, ns):
-    tree = ast.parse(req.get("code", ""), "<cell>", "exec")
+    tree = parse_cell(req.get("code", ""), ns)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
