@@ -19,6 +19,9 @@ void api_free_argv(char **argv, size_t argc);
 typedef struct AdmitQuota AdmitQuota;
 /* An id in a path (an exec's, a context's): decimal 1..UINT32_MAX, one spelling only. */
 int api_id_u32(const char *s, uint32_t *ret);
+/* A number in a query string, in base 8 or 10: its digits only (no sign, blank or suffix),
+ * at most max. */
+int api_query_number(const char *s, unsigned base, uint64_t max, uint64_t *ret);
 /* A signal: a number 1..64, or a name ("TERM", "SIGTERM") of the nine the API names. */
 int api_json_signal(json_t *v, int *ret);
 /* A terminal's size, {"cols": 1..PTY_COLS_MAX, "rows": 1..PTY_ROWS_MAX} and nothing else

@@ -21,6 +21,25 @@ api_id_u32(const char *s, uint32_t *ret)
 }
 
 int
+api_query_number(const char *s, unsigned base, uint64_t max, uint64_t *ret)
+{
+    uint64_t v = 0;
+    size_t n = s ? strlen(s) : 0;
+    /* Digits of the base only: no sign, no space, no suffix (strtoul's "7x" was 7, "abc" 0,
+     * "-1" the largest value); at most 22 of them, each step checked against max. */
+    if (n == 0 || n > 22 || (base != 8 && base != 10))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned) (s[i] - '0');
+        if (s[i] < '0' || d >= base || v > (max - d) / base)
+            return -1;
+        v = v * base + d;
+    }
+    *ret = v;
+    return 0;
+}
+
+int
 api_json_signal(json_t *v, int *ret)
 {
     static const struct {

@@ -167,13 +167,14 @@ route_session_list(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     const char *state = http_query(c->req, "state"), *limit_s = http_query(c->req, "limit");
     const char *before_s = http_query(c->req, "before");
-    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
-    long long before = before_s ? strtoll(before_s, NULL, 10) : 0;
+    uint64_t limit = 100, before = 0;
     SessionRecord *v = NULL;
     size_t n = 0;
     SessionState want;
 
-    if (limit < 1 || limit > API_LIST_MAX || before < 0 || (state && strlen(state) > 15)) {
+    if ((limit_s && api_query_number(limit_s, 10, API_LIST_MAX, &limit) < 0) || limit < 1 ||
+        (before_s && api_query_number(before_s, 10, INT64_MAX, &before) < 0) ||
+        (state && strlen(state) > 15)) {
         api_reply_errorf(c, E_INVALID,
                          "limit must be 1..%d; before a cursor from a previous "
                          "page",
@@ -185,7 +186,8 @@ route_session_list(ApiCtx *c)
     Store *s = store_reader_acquire(c->api->d.readers);
     int r = none ? 0
                  : store_session_list(s, c->admin && !c->acting ? NULL : c->tenant,
-                                      state ? &want : NULL, (size_t) limit, before, &v, &n, &err);
+                                      state ? &want : NULL, (size_t) limit, (int64_t) before, &v,
+                                      &n, &err);
     store_reader_release(c->api->d.readers, s);
     if (r < 0) {
         api_reply_error(c, err);

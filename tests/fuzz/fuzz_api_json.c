@@ -1,7 +1,8 @@
 /* Fuzz target: the API's request-body parsers (hostd/api/api_json.c, api_json_routes.c) on
  * arbitrary JSON: the body is parsed as the API does (strict, no duplicate keys), then argv,
  * env, files and timeout are extracted from it, and it is read as a code run's body, a quota
- * body, its "signal" as a signal and its "id" string as an id in a path. Invariants: every
+ * body, its "signal" as a signal, its "id" string as an id in a path and its "q" string as a
+ * number in a query string (base 8 and 10). Invariants: every
  * parser either fails with E_INVALID and a message, or yields values within the documented
  * bounds; an id is accepted exactly when it is the decimal spelling of 1..UINT32_MAX; a quota
  * refused leaves the quota as it was; nothing leaks (ASan). */
@@ -41,6 +42,17 @@ check_routes(json_t *body)
         if (ok)
             snprintf(again, sizeof(again), "%u", u);
         CHECK(!ok || (u >= 1 && strcmp(again, id) == 0));
+    }
+    const char *qs = json_string_value(json_object_get(body, "q"));
+    for (unsigned base = 8; qs && base <= 10; base += 2) {
+        uint64_t got = 0;
+        char again[32];
+        if (api_query_number(qs, base, 0777777, &got) == 0) {
+            /* accepted: its digits only, and they spell the value (leading zeros aside) */
+            snprintf(again, sizeof(again), base == 8 ? "%llo" : "%llu", (unsigned long long) got);
+            size_t z = strspn(qs, "0");
+            CHECK(got <= 0777777 && strcmp(qs[z] ? qs + z : "0", again) == 0);
+        }
     }
     if (api_json_signal(json_object_get(body, "signal"), &signo) == 0)
         CHECK(signo >= 1 && signo <= 64);

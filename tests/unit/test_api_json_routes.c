@@ -86,6 +86,51 @@ test_pty(void **state)
 }
 
 static void
+test_query_number(void **state)
+{
+    (void) state;
+    uint64_t v = 0;
+    assert_int_equal(api_query_number("0644", 8, 0777, &v), 0);
+    assert_int_equal(v, 0644);
+    assert_int_equal(api_query_number("0", 8, 0777, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(api_query_number("777", 8, 0777, &v), 0);
+    assert_int_equal(v, 0777);
+    assert_int_equal(api_query_number("500", 10, 500, &v), 0);
+    assert_int_equal(v, 500);
+    assert_int_equal(api_query_number("9223372036854775807", 10, INT64_MAX, &v), 0);
+    assert_true(v == INT64_MAX);
+    /* What strtoul took: "abc" as 0 (a file of mode 000), "7x" as 7, "-1" as the largest. */
+    static const struct {
+        const char *s;
+        unsigned base;
+        uint64_t max;
+    } bad[] = {{"abc", 8, 0777},
+               {"", 8, 0777},
+               {"7x", 8, 0777},
+               {"1000", 8, 0777},
+               {"8", 8, 0777},
+               {"-1", 10, INT64_MAX},
+               {" 5", 10, 500},
+               {"+5", 10, 500},
+               {"501", 10, 500},
+               {"5 ", 10, 500},
+               {"1e3", 10, 5000},
+               {"9223372036854775808", 10, INT64_MAX},
+               {"99999999999999999999999", 10, UINT64_MAX},
+               {"18446744073709551616", 10, UINT64_MAX},
+               {"12", 16, 100},
+               {NULL, 10, 5}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        v = 12345;
+        assert_int_equal(api_query_number(bad[i].s, bad[i].base, bad[i].max, &v), -1);
+        assert_int_equal(v, 12345);
+    }
+    assert_int_equal(api_query_number("18446744073709551615", 10, UINT64_MAX, &v), 0);
+    assert_true(v == UINT64_MAX);
+}
+
+static void
 test_signal(void **state)
 {
     (void) state;
@@ -241,11 +286,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_id),
-        cmocka_unit_test(test_signal),
-        cmocka_unit_test(test_pty),
-        cmocka_unit_test(test_code),
-        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_id),     cmocka_unit_test(test_query_number),
+        cmocka_unit_test(test_signal), cmocka_unit_test(test_pty),
+        cmocka_unit_test(test_code),   cmocka_unit_test(test_quota),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
