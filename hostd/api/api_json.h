@@ -33,6 +33,12 @@ int api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp
  * context (0 = the default one), timeout_ms's bound, env. */
 int api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,
                   Error **errp);
+/* A create's body (a session's, or a task's when task) into sp, whose strings pool and egress
+ * borrow from b: b must outlive sp. sp starts zeroed; on error it holds what was parsed (free
+ * it with api_spec_free). */
+int api_json_spec(json_t *b, bool task, SessionSpec *sp, Error **errp);
+/* sp's own parts and sp (NULL is fine). */
+void api_spec_free(SessionSpec *sp);
 /* A quota body's keys onto q: every key known, every value in range; q unchanged on error. */
 int api_json_quota(json_t *body, AdmitQuota *q, Error **errp);
 void api_free_env(EnvPair *env, size_t n);

@@ -1,7 +1,10 @@
-/* The routes' own small parsers (issue 31 item 2): ids in the path, signals, the code body and
- * a quota body. Pure (jansson, base, admit's quota table), so they are unit-tested and fuzzed
- * apart from the server (tests/unit/test_api_json_routes.c, tests/fuzz/fuzz_api_json.c). */
+/* The routes' own parsers (issue 31 item 2): ids and numbers in the path and query, signals,
+ * the create, code and quota bodies. Pure (jansson, base, admit's quota table, sessions' plain
+ * types), so they are unit-tested and fuzzed apart from the server
+ * (tests/unit/test_api_json_routes.c, tests/fuzz/fuzz_api_json.c). */
+#include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "admit.h"
@@ -140,4 +143,75 @@ api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp)
         return 0;
     }
     return api_json_pty_size(v, ret_cols, ret_rows, errp);
+}
+
+void
+api_spec_free(SessionSpec *sp)
+{
+    if (!sp)
+        return;
+    api_free_env(sp->env, sp->n_env);
+    api_free_argv(sp->argv, sp->argc);
+    api_free_files(sp->files, sp->n_files);
+    free(sp->cwd);
+    free(sp->egress); /* the strings are the body's */
+    free(sp);
+}
+
+/* "egress": true (the server's whole allowed set) or a list of host patterns and CIDRs. The
+ * strings stay in the body, borrowed until the loop is done; sessions checks them. */
+static int
+json_egress(json_t *v, SessionSpec *sp, Error **errp)
+{
+    if (!v || json_is_null(v) || json_is_false(v))
+        return 0;
+    if (json_is_true(v)) {
+        sp->egress_all = true;
+        return 0;
+    }
+    if (!json_is_array(v) || json_array_size(v) > SESSION_EGRESS_ENTRIES_MAX)
+        return error_set(errp, E_INVALID, 0,
+                         "egress must be true or a list of at most %d host "
+                         "patterns and CIDRs",
+                         SESSION_EGRESS_ENTRIES_MAX);
+    size_t n = json_array_size(v);
+    if (!(sp->egress = calloc(n + 1, sizeof(char *))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "egress");
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(v, i);
+        if (!json_is_string(a) || json_string_length(a) == 0 ||
+            json_string_length(a) > EGRESS_ENTRY_MAX_BYTES ||
+            strlen(json_string_value(a)) != json_string_length(a))
+            return error_set(errp, E_INVALID, 0, "egress[%zu] must be a host pattern or a CIDR", i);
+        sp->egress[sp->n_egress++] = (char *) json_string_value(a);
+    }
+    return 0;
+}
+
+int
+api_json_spec(json_t *b, bool task, SessionSpec *sp, Error **errp)
+{
+    json_t *pool = json_object_get(b, "pool") ?: json_object_get(b, "image");
+    json_t *mirror = json_object_get(b, "mirror");
+
+    if (!json_is_string(pool))
+        return error_set(errp, E_INVALID, 0, "pool (or image) must name an image pool");
+    sp->pool = json_string_value(pool); /* borrowed from the body until the loop is done */
+    sp->is_task = task;
+    if (mirror && !json_is_boolean(mirror))
+        return error_set(errp, E_INVALID, 0, "mirror must be true or false");
+    sp->mirror = mirror ? json_is_true(mirror) : true;
+    if (api_json_timeout(b, "timeout_s", &sp->timeout_usec, errp) < 0 ||
+        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0 ||
+        json_egress(json_object_get(b, "egress"), sp, errp) < 0)
+        return -1;
+    if (!task)
+        return 0;
+    json_t *cwd = json_object_get(b, "cwd");
+    if (cwd && (!json_is_string(cwd) || !(sp->cwd = strdup(json_string_value(cwd)))))
+        return error_set(errp, E_INVALID, 0, "cwd must be a string");
+    if (api_json_argv(json_object_get(b, "argv"), &sp->argv, &sp->argc, errp) < 0 ||
+        api_json_files(json_object_get(b, "files"), &sp->files, &sp->n_files, errp) < 0)
+        return -1;
+    return 0;
 }

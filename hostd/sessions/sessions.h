@@ -41,30 +41,9 @@
 #include "workq.h"
 
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
-#define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
 typedef struct SessionsHost SessionsHost; /* sessions_host.h */
-
-typedef struct SessionSpec {
-    const char *tenant_id;
-    const char *pool;          /* the image pool, e.g. "python" */
-    uint64_t timeout_usec;     /* 0 = default */
-    bool mirror;               /* live mirror on (default true) */
-    EnvPair *env;              /* session-wide environment */
-    size_t n_env;
-    /* task only */
-    bool is_task;
-    char **argv;
-    size_t argc;
-    char *cwd;                 /* NULL = /workspace */
-    TaskFile *files;
-    size_t n_files;
-    /* egress (hostd/egress): host patterns and CIDRs within the operator's allowed set */
-    char **egress;
-    size_t n_egress;
-    bool egress_all; /* "egress": true: the operator's whole allowed set */
-} SessionSpec;
 
 typedef struct ExecSpec {
     char **argv;

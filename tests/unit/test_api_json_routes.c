@@ -282,6 +282,91 @@ test_quota(void **state)
     }
 }
 
+static SessionSpec *
+spec_of(json_t *b, bool task, Error **e)
+{
+    SessionSpec *sp = calloc(1, sizeof(*sp));
+    assert_non_null(sp);
+    if (api_json_spec(b, task, sp, e) < 0) {
+        api_spec_free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+static void
+expect_spec_error(const char *body, bool task, const char *words)
+{
+    json_t *b = js(body);
+    Error *e = NULL;
+    assert_null(spec_of(b, task, &e));
+    assert_non_null(e);
+    assert_int_equal(e->category, E_INVALID);
+    if (!strstr(e->message, words))
+        fail_msg("%s: '%s' lacks '%s'", body, e->message, words);
+    error_free(e);
+    json_decref(b);
+}
+
+static void
+test_spec(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    json_t *b = js("{\"image\": \"python\", \"timeout_s\": 60, \"env\": {\"A\": \"1\"},"
+                   " \"egress\": [\"pypi.org\", \"10.0.0.0/8\"], \"mirror\": false}");
+    SessionSpec *sp = spec_of(b, false, &e);
+    assert_non_null(sp);
+    assert_string_equal(sp->pool, "python"); /* "image" is pool's other name */
+    assert_false(sp->is_task);
+    assert_false(sp->mirror);
+    assert_true(sp->timeout_usec == 60 * 1000000ull);
+    assert_int_equal(sp->n_env, 1);
+    assert_int_equal(sp->n_egress, 2);
+    assert_string_equal(sp->egress[1], "10.0.0.0/8");
+    assert_null(sp->argv); /* a session's body has no argv: ignored, not read */
+    api_spec_free(sp);
+    json_decref(b);
+
+    b = js("{\"pool\": \"minimal\", \"egress\": true, \"argv\": [\"echo\", \"hi\"],"
+           " \"cwd\": \"sub\", \"files\": [{\"path\": \"a\", \"content\": \"x\"}]}");
+    sp = spec_of(b, true, &e);
+    assert_non_null(sp);
+    assert_true(sp->is_task && sp->mirror && sp->egress_all);
+    assert_int_equal(sp->argc, 2);
+    assert_string_equal(sp->cwd, "sub");
+    assert_int_equal(sp->n_files, 1);
+    api_spec_free(sp);
+    json_decref(b);
+
+    expect_spec_error("{}", false, "pool (or image)");
+    expect_spec_error("{\"pool\": 3}", false, "pool (or image)");
+    expect_spec_error("{\"pool\": \"p\", \"mirror\": 1}", false, "mirror must be");
+    expect_spec_error("{\"pool\": \"p\", \"timeout_s\": 0}", false, "timeout_s");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": \"pypi.org\"}", false, "egress must be");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": [\"\"]}", false, "egress[0]");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": [\"a\", 2]}", false, "egress[1]");
+    expect_spec_error("{\"pool\": \"p\"}", true, "argv");
+    expect_spec_error("{\"pool\": \"p\", \"argv\": [\"x\"], \"cwd\": 1}", true, "cwd");
+    expect_spec_error("{\"pool\": \"p\", \"argv\": [\"x\"], \"files\": {}}", true, "files");
+
+    /* Egress entries at the bound and one past it. */
+    char entry[EGRESS_ENTRY_MAX_BYTES + 2];
+    memset(entry, 'a', sizeof(entry) - 1);
+    entry[EGRESS_ENTRY_MAX_BYTES + 1] = '\0';
+    b = json_pack("{s:s,s:[s]}", "pool", "p", "egress", entry);
+    assert_null(spec_of(b, false, &e));
+    error_free(e);
+    e = NULL;
+    json_decref(b);
+    entry[EGRESS_ENTRY_MAX_BYTES] = '\0';
+    b = json_pack("{s:s,s:[s]}", "pool", "p", "egress", entry);
+    sp = spec_of(b, false, &e);
+    assert_non_null(sp);
+    api_spec_free(sp);
+    json_decref(b);
+}
+
 int
 main(void)
 {
@@ -289,6 +374,7 @@ main(void)
         cmocka_unit_test(test_id),     cmocka_unit_test(test_query_number),
         cmocka_unit_test(test_signal), cmocka_unit_test(test_pty),
         cmocka_unit_test(test_code),   cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_spec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
