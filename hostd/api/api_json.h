@@ -39,6 +39,10 @@ int api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t
 int api_json_spec(json_t *b, bool task, SessionSpec *sp, Error **errp);
 /* sp's own parts and sp (NULL is fine). */
 void api_spec_free(SessionSpec *sp);
+/* An exec's body into sp (zeroed): argv, env, cwd, timeout_s, stdin, user, pty. */
+int api_json_exec(json_t *b, ExecSpec *sp, Error **errp);
+/* sp's own parts and sp (NULL is fine). */
+void api_exec_free(ExecSpec *sp);
 /* A quota body's keys onto q: every key known, every value in range; q unchanged on error. */
 int api_json_quota(json_t *body, AdmitQuota *q, Error **errp);
 void api_free_env(EnvPair *env, size_t n);

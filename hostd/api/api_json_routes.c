@@ -215,3 +215,49 @@ api_json_spec(json_t *b, bool task, SessionSpec *sp, Error **errp)
         return -1;
     return 0;
 }
+
+/* "user": absent or "" is the session's user; "root" is root in the guest (issue 28: the VM
+ * is the isolation boundary); any other name is refused, since the guest has no user
+ * database to look one up in. */
+static int
+exec_user_is_root(json_t *user, bool *ret_root, Error **errp)
+{
+    const char *u = json_string_value(user);
+    if (user && !json_is_string(user))
+        return error_set(errp, E_INVALID, 0, "user must be a string");
+    if (u && u[0] && strcmp(u, "root") != 0)
+        return error_set(errp, E_INVALID, 0, "user: only \"root\" (or none: the session's user)");
+    *ret_root = u && strcmp(u, "root") == 0;
+    return 0;
+}
+
+void
+api_exec_free(ExecSpec *sp)
+{
+    if (!sp)
+        return;
+    api_free_argv(sp->argv, sp->argc);
+    api_free_env(sp->env, sp->n_env);
+    free(sp->cwd);
+    free(sp);
+}
+
+int
+api_json_exec(json_t *b, ExecSpec *sp, Error **errp)
+{
+    json_t *cwd = json_object_get(b, "cwd"), *in = json_object_get(b, "stdin");
+
+    if (api_json_argv(json_object_get(b, "argv"), &sp->argv, &sp->argc, errp) < 0 ||
+        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0 ||
+        api_json_timeout(b, "timeout_s", &sp->timeout_usec, errp) < 0 ||
+        exec_user_is_root(json_object_get(b, "user"), &sp->as_root, errp) < 0)
+        return -1;
+    if ((cwd && !json_is_string(cwd)) || (in && !json_is_boolean(in)))
+        return error_set(errp, E_INVALID, 0, "cwd must be a string and stdin a boolean");
+    if (api_json_pty(json_object_get(b, "pty"), &sp->pty_cols, &sp->pty_rows, errp) < 0)
+        return -1;
+    if (cwd && !(sp->cwd = strdup(json_string_value(cwd))))
+        return error_set(errp, E_INTERNAL, ENOMEM, "cwd"); /* never the default cwd instead */
+    sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
+    return 0;
+}

@@ -193,29 +193,11 @@ exec_on_loop(ApiCtx *c)
     uint32_t exec_id;
     int r = sessions_exec(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], sp, &exec_id,
                           &err);
-    api_free_argv(sp->argv, sp->argc);
-    api_free_env(sp->env, sp->n_env);
-    free(sp->cwd);
-    free(sp);
+    api_exec_free(sp);
     if (r < 0)
         api_reply_error(c, err);
     else
         api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
-}
-
-/* "user": absent or "" is the session's user; "root" is root in the guest (issue 28: the VM
- * is the isolation boundary); any other name is refused, since the guest has no user
- * database to look one up in. */
-static int
-exec_user_is_root(json_t *user, bool *ret_root, Error **errp)
-{
-    const char *u = json_string_value(user);
-    if (user && !json_is_string(user))
-        return error_set(errp, E_INVALID, 0, "user must be a string");
-    if (u && u[0] && strcmp(u, "root") != 0)
-        return error_set(errp, E_INVALID, 0, "user: only \"root\" (or none: the session's user)");
-    *ret_root = u && strcmp(u, "root") == 0;
-    return 0;
 }
 
 void
@@ -223,41 +205,20 @@ route_exec(ApiCtx *c)
 {
     _cleanup_error_ Error *err = NULL;
     ExecSpec *sp = calloc(1, sizeof(*sp));
-    json_t *cwd, *in;
 
     if (!api_session_id(c, 2)) {
         free(sp);
         return;
     }
-    if (!sp || api_parse_body(c, &err) < 0 ||
-        api_json_argv(json_object_get(c->body, "argv"), &sp->argv, &sp->argc, &err) < 0 ||
-        api_json_env(json_object_get(c->body, "env"), &sp->env, &sp->n_env, &err) < 0 ||
-        api_json_timeout(c->body, "timeout_s", &sp->timeout_usec, &err) < 0 ||
-        exec_user_is_root(json_object_get(c->body, "user"), &sp->as_root, &err) < 0)
-        goto fail_free;
-    cwd = json_object_get(c->body, "cwd");
-    in = json_object_get(c->body, "stdin");
-    if ((cwd && !json_is_string(cwd)) || (in && !json_is_boolean(in))) {
-        error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
-        goto fail_free;
+    if (!sp || api_parse_body(c, &err) < 0 || api_json_exec(c->body, sp, &err) < 0) {
+        api_exec_free(sp);
+        if (!err)
+            error_set(&err, E_INTERNAL, ENOMEM, "request");
+        api_reply_error(c, err);
+        return;
     }
-    if (api_json_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
-        goto fail_free;
-    sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
-    sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
     c->extra = sp;
     api_on_loop(c, exec_on_loop);
-    return;
-
-fail_free:
-    if (sp) {
-        api_free_argv(sp->argv, sp->argc);
-        api_free_env(sp->env, sp->n_env);
-        free(sp);
-    }
-    if (!err)
-        error_set(&err, E_INTERNAL, ENOMEM, "request");
-    api_reply_error(c, err);
 }
 
 typedef struct {

@@ -45,21 +45,6 @@
 typedef struct Sessions Sessions;
 typedef struct SessionsHost SessionsHost; /* sessions_host.h */
 
-typedef struct ExecSpec {
-    char **argv;
-    size_t argc;
-    EnvPair *env;
-    size_t n_env;
-    char *cwd;
-    uint64_t timeout_usec;     /* 0 = default */
-    bool stdin_open;
-    bool adopt;   /* take the guest's pre-started process of this argv if any (runner.proto) */
-    bool as_root; /* run as root in the guest, not as the session's user (issue 28) */
-    /* 1..PTY_COLS_MAX x 1..PTY_ROWS_MAX: on a pseudo-terminal of that size (runner.proto
-     * Exec.pty; stdin then always open, output one stream: stdout); 0 x 0: pipes */
-    uint32_t pty_cols, pty_rows;
-} ExecSpec;
-
 /* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
  * points to is borrowed and must outlive the sessions (the daemon starts the salvage service,
  * and stops it once the sessions stopped). */

@@ -44,3 +44,18 @@ typedef struct SessionSpec {
     size_t n_egress;
     bool egress_all; /* "egress": true: the operator's whole allowed set */
 } SessionSpec;
+
+typedef struct ExecSpec {
+    char **argv;
+    size_t argc;
+    EnvPair *env;
+    size_t n_env;
+    char *cwd;
+    uint64_t timeout_usec;     /* 0 = default */
+    bool stdin_open;
+    bool adopt;   /* take the guest's pre-started process of this argv if any (runner.proto) */
+    bool as_root; /* run as root in the guest, not as the session's user (issue 28) */
+    /* 1..PTY_COLS_MAX x 1..PTY_ROWS_MAX: on a pseudo-terminal of that size (runner.proto
+     * Exec.pty; stdin then always open, output one stream: stdout); 0 x 0: pipes */
+    uint32_t pty_cols, pty_rows;
+} ExecSpec;

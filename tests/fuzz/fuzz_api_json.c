@@ -1,8 +1,8 @@
 /* Fuzz target: the API's request-body parsers (hostd/api/api_json.c, api_json_routes.c) on
  * arbitrary JSON: the body is parsed as the API does (strict, no duplicate keys), then argv,
  * env, files and timeout are extracted from it, and it is read as a session's and a task's
- * create body, a code run's body and a quota body, its "signal" as a signal, its "id" string
- * as an id in a path and its "q" string as a number in a query string (base 8 and 10).
+ * create body, an exec's, a code run's and a quota body, its "signal" as a signal, its "id"
+ * string as an id in a path and its "q" string as a number in a query string (base 8, 10).
  * Invariants: every parser either fails with E_INVALID and a message, or yields values within
  * the documented bounds; an id is accepted exactly when it is the decimal spelling of
  * 1..UINT32_MAX; a quota refused leaves the quota as it was; nothing leaks (ASan). */
@@ -69,6 +69,14 @@ check_routes(json_t *body)
         }
         api_spec_free(sp);
     }
+    ExecSpec *ex = calloc(1, sizeof(*ex));
+    CHECK(ex);
+    if (api_json_exec(body, ex, &e) == 0)
+        CHECK(ex->argc >= 1 && ex->n_env <= SESSION_ENV_MAX && ex->pty_cols <= PTY_COLS_MAX &&
+              ex->pty_rows <= PTY_ROWS_MAX && (!ex->pty_cols || ex->stdin_open));
+    else
+        check_err(TAKE_PTR(e));
+    api_exec_free(ex);
     if (api_json_signal(json_object_get(body, "signal"), &signo) == 0)
         CHECK(signo >= 1 && signo <= 64);
     uint32_t cols = 0, rows = 0;

@@ -367,6 +367,54 @@ test_spec(void **state)
     json_decref(b);
 }
 
+static void
+expect_exec_error(const char *body, const char *words)
+{
+    json_t *b = js(body);
+    Error *e = NULL;
+    ExecSpec *sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), -1);
+    api_exec_free(sp);
+    assert_int_equal(e->category, E_INVALID);
+    if (!strstr(e->message, words))
+        fail_msg("%s: '%s' lacks '%s'", body, e->message, words);
+    error_free(e);
+    json_decref(b);
+}
+
+static void
+test_exec(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    json_t *b = js("{\"argv\": [\"sh\"], \"cwd\": \"/tmp\", \"user\": \"root\","
+                   " \"pty\": {\"cols\": 100, \"rows\": 30}, \"timeout_s\": 5}");
+    ExecSpec *sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), 0);
+    assert_string_equal(sp->cwd, "/tmp");
+    assert_true(sp->as_root);
+    assert_true(sp->stdin_open); /* a terminal implies stdin */
+    assert_int_equal(sp->pty_cols, 100);
+    assert_int_equal(sp->pty_rows, 30);
+    api_exec_free(sp);
+    json_decref(b);
+
+    b = js("{\"argv\": [\"true\"], \"user\": \"\", \"stdin\": false}");
+    sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), 0);
+    assert_false(sp->as_root || sp->stdin_open);
+    assert_null(sp->cwd);
+    api_exec_free(sp);
+    json_decref(b);
+
+    expect_exec_error("{}", "argv");
+    expect_exec_error("{\"argv\": [\"x\"], \"user\": \"bob\"}", "only \"root\"");
+    expect_exec_error("{\"argv\": [\"x\"], \"user\": 0}", "user must be a string");
+    expect_exec_error("{\"argv\": [\"x\"], \"cwd\": 1}", "cwd must be a string");
+    expect_exec_error("{\"argv\": [\"x\"], \"stdin\": \"yes\"}", "stdin a boolean");
+    expect_exec_error("{\"argv\": [\"x\"], \"timeout_s\": -1}", "timeout_s");
+}
+
 int
 main(void)
 {
@@ -374,7 +422,7 @@ main(void)
         cmocka_unit_test(test_id),     cmocka_unit_test(test_query_number),
         cmocka_unit_test(test_signal), cmocka_unit_test(test_pty),
         cmocka_unit_test(test_code),   cmocka_unit_test(test_quota),
-        cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_spec),   cmocka_unit_test(test_exec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
