@@ -267,6 +267,7 @@ void sessions_stats(Sessions *s, SessionsStats *ret);
  * another host) is refused E_UNAVAILABLE with the reason; live sessions run on. Not kept
  * across a restart: a new daemon takes sessions (an upgrade drains, restarts, is back). */
 void sessions_set_draining(Sessions *s, bool on);
+bool sessions_draining(const Sessions *s);
 
 /* <state>/artifacts/<id>/files (any thread; pure string work). */
 int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);
