@@ -158,10 +158,11 @@ daemon_write_status(Daemon *d)
     (void) unlinkat(d->state_fd, tmp, 0);
 }
 
-/* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy"}...]. Pool
- * names are [a-z0-9-] (config.c), so they need no escaping. */
+/* The pools as the hosts table keeps them: [{"name","warm","slots","idle","busy","accepting"}
+ * ...]; accepting is false while this host drains, so placement skips it. Pool names are
+ * [a-z0-9-] (config.c), so they need no escaping. */
 static char *
-pools_json(const PoolStatus *st)
+pools_json(const PoolStatus *st, bool draining)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -171,8 +172,11 @@ pools_json(const PoolStatus *st)
     fputc('[', f);
     for (size_t i = 0; i < st->n_shapes; i++) {
         const PoolShapeStatus *s = &st->shapes[i];
-        fprintf(f, "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u}",
-                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy);
+        fprintf(f,
+                "%s{\"name\":\"%s\",\"warm\":%u,\"slots\":%u,\"idle\":%u,\"busy\":%u,"
+                "\"accepting\":%s}",
+                i ? "," : "", s->name, s->warm, s->slots, s->idle, s->busy,
+                draining ? "false" : "true");
     }
     fputc(']', f);
     if (fclose(f) != 0) {
@@ -226,8 +230,10 @@ daemon_heartbeat(Daemon *d)
     PoolStatus st;
     if (!d->cluster)
         return;
+    SessionsStats ss;
     pool_status(d->pool, &st);
-    _cleanup_free_ char *pools = pools_json(&st);
+    sessions_stats(d->sessions, &ss);
+    _cleanup_free_ char *pools = pools_json(&st, ss.draining);
     if (!pools || cluster_heartbeat(d->cluster, accel_to_string(st.accel), pools, &err) < 0) {
         if (err && err->category == E_CONFLICT) {
             daemon_rejoin(d, err);

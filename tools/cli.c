@@ -166,18 +166,8 @@ cli_token(Cli *cli, const char **ret, Error **errp)
 Client *
 cli_client(Cli *cli, Error **errp)
 {
-    const char *token;
-    if (cli->client)
-        return cli->client;
-    if (cli_token(cli, &token, errp) < 0)
-        return NULL;
-    /* A --socket on the command line beats STOCKADE_URL from the environment. */
-    ClientOptions o = {.socket_path = cli->socket_path,
-                       .url = cli->socket_from_flag ? NULL : cli->url,
-                       .token = token,
-                       .cacert = cli->cacert};
-    if (client_new(&o, &cli->client, errp) < 0)
-        return NULL;
+    if (!cli->client)
+        cli->client = cli_client_new(cli, errp);
     return cli->client;
 }
 
@@ -189,6 +179,7 @@ cli_client_new(Cli *cli, Error **errp)
 
     if (cli_token(cli, &token, errp) < 0)
         return NULL;
+    /* A --socket on the command line beats STOCKADE_URL from the environment. */
     ClientOptions o = {.socket_path = cli->socket_path,
                        .url = cli->socket_from_flag ? NULL : cli->url,
                        .token = token,

@@ -166,7 +166,9 @@ api_forward_place(ApiCtx *c, const char *pool)
         return false; /* a create placed here by another host stays here (one hop) */
     a->d.pool_status(a->d.pool_userdata, &st);
     const PoolShapeStatus *here = pool_status_shape(&st, pool);
-    bool have = here != NULL;
+    /* A draining host (stockade drain) takes no new session: another host does, as if this
+     * one lacked the pool; none: this host's own answer (503, draining). */
+    bool have = here != NULL && !sessions_draining(a->d.sessions);
     if (have && here->idle > 0)
         return false; /* prefer this host */
     int r = cluster_place(a->d.cluster, pool, true, &o, &err);

@@ -155,9 +155,8 @@ route_events(ApiCtx *c)
     }
     session_record_clear(&r);
     Follower *f = calloc(1, sizeof(*f));
-    char *end = NULL;
-    unsigned long long a = after ? strtoull(after, &end, 10) : 0;
-    if (!f || (after && (!*after || *end))) {
+    uint64_t a = 0;
+    if (!f || (after && api_query_number(after, 10, INT64_MAX, &a) < 0)) {
         free(f);
         api_reply_errorf(c, E_INVALID, "after must be an event seq number");
         return;

@@ -56,9 +56,9 @@ put_on_loop(ApiCtx *c)
     size_t len;
     const uint8_t *data = http_body(c->req, &len);
     const char *mode_s = http_query(c->req, "mode");
-    unsigned long mode = mode_s ? strtoul(mode_s, NULL, 8) : 0644;
+    uint64_t mode = 0644;
 
-    if (mode > 0777) {
+    if (mode_s && api_query_number(mode_s, 8, 0777, &mode) < 0) {
         free(c->extra);
         api_reply_errorf(c, E_INVALID, "mode must be octal 0..0777");
         return;

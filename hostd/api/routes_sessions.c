@@ -11,17 +11,6 @@
 /* ------------------------------------------------------------------ create */
 
 static void
-spec_free(SessionSpec *sp)
-{
-    api_free_env(sp->env, sp->n_env);
-    api_free_argv(sp->argv, sp->argc);
-    api_free_files(sp->files, sp->n_files);
-    free(sp->cwd);
-    free(sp->egress); /* the strings are the body's */
-    free(sp);
-}
-
-static void
 create_on_loop(ApiCtx *c)
 {
     SessionSpec *sp = c->extra;
@@ -31,12 +20,12 @@ create_on_loop(ApiCtx *c)
     AdmitRefusal refusal;
 
     if (api_forward_place(c, sp->pool)) { /* [cluster]: another host has an idle guest */
-        spec_free(sp);
+        api_spec_free(sp);
         return;
     }
     sp->tenant_id = c->tenant;
     if (sessions_create(c->api->d.sessions, sp, id, &refusal, &err) < 0) {
-        spec_free(sp);
+        api_spec_free(sp);
         if (err->category == E_QUOTA) /* 429 with the limit; no guest was touched */
             api_reply_error_extra(c, err, api_refusal_json(&refusal));
         else
@@ -48,67 +37,8 @@ create_on_loop(ApiCtx *c)
     json_t *o =
         json_pack("{s:s,s:s,s:s,s:s,s:s}", "id", id, "kind", sp->is_task ? "task" : "session",
                   "pool", sp->pool, "state", session_state_name(ST_PENDING), "events", events);
-    spec_free(sp);
+    api_spec_free(sp);
     api_reply_json(c, 201, o);
-}
-
-/* "egress": true (the server's whole allowed set) or a list of host patterns and CIDRs. The
- * strings stay in the body, borrowed until the loop is done; sessions checks them. */
-static int
-parse_egress(json_t *v, SessionSpec *sp, Error **errp)
-{
-    if (!v || json_is_null(v) || json_is_false(v))
-        return 0;
-    if (json_is_true(v)) {
-        sp->egress_all = true;
-        return 0;
-    }
-    if (!json_is_array(v) || json_array_size(v) > SESSION_EGRESS_ENTRIES_MAX)
-        return error_set(errp, E_INVALID, 0,
-                         "egress must be true or a list of at most %d host "
-                         "patterns and CIDRs",
-                         SESSION_EGRESS_ENTRIES_MAX);
-    size_t n = json_array_size(v);
-    if (!(sp->egress = calloc(n + 1, sizeof(char *))))
-        return error_set(errp, E_INTERNAL, ENOMEM, "egress");
-    for (size_t i = 0; i < n; i++) {
-        json_t *a = json_array_get(v, i);
-        if (!json_is_string(a) || json_string_length(a) == 0 ||
-            json_string_length(a) > EGRESS_ENTRY_MAX_BYTES ||
-            strlen(json_string_value(a)) != json_string_length(a))
-            return error_set(errp, E_INVALID, 0, "egress[%zu] must be a host pattern or a CIDR", i);
-        sp->egress[sp->n_egress++] = (char *) json_string_value(a);
-    }
-    return 0;
-}
-
-static int
-parse_spec(ApiCtx *c, bool task, SessionSpec *sp, Error **errp)
-{
-    json_t *b = c->body;
-    json_t *pool = json_object_get(b, "pool") ?: json_object_get(b, "image");
-    json_t *mirror = json_object_get(b, "mirror");
-
-    if (!json_is_string(pool))
-        return error_set(errp, E_INVALID, 0, "pool (or image) must name an image pool");
-    sp->pool = json_string_value(pool); /* borrowed from the body until the loop is done */
-    sp->is_task = task;
-    if (mirror && !json_is_boolean(mirror))
-        return error_set(errp, E_INVALID, 0, "mirror must be true or false");
-    sp->mirror = mirror ? json_is_true(mirror) : true;
-    if (api_json_timeout(b, "timeout_s", &sp->timeout_usec, errp) < 0 ||
-        api_json_env(json_object_get(b, "env"), &sp->env, &sp->n_env, errp) < 0 ||
-        parse_egress(json_object_get(b, "egress"), sp, errp) < 0)
-        return -1;
-    if (!task)
-        return 0;
-    json_t *cwd = json_object_get(b, "cwd");
-    if (cwd && (!json_is_string(cwd) || !(sp->cwd = strdup(json_string_value(cwd)))))
-        return error_set(errp, E_INVALID, 0, "cwd must be a string");
-    if (api_json_argv(json_object_get(b, "argv"), &sp->argv, &sp->argc, errp) < 0 ||
-        api_json_files(json_object_get(b, "files"), &sp->files, &sp->n_files, errp) < 0)
-        return -1;
-    return 0;
 }
 
 static void
@@ -117,9 +47,9 @@ route_create(ApiCtx *c, bool task)
     _cleanup_error_ Error *err = NULL;
     SessionSpec *sp = calloc(1, sizeof(*sp));
 
-    if (!sp || api_parse_body(c, &err) < 0 || parse_spec(c, task, sp, &err) < 0) {
+    if (!sp || api_parse_body(c, &err) < 0 || api_json_spec(c->body, task, sp, &err) < 0) {
         if (sp)
-            spec_free(sp);
+            api_spec_free(sp);
         if (!err)
             error_set(&err, E_INTERNAL, ENOMEM, "request");
         api_reply_error(c, err);
@@ -167,13 +97,14 @@ route_session_list(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     const char *state = http_query(c->req, "state"), *limit_s = http_query(c->req, "limit");
     const char *before_s = http_query(c->req, "before");
-    long limit = limit_s ? strtol(limit_s, NULL, 10) : 100;
-    long long before = before_s ? strtoll(before_s, NULL, 10) : 0;
+    uint64_t limit = 100, before = 0;
     SessionRecord *v = NULL;
     size_t n = 0;
     SessionState want;
 
-    if (limit < 1 || limit > API_LIST_MAX || before < 0 || (state && strlen(state) > 15)) {
+    if ((limit_s && api_query_number(limit_s, 10, API_LIST_MAX, &limit) < 0) || limit < 1 ||
+        (before_s && api_query_number(before_s, 10, INT64_MAX, &before) < 0) ||
+        (state && strlen(state) > 15)) {
         api_reply_errorf(c, E_INVALID,
                          "limit must be 1..%d; before a cursor from a previous "
                          "page",
@@ -185,7 +116,8 @@ route_session_list(ApiCtx *c)
     Store *s = store_reader_acquire(c->api->d.readers);
     int r = none ? 0
                  : store_session_list(s, c->admin && !c->acting ? NULL : c->tenant,
-                                      state ? &want : NULL, (size_t) limit, before, &v, &n, &err);
+                                      state ? &want : NULL, (size_t) limit, (int64_t) before, &v,
+                                      &n, &err);
     store_reader_release(c->api->d.readers, s);
     if (r < 0) {
         api_reply_error(c, err);
@@ -261,29 +193,11 @@ exec_on_loop(ApiCtx *c)
     uint32_t exec_id;
     int r = sessions_exec(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2], sp, &exec_id,
                           &err);
-    api_free_argv(sp->argv, sp->argc);
-    api_free_env(sp->env, sp->n_env);
-    free(sp->cwd);
-    free(sp);
+    api_exec_free(sp);
     if (r < 0)
         api_reply_error(c, err);
     else
         api_reply_json(c, 202, json_pack("{s:i}", "exec_id", (int) exec_id));
-}
-
-/* "user": absent or "" is the session's user; "root" is root in the guest (issue 28: the VM
- * is the isolation boundary); any other name is refused, since the guest has no user
- * database to look one up in. */
-static int
-exec_user_is_root(json_t *user, bool *ret_root, Error **errp)
-{
-    const char *u = json_string_value(user);
-    if (user && !json_is_string(user))
-        return error_set(errp, E_INVALID, 0, "user must be a string");
-    if (u && u[0] && strcmp(u, "root") != 0)
-        return error_set(errp, E_INVALID, 0, "user: only \"root\" (or none: the session's user)");
-    *ret_root = u && strcmp(u, "root") == 0;
-    return 0;
 }
 
 void
@@ -291,41 +205,20 @@ route_exec(ApiCtx *c)
 {
     _cleanup_error_ Error *err = NULL;
     ExecSpec *sp = calloc(1, sizeof(*sp));
-    json_t *cwd, *in;
 
     if (!api_session_id(c, 2)) {
         free(sp);
         return;
     }
-    if (!sp || api_parse_body(c, &err) < 0 ||
-        api_json_argv(json_object_get(c->body, "argv"), &sp->argv, &sp->argc, &err) < 0 ||
-        api_json_env(json_object_get(c->body, "env"), &sp->env, &sp->n_env, &err) < 0 ||
-        api_json_timeout(c->body, "timeout_s", &sp->timeout_usec, &err) < 0 ||
-        exec_user_is_root(json_object_get(c->body, "user"), &sp->as_root, &err) < 0)
-        goto fail_free;
-    cwd = json_object_get(c->body, "cwd");
-    in = json_object_get(c->body, "stdin");
-    if ((cwd && !json_is_string(cwd)) || (in && !json_is_boolean(in))) {
-        error_set(&err, E_INVALID, 0, "cwd must be a string and stdin a boolean");
-        goto fail_free;
+    if (!sp || api_parse_body(c, &err) < 0 || api_json_exec(c->body, sp, &err) < 0) {
+        api_exec_free(sp);
+        if (!err)
+            error_set(&err, E_INTERNAL, ENOMEM, "request");
+        api_reply_error(c, err);
+        return;
     }
-    if (api_json_pty(json_object_get(c->body, "pty"), &sp->pty_cols, &sp->pty_rows, &err) < 0)
-        goto fail_free;
-    sp->cwd = cwd ? strdup(json_string_value(cwd)) : NULL;
-    sp->stdin_open = (in && json_is_true(in)) || sp->pty_cols;
     c->extra = sp;
     api_on_loop(c, exec_on_loop);
-    return;
-
-fail_free:
-    if (sp) {
-        api_free_argv(sp->argv, sp->argc);
-        api_free_env(sp->env, sp->n_env);
-        free(sp);
-    }
-    if (!err)
-        error_set(&err, E_INTERNAL, ENOMEM, "request");
-    api_reply_error(c, err);
 }
 
 typedef struct {

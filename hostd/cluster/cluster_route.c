@@ -64,7 +64,8 @@ cluster_e2b_publish(Cluster *c, unsigned api_port, unsigned envd_port, bool tls,
 
 /* One candidate per (host, pool entry named $2): its estimated idle guests ("est") and its
  * open sessions. Everything read from pools is checked for its JSON type first: a host
- * that wrote something else has no idle guest here, and the statement never fails on it. */
+ * that wrote something else has no idle guest here, and the statement never fails on it. A
+ * pool entry with "accepting": false (its host is draining) is no candidate. */
 static const char place_sql[] =
     "WITH cand AS ("
     " SELECT h.id, h.url,"
@@ -75,7 +76,8 @@ static const char place_sql[] =
     " FROM hosts h, jsonb_array_elements(CASE WHEN jsonb_typeof(h.pools) = 'array'"
     "  THEN h.pools ELSE '[]'::jsonb END) p"
     " WHERE h.id <> $1 AND h.lost_usec = 0 AND " DB_NOW_USEC " - h.heartbeat_usec < $3"
-    "  AND jsonb_typeof(p) = 'object' AND p ->> 'name' = $2)"
+    "  AND jsonb_typeof(p) = 'object' AND p ->> 'name' = $2"
+    "  AND p -> 'accepting' IS DISTINCT FROM 'false'::jsonb)"
     " SELECT id, url FROM cand WHERE est > 0 OR NOT $4::boolean"
     " ORDER BY est > 0 DESC, open, est DESC, id LIMIT 1";
 

@@ -355,6 +355,12 @@ sessions_set_draining(Sessions *m, bool on)
     m->draining = on;
 }
 
+bool
+sessions_draining(const Sessions *m)
+{
+    return m->draining;
+}
+
 void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {

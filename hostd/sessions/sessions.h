@@ -41,45 +41,9 @@
 #include "workq.h"
 
 #define SESSION_ID_BYTES STORE_ID_MAX_BYTES /* "ses_" + 26 base32 + NUL, with room */
-#define SESSION_EGRESS_ENTRIES_MAX (EGRESS_PATTERNS_MAX + EGRESS_CIDRS_MAX)
 
 typedef struct Sessions Sessions;
 typedef struct SessionsHost SessionsHost; /* sessions_host.h */
-
-typedef struct SessionSpec {
-    const char *tenant_id;
-    const char *pool;          /* the image pool, e.g. "python" */
-    uint64_t timeout_usec;     /* 0 = default */
-    bool mirror;               /* live mirror on (default true) */
-    EnvPair *env;              /* session-wide environment */
-    size_t n_env;
-    /* task only */
-    bool is_task;
-    char **argv;
-    size_t argc;
-    char *cwd;                 /* NULL = /workspace */
-    TaskFile *files;
-    size_t n_files;
-    /* egress (hostd/egress): host patterns and CIDRs within the operator's allowed set */
-    char **egress;
-    size_t n_egress;
-    bool egress_all; /* "egress": true: the operator's whole allowed set */
-} SessionSpec;
-
-typedef struct ExecSpec {
-    char **argv;
-    size_t argc;
-    EnvPair *env;
-    size_t n_env;
-    char *cwd;
-    uint64_t timeout_usec;     /* 0 = default */
-    bool stdin_open;
-    bool adopt;   /* take the guest's pre-started process of this argv if any (runner.proto) */
-    bool as_root; /* run as root in the guest, not as the session's user (issue 28) */
-    /* 1..PTY_COLS_MAX x 1..PTY_ROWS_MAX: on a pseudo-terminal of that size (runner.proto
-     * Exec.pty; stdin then always open, output one stream: stdout); 0 x 0: pipes */
-    uint32_t pty_cols, pty_rows;
-} ExecSpec;
 
 /* host (the pool, the guests' channels, the salvage: sessions_host.h) is copied; what it
  * points to is borrowed and must outlive the sessions (the daemon starts the salvage service,
@@ -303,6 +267,7 @@ void sessions_stats(Sessions *s, SessionsStats *ret);
  * another host) is refused E_UNAVAILABLE with the reason; live sessions run on. Not kept
  * across a restart: a new daemon takes sessions (an upgrade drains, restarts, is back). */
 void sessions_set_draining(Sessions *s, bool on);
+bool sessions_draining(const Sessions *s);
 
 /* <state>/artifacts/<id>/files (any thread; pure string work). */
 int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);

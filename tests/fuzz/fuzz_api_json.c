@@ -1,10 +1,11 @@
 /* Fuzz target: the API's request-body parsers (hostd/api/api_json.c, api_json_routes.c) on
  * arbitrary JSON: the body is parsed as the API does (strict, no duplicate keys), then argv,
- * env, files and timeout are extracted from it, and it is read as a code run's body, a quota
- * body, its "signal" as a signal and its "id" string as an id in a path. Invariants: every
- * parser either fails with E_INVALID and a message, or yields values within the documented
- * bounds; an id is accepted exactly when it is the decimal spelling of 1..UINT32_MAX; a quota
- * refused leaves the quota as it was; nothing leaks (ASan). */
+ * env, files and timeout are extracted from it, and it is read as a session's and a task's
+ * create body, an exec's, a code run's and a quota body, its "signal" as a signal, its "id"
+ * string as an id in a path and its "q" string as a number in a query string (base 8, 10).
+ * Invariants: every parser either fails with E_INVALID and a message, or yields values within
+ * the documented bounds; an id is accepted exactly when it is the decimal spelling of
+ * 1..UINT32_MAX; a quota refused leaves the quota as it was; nothing leaks (ASan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,40 @@ check_routes(json_t *body)
             snprintf(again, sizeof(again), "%u", u);
         CHECK(!ok || (u >= 1 && strcmp(again, id) == 0));
     }
+    const char *qs = json_string_value(json_object_get(body, "q"));
+    for (unsigned base = 8; qs && base <= 10; base += 2) {
+        uint64_t got = 0;
+        char again[32];
+        if (api_query_number(qs, base, 0777777, &got) == 0) {
+            /* accepted: its digits only, and they spell the value (leading zeros aside) */
+            snprintf(again, sizeof(again), base == 8 ? "%llo" : "%llu", (unsigned long long) got);
+            size_t z = strspn(qs, "0");
+            CHECK(got <= 0777777 && strcmp(qs[z] ? qs + z : "0", again) == 0);
+        }
+    }
+    for (int task = 0; task < 2; task++) {
+        SessionSpec *sp = calloc(1, sizeof(*sp));
+        CHECK(sp);
+        if (api_json_spec(body, task, sp, &e) == 0) {
+            CHECK(sp->pool && sp->is_task == task && sp->n_env <= SESSION_ENV_MAX &&
+                  sp->n_egress <= SESSION_EGRESS_ENTRIES_MAX &&
+                  (!task || (sp->argc >= 1 && sp->argc <= SESSION_ARGV_MAX)));
+            for (size_t i = 0; i < sp->n_egress; i++)
+                CHECK(strlen(sp->egress[i]) >= 1 &&
+                      strlen(sp->egress[i]) <= EGRESS_ENTRY_MAX_BYTES);
+        } else {
+            check_err(TAKE_PTR(e));
+        }
+        api_spec_free(sp);
+    }
+    ExecSpec *ex = calloc(1, sizeof(*ex));
+    CHECK(ex);
+    if (api_json_exec(body, ex, &e) == 0)
+        CHECK(ex->argc >= 1 && ex->n_env <= SESSION_ENV_MAX && ex->pty_cols <= PTY_COLS_MAX &&
+              ex->pty_rows <= PTY_ROWS_MAX && (!ex->pty_cols || ex->stdin_open));
+    else
+        check_err(TAKE_PTR(e));
+    api_exec_free(ex);
     if (api_json_signal(json_object_get(body, "signal"), &signo) == 0)
         CHECK(signo >= 1 && signo <= 64);
     uint32_t cols = 0, rows = 0;

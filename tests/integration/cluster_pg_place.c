@@ -12,7 +12,8 @@
  *             are no place for work
  *   hostile   pools rows that are not what heartbeats write (not an array, idle as text,
  *             entries that are not objects) never fail the statement and count as no idle
- *             guest */
+ *             guest
+ *   draining  an entry with "accepting": false (its host drains) is no place at all */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,23 @@ test_place(void)
     Cluster *good = open_beating("pl-good", "[{\"name\":\"h\",\"idle\":1e3}]");
     expect_place(self, "h", true, "pl-good");
 
+    /* draining: a host whose entries say "accepting": false is no place, idle or not; one
+     * that says true (or, as older hosts, nothing) is */
+    Cluster *drained = open_beating("pl-drained", "[{\"name\":\"d\",\"idle\":5,"
+                                                  "\"accepting\":false}]");
+    expect_place(self, "d", true, "");
+    expect_place(self, "d", false, "");
+    Cluster *willing = open_beating("pl-open", "[{\"name\":\"d\",\"idle\":1,\"accepting\":true}]");
+    expect_place(self, "d", true, "pl-open");
+    TEST_CHECK(cluster_heartbeat(willing, "tcg",
+                                 "[{\"name\":\"d\",\"idle\":1,\"accepting\":\"no\"}]", &e) == 0,
+               "beat");
+    expect_place(self, "d", true, "pl-open"); /* only JSON false refuses */
+    TEST_CHECK(cluster_heartbeat(drained, "tcg", "[{\"name\":\"d\",\"idle\":5}]", &e) == 0, "beat");
+    expect_place(self, "d", true, "pl-drained"); /* the drain ended: more idle guests wins */
+
+    cluster_free(willing);
+    cluster_free(drained);
     cluster_free(good);
     cluster_free(bad2);
     cluster_free(bad1);
@@ -133,5 +151,5 @@ test_place(void)
     cluster_free(self);
     printf("place: idle first, then fewer open sessions and more idle guests; admissions "
            "since a beat use its guests up; lost and stale hosts skipped; hostile pools "
-           "rows answered\n");
+           "rows answered; draining hosts skipped\n");
 }

@@ -685,6 +685,35 @@ def route_placed(hosts):
     return sid
 
 
+def pool_entry(hs, host):
+    """host's first pool entry in a hosts list ({} when absent)."""
+    return next((h["pools"][0] for h in hs if h["id"] == host and h["pools"]), {})
+
+
+def route_drain(hosts, sid):
+    """A draining host is no place for a create (issue 30): once a drains, its heartbeat says
+    so ("accepting": false), and while a has an idle guest again a create through c is not
+    placed there, and one through a itself is placed on another host (a counts it) instead of
+    answering 503; a's own session runs on. Drained no more, a says it accepts again."""
+    a, c = hosts["a"], hosts["c"]
+    hosts_until(hosts, "c", lambda hs: pool_entry(hs, "host-a").get("idle") == 1)
+    assert a.unix_call("POST", "/v1/admin/drain")["draining"] is True
+    hosts_until(hosts, "c", lambda hs: pool_entry(hs, "host-a").get("accepting") is False)
+    made = []
+    for via in (c, a):
+        before = forward_metric(via, "stockade_forward_placed_total")
+        made.append(via.call("POST", "/v1/sessions", {"pool": "minimal", "timeout_s": 600})["id"])
+        if via is a:
+            assert forward_metric(a, "stockade_forward_placed_total") == before + 1
+    on_a = [x["id"] for x in a.call("GET", "/v1/sessions")["sessions"]]
+    assert not set(made) & set(on_a) and sid in on_a, (made, on_a)
+    assert a.session(sid)["state"] == "running"
+    for m in made:
+        c.post(f"/v1/sessions/{m}/cancel")
+    a.unix_call("DELETE", "/v1/admin/drain")
+    hosts_until(hosts, "c", lambda hs: pool_entry(hs, "host-a").get("accepting") is True)
+
+
 def route_client_leaves(a, b, sid):
     """A client following through b goes away: b's transfer to a stops (within ~1 s of the
     cancel flag being seen, bounded here at 10 s), the owner's stream with it."""
@@ -777,6 +806,7 @@ def scenario_route(pg, hosts, scratch):
     a.wait(a.pool_full, 600, "a full pool on host a")
     sid = route_placed(hosts)
     a.wait_state(sid, "running", 300)
+    route_drain(hosts, sid)
     got = b.session(sid)
     assert got["id"] == sid and got["state"] == "running", got
     gap = route_exec_and_follow(a, b, sid)

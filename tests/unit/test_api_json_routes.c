@@ -86,6 +86,51 @@ test_pty(void **state)
 }
 
 static void
+test_query_number(void **state)
+{
+    (void) state;
+    uint64_t v = 0;
+    assert_int_equal(api_query_number("0644", 8, 0777, &v), 0);
+    assert_int_equal(v, 0644);
+    assert_int_equal(api_query_number("0", 8, 0777, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(api_query_number("777", 8, 0777, &v), 0);
+    assert_int_equal(v, 0777);
+    assert_int_equal(api_query_number("500", 10, 500, &v), 0);
+    assert_int_equal(v, 500);
+    assert_int_equal(api_query_number("9223372036854775807", 10, INT64_MAX, &v), 0);
+    assert_true(v == INT64_MAX);
+    /* What strtoul took: "abc" as 0 (a file of mode 000), "7x" as 7, "-1" as the largest. */
+    static const struct {
+        const char *s;
+        unsigned base;
+        uint64_t max;
+    } bad[] = {{"abc", 8, 0777},
+               {"", 8, 0777},
+               {"7x", 8, 0777},
+               {"1000", 8, 0777},
+               {"8", 8, 0777},
+               {"-1", 10, INT64_MAX},
+               {" 5", 10, 500},
+               {"+5", 10, 500},
+               {"501", 10, 500},
+               {"5 ", 10, 500},
+               {"1e3", 10, 5000},
+               {"9223372036854775808", 10, INT64_MAX},
+               {"99999999999999999999999", 10, UINT64_MAX},
+               {"18446744073709551616", 10, UINT64_MAX},
+               {"12", 16, 100},
+               {NULL, 10, 5}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        v = 12345;
+        assert_int_equal(api_query_number(bad[i].s, bad[i].base, bad[i].max, &v), -1);
+        assert_int_equal(v, 12345);
+    }
+    assert_int_equal(api_query_number("18446744073709551615", 10, UINT64_MAX, &v), 0);
+    assert_true(v == UINT64_MAX);
+}
+
+static void
 test_signal(void **state)
 {
     (void) state;
@@ -237,15 +282,147 @@ test_quota(void **state)
     }
 }
 
+static SessionSpec *
+spec_of(json_t *b, bool task, Error **e)
+{
+    SessionSpec *sp = calloc(1, sizeof(*sp));
+    assert_non_null(sp);
+    if (api_json_spec(b, task, sp, e) < 0) {
+        api_spec_free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+static void
+expect_spec_error(const char *body, bool task, const char *words)
+{
+    json_t *b = js(body);
+    Error *e = NULL;
+    assert_null(spec_of(b, task, &e));
+    assert_non_null(e);
+    assert_int_equal(e->category, E_INVALID);
+    if (!strstr(e->message, words))
+        fail_msg("%s: '%s' lacks '%s'", body, e->message, words);
+    error_free(e);
+    json_decref(b);
+}
+
+static void
+test_spec(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    json_t *b = js("{\"image\": \"python\", \"timeout_s\": 60, \"env\": {\"A\": \"1\"},"
+                   " \"egress\": [\"pypi.org\", \"10.0.0.0/8\"], \"mirror\": false}");
+    SessionSpec *sp = spec_of(b, false, &e);
+    assert_non_null(sp);
+    assert_string_equal(sp->pool, "python"); /* "image" is pool's other name */
+    assert_false(sp->is_task);
+    assert_false(sp->mirror);
+    assert_true(sp->timeout_usec == 60 * 1000000ull);
+    assert_int_equal(sp->n_env, 1);
+    assert_int_equal(sp->n_egress, 2);
+    assert_string_equal(sp->egress[1], "10.0.0.0/8");
+    assert_null(sp->argv); /* a session's body has no argv: ignored, not read */
+    api_spec_free(sp);
+    json_decref(b);
+
+    b = js("{\"pool\": \"minimal\", \"egress\": true, \"argv\": [\"echo\", \"hi\"],"
+           " \"cwd\": \"sub\", \"files\": [{\"path\": \"a\", \"content\": \"x\"}]}");
+    sp = spec_of(b, true, &e);
+    assert_non_null(sp);
+    assert_true(sp->is_task && sp->mirror && sp->egress_all);
+    assert_int_equal(sp->argc, 2);
+    assert_string_equal(sp->cwd, "sub");
+    assert_int_equal(sp->n_files, 1);
+    api_spec_free(sp);
+    json_decref(b);
+
+    expect_spec_error("{}", false, "pool (or image)");
+    expect_spec_error("{\"pool\": 3}", false, "pool (or image)");
+    expect_spec_error("{\"pool\": \"p\", \"mirror\": 1}", false, "mirror must be");
+    expect_spec_error("{\"pool\": \"p\", \"timeout_s\": 0}", false, "timeout_s");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": \"pypi.org\"}", false, "egress must be");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": [\"\"]}", false, "egress[0]");
+    expect_spec_error("{\"pool\": \"p\", \"egress\": [\"a\", 2]}", false, "egress[1]");
+    expect_spec_error("{\"pool\": \"p\"}", true, "argv");
+    expect_spec_error("{\"pool\": \"p\", \"argv\": [\"x\"], \"cwd\": 1}", true, "cwd");
+    expect_spec_error("{\"pool\": \"p\", \"argv\": [\"x\"], \"files\": {}}", true, "files");
+
+    /* Egress entries at the bound and one past it. */
+    char entry[EGRESS_ENTRY_MAX_BYTES + 2];
+    memset(entry, 'a', sizeof(entry) - 1);
+    entry[EGRESS_ENTRY_MAX_BYTES + 1] = '\0';
+    b = json_pack("{s:s,s:[s]}", "pool", "p", "egress", entry);
+    assert_null(spec_of(b, false, &e));
+    error_free(e);
+    e = NULL;
+    json_decref(b);
+    entry[EGRESS_ENTRY_MAX_BYTES] = '\0';
+    b = json_pack("{s:s,s:[s]}", "pool", "p", "egress", entry);
+    sp = spec_of(b, false, &e);
+    assert_non_null(sp);
+    api_spec_free(sp);
+    json_decref(b);
+}
+
+static void
+expect_exec_error(const char *body, const char *words)
+{
+    json_t *b = js(body);
+    Error *e = NULL;
+    ExecSpec *sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), -1);
+    api_exec_free(sp);
+    assert_int_equal(e->category, E_INVALID);
+    if (!strstr(e->message, words))
+        fail_msg("%s: '%s' lacks '%s'", body, e->message, words);
+    error_free(e);
+    json_decref(b);
+}
+
+static void
+test_exec(void **state)
+{
+    (void) state;
+    Error *e = NULL;
+    json_t *b = js("{\"argv\": [\"sh\"], \"cwd\": \"/tmp\", \"user\": \"root\","
+                   " \"pty\": {\"cols\": 100, \"rows\": 30}, \"timeout_s\": 5}");
+    ExecSpec *sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), 0);
+    assert_string_equal(sp->cwd, "/tmp");
+    assert_true(sp->as_root);
+    assert_true(sp->stdin_open); /* a terminal implies stdin */
+    assert_int_equal(sp->pty_cols, 100);
+    assert_int_equal(sp->pty_rows, 30);
+    api_exec_free(sp);
+    json_decref(b);
+
+    b = js("{\"argv\": [\"true\"], \"user\": \"\", \"stdin\": false}");
+    sp = calloc(1, sizeof(*sp));
+    assert_int_equal(api_json_exec(b, sp, &e), 0);
+    assert_false(sp->as_root || sp->stdin_open);
+    assert_null(sp->cwd);
+    api_exec_free(sp);
+    json_decref(b);
+
+    expect_exec_error("{}", "argv");
+    expect_exec_error("{\"argv\": [\"x\"], \"user\": \"bob\"}", "only \"root\"");
+    expect_exec_error("{\"argv\": [\"x\"], \"user\": 0}", "user must be a string");
+    expect_exec_error("{\"argv\": [\"x\"], \"cwd\": 1}", "cwd must be a string");
+    expect_exec_error("{\"argv\": [\"x\"], \"stdin\": \"yes\"}", "stdin a boolean");
+    expect_exec_error("{\"argv\": [\"x\"], \"timeout_s\": -1}", "timeout_s");
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_id),
-        cmocka_unit_test(test_signal),
-        cmocka_unit_test(test_pty),
-        cmocka_unit_test(test_code),
-        cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_id),     cmocka_unit_test(test_query_number),
+        cmocka_unit_test(test_signal), cmocka_unit_test(test_pty),
+        cmocka_unit_test(test_code),   cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_spec),   cmocka_unit_test(test_exec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
