@@ -34,7 +34,7 @@ api_query_number(const char *s, unsigned base, uint64_t max, uint64_t *ret)
         return -1;
     for (size_t i = 0; i < n; i++) {
         unsigned d = (unsigned) (s[i] - '0');
-        if (s[i] < '0' || d >= base || v > (max - d) / base)
+        if (s[i] < '0' || d >= base || d > max || v > (max - d) / base)
             return -1;
         v = v * base + d;
     }

@@ -120,6 +120,8 @@ test_query_number(void **state)
                {"99999999999999999999999", 10, UINT64_MAX},
                {"18446744073709551616", 10, UINT64_MAX},
                {"12", 16, 100},
+               {"9", 10, 5},
+               {"17", 8, 5},
                {NULL, 10, 5}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         v = 12345;
