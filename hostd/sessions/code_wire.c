@@ -190,3 +190,49 @@ code_request_line(uint32_t run, const char *code, size_t code_len, uint64_t time
     *ret_len = n + 1;
     return line;
 }
+
+static const char *const language_names[CODE_LANG_COUNT] = {
+    [CODE_LANG_PYTHON] = "python", [CODE_LANG_JAVASCRIPT] = "javascript",
+    [CODE_LANG_BASH] = "bash"};
+
+const char *
+code_language_name(CodeLanguage l)
+{
+    return l < CODE_LANG_COUNT ? language_names[l] : "?";
+}
+
+static bool
+is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+int
+code_language_parse(const char *s, size_t len, CodeLanguage *ret, Error **errp)
+{
+    char low[16];
+    bool printable = true;
+    while (len > 0 && is_blank(s[0]))
+        s++, len--;
+    while (len > 0 && is_blank(s[len - 1]))
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        printable = printable && s[i] >= 0x20 && s[i] < 0x7f;
+        if (i < sizeof(low))
+            low[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char) (s[i] - 'A' + 'a') : s[i];
+    }
+    if (printable && len < sizeof(low)) {
+        low[len] = '\0';
+        if (strcmp(low, "js") == 0)
+            return *ret = CODE_LANG_JAVASCRIPT, 0;
+        for (size_t i = 0; i < CODE_LANG_COUNT; i++)
+            if (strcmp(low, language_names[i]) == 0)
+                return *ret = (CodeLanguage) i, 0;
+    }
+    /* the name is echoed only when it is short printable ASCII (never a cut UTF-8 sequence) */
+    if (!printable || len > 32)
+        return error_set(errp, E_INVALID, 0, "language: code contexts here run %s",
+                         CODE_LANGUAGES_SERVED);
+    return error_set(errp, E_INVALID, 0, "language: code contexts here run %s (got '%.*s')",
+                     CODE_LANGUAGES_SERVED, (int) len, s);
+}
