@@ -112,8 +112,7 @@ code_read(const char *file, size_t *ret_len, Error **errp)
         fclose(f);
     if (!buf || n > CODE_CLI_MAX_BYTES) {
         free(buf);
-        return error_set(errp, E_INVALID, 0, "the code is over %u bytes", CODE_CLI_MAX_BYTES),
-               NULL;
+        return error_set(errp, E_INVALID, 0, "the code is over %u bytes", CODE_CLI_MAX_BYTES), NULL;
     }
     *ret_len = n;
     return buf;

@@ -41,17 +41,16 @@ run_on_loop(ApiCtx *c)
     SessionsCodeRun run;
     int rc = sessions_code_run(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2],
                                r->context, r->lang, json_string_value(code),
-                               json_string_length(code),
-                               t ? (uint64_t) json_integer_value(t) : 0,
+                               json_string_length(code), t ? (uint64_t) json_integer_value(t) : 0,
                                json_object_get(c->body, "env"), &run, &err);
     code_req_free(r);
     if (rc < 0)
         api_reply_error(c, err);
     else
-        api_reply_json(c, 202, json_pack("{s:I,s:I,s:I,s:I}", "context", (json_int_t) run.context,
-                                         "run", (json_int_t) run.run, "exec_id",
-                                         (json_int_t) run.exec_id, "after",
-                                         (json_int_t) run.after_seq));
+        api_reply_json(c, 202,
+                       json_pack("{s:I,s:I,s:I,s:I}", "context", (json_int_t) run.context, "run",
+                                 (json_int_t) run.run, "exec_id", (json_int_t) run.exec_id, "after",
+                                 (json_int_t) run.after_seq));
 }
 
 /* context (optional, a number) or language, env (as an exec's), the rest checked by
@@ -98,9 +97,9 @@ context_new_on_loop(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     json_t *cwd = json_object_get(c->body, "cwd");
     uint32_t id;
-    int rc = sessions_code_context_new(c->api->d.sessions, c->admin ? NULL : c->tenant,
-                                       c->seg[2], r->lang, json_string_value(cwd), r->env,
-                                       r->n_env, &id, &err);
+    int rc =
+        sessions_code_context_new(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2],
+                                  r->lang, json_string_value(cwd), r->env, r->n_env, &id, &err);
     code_req_free(r);
     if (rc < 0)
         api_reply_error(c, err);
@@ -151,12 +150,11 @@ context_action_on_loop(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     Sessions *s = c->api->d.sessions;
     const char *tenant = c->admin ? NULL : c->tenant;
-    int rc = r->action == CTX_DELETE    ? sessions_code_context_delete(s, tenant, c->seg[2],
-                                                                       r->context, &err)
-             : r->action == CTX_RESTART ? sessions_code_context_restart(s, tenant, c->seg[2],
-                                                                        r->context, &err)
-                                        : sessions_code_interrupt(s, tenant, c->seg[2],
-                                                                  r->context, &err);
+    int rc = r->action == CTX_DELETE
+                 ? sessions_code_context_delete(s, tenant, c->seg[2], r->context, &err)
+             : r->action == CTX_RESTART
+                 ? sessions_code_context_restart(s, tenant, c->seg[2], r->context, &err)
+                 : sessions_code_interrupt(s, tenant, c->seg[2], r->context, &err);
     uint32_t id = r->context;
     code_req_free(r);
     if (rc < 0)

@@ -38,9 +38,9 @@ typedef struct CodeCall {
     E2bCall c;
     E2bEnvdAuth auth;
     CodeOp op;
-    json_t *body;     /* the parsed request (x and cwd_shown borrow from it) */
-    E2bExecute x;     /* CODE_EXECUTE */
-    uint32_t context; /* CODE_CTX_DELETE, CODE_CTX_RESTART */
+    json_t *body;      /* the parsed request (x and cwd_shown borrow from it) */
+    E2bExecute x;      /* CODE_EXECUTE */
+    uint32_t context;  /* CODE_CTX_DELETE, CODE_CTX_RESTART */
     CodeLanguage lang; /* CODE_CTX_NEW */
     const char *cwd_shown;
     char cwd[PATH_MAX_BYTES + 16]; /* CODE_CTX_NEW: the workspace path ("" for the default) */
@@ -151,8 +151,7 @@ code_on_loop(E2bCall *c)
         break;
     case CODE_CTX_LIST:
         if (sessions_code_default_contexts(m, NULL, sb->session_id, default_langs,
-                                           ELEMENTSOF(default_langs), E2B_HOME_ALIAS,
-                                           &err) == 0 &&
+                                           ELEMENTSOF(default_langs), E2B_HOME_ALIAS, &err) == 0 &&
             sessions_code_contexts(m, NULL, sb->session_id, &native, &err) == 0) {
             cc->answer = render_contexts(native);
             json_decref(native);

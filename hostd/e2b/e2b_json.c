@@ -548,8 +548,7 @@ e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **e
 }
 
 int
-e2b_code_parse_context_new(json_t *body, CodeLanguage *ret_lang, const char **ret_cwd,
-                           Error **errp)
+e2b_code_parse_context_new(json_t *body, CodeLanguage *ret_lang, const char **ret_cwd, Error **errp)
 {
     static const char *const keys[] = {"language", "cwd"};
     json_t *cwd = json_is_object(body) ? optional_field(body, "cwd") : NULL;

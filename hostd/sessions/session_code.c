@@ -20,7 +20,7 @@ typedef struct CodeContext CodeContext;
 struct CodeContext {
     uint32_t id, exec_id; /* exec_id 0: no kernel (exited); the next run starts one */
     CodeLanguage lang;
-    char *cwd;            /* NULL = /workspace */
+    char *cwd; /* NULL = /workspace */
     EnvPair *env;
     size_t n_env;
     uint32_t runs[SESSIONS_CODE_QUEUED_MAX]; /* runs[0] is being served */
@@ -133,9 +133,13 @@ kernel_start(Session *s, CodeContext *c, Error **errp)
         argv[i] = (char *) kernels[c->lang].argv[i];
     /* adopt: the first python context of a guest whose pool pre-started the kernel takes that
      * one, imports done; any other starts its own (runner.proto Prestart, Exec.adopt) */
-    ExecSpec spec = {.argv = argv, .argc = kernels[c->lang].argc, .env = c->env,
-                     .n_env = c->n_env, .cwd = c->cwd,
-                     .timeout_usec = s->mgr->cfg.max_timeout_usec, .stdin_open = true,
+    ExecSpec spec = {.argv = argv,
+                     .argc = kernels[c->lang].argc,
+                     .env = c->env,
+                     .n_env = c->n_env,
+                     .cwd = c->cwd,
+                     .timeout_usec = s->mgr->cfg.max_timeout_usec,
+                     .stdin_open = true,
                      .adopt = c->lang == CODE_LANG_PYTHON};
     uint32_t exec_id;
     if (session_exec_start(s, &spec, false, &kernel_sink, &exec_id, errp) < 0)
@@ -163,10 +167,10 @@ static void
 context_fail_runs(Session *s, CodeContext *c, const char *name, const char *value)
 {
     for (size_t i = 0; i < c->n_runs; i++) {
-        session_event(s, "code.error", c->exec_id, NULL, 0,
-                      run_attrs(c, c->runs[i],
-                                json_pack("{s:s,s:s,s:s}", "name", name, "value", value,
-                                          "traceback", "")));
+        session_event(
+            s, "code.error", c->exec_id, NULL, 0,
+            run_attrs(c, c->runs[i],
+                      json_pack("{s:s,s:s,s:s}", "name", name, "value", value, "traceback", "")));
         session_event(s, "code.done", c->exec_id, NULL, 0,
                       run_attrs(c, c->runs[i], json_pack("{s:n}", "execution_count")));
     }
@@ -316,8 +320,7 @@ env_copy(CodeContext *c, const EnvPair *env, size_t n)
     if (!(c->env = calloc(n, sizeof(*c->env))))
         return -1;
     for (size_t i = 0; i < n; i++, c->n_env++)
-        if (!(c->env[i].name = strdup(env[i].name)) ||
-            !(c->env[i].value = strdup(env[i].value))) {
+        if (!(c->env[i].name = strdup(env[i].name)) || !(c->env[i].value = strdup(env[i].value))) {
             free(c->env[i].name);
             return -1;
         }
@@ -333,7 +336,8 @@ context_new(Session *s, CodeLanguage lang, const char *cwd, const EnvPair *env, 
         n++;
     if (n >= SESSIONS_CODE_CONTEXTS_MAX)
         return error_set(errp, E_QUOTA, 0, "at most %d code contexts a session",
-                         SESSIONS_CODE_CONTEXTS_MAX), NULL;
+                         SESSIONS_CODE_CONTEXTS_MAX),
+               NULL;
     char *argv[] = {"python3"};
     if (argv_check(argv, 1, env, n_env, cwd, errp) < 0)
         return NULL;
@@ -390,8 +394,8 @@ code_context(Sessions *m, const char *tenant, const char *id, uint32_t context, 
 
 int
 sessions_code_context_new(Sessions *m, const char *tenant, const char *id, CodeLanguage lang,
-                          const char *cwd, const EnvPair *env, size_t n_env,
-                          uint32_t *ret_context, Error **errp)
+                          const char *cwd, const EnvPair *env, size_t n_env, uint32_t *ret_context,
+                          Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
     CodeContext *c = s ? context_new(s, lang, cwd, env, n_env, errp) : NULL;
@@ -451,8 +455,7 @@ sessions_code_interrupt(Sessions *m, const char *tenant, const char *id, uint32_
 }
 
 int
-sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret,
-                       Error **errp)
+sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret, Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
     if (!s)
@@ -460,19 +463,17 @@ sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t *
     json_t *a = json_array();
     for (CodeContext *c = s->code->contexts; c; c = c->next)
         json_array_append_new(
-            a, json_pack("{s:I,s:s,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id,
-                         "language", code_language_name(c->lang), "exec_id",
-                         (json_int_t) c->exec_id, "cwd", c->cwd ? c->cwd : "/workspace", "queued",
-                         (json_int_t) c->n_runs, "default",
-                         c->id == s->code->default_context[c->lang]));
+            a, json_pack("{s:I,s:s,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id, "language",
+                         code_language_name(c->lang), "exec_id", (json_int_t) c->exec_id, "cwd",
+                         c->cwd ? c->cwd : "/workspace", "queued", (json_int_t) c->n_runs,
+                         "default", c->id == s->code->default_context[c->lang]));
     *ret = a;
     return 0;
 }
 
 int
 sessions_code_default_contexts(Sessions *m, const char *tenant, const char *id,
-                               const CodeLanguage *langs, size_t n, const char *cwd,
-                               Error **errp)
+                               const CodeLanguage *langs, size_t n, const char *cwd, Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
     if (!s)
@@ -520,8 +521,8 @@ run_context(Session *s, uint32_t context, CodeLanguage lang, Error **errp)
 
 int
 sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t context,
-                  CodeLanguage lang, const char *code, size_t len, uint64_t timeout_ms,
-                  json_t *env, SessionsCodeRun *ret, Error **errp)
+                  CodeLanguage lang, const char *code, size_t len, uint64_t timeout_ms, json_t *env,
+                  SessionsCodeRun *ret, Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
     if (!s)
@@ -548,7 +549,7 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     c->runs[c->n_runs++] = run;
     session_event(s, "code.requested", c->exec_id, NULL, 0,
                   run_attrs(c, run, json_pack("{s:I}", "timeout_ms", (json_int_t) timeout_ms)));
-    *ret = (SessionsCodeRun){.context = c->id, .run = run, .exec_id = c->exec_id,
-                             .after_seq = after};
+    *ret =
+        (SessionsCodeRun){.context = c->id, .run = run, .exec_id = c->exec_id, .after_seq = after};
     return 0;
 }

@@ -234,8 +234,7 @@ test_code(void **state)
                       "run python, javascript (or js) and bash");
     expect_code_error("{\"code\": \"x\", \"language\": \"\\u00e9\"}", "and bash");
     expect_code_error("{\"code\": \"x\", \"language\": 3}", "language must be a string");
-    expect_code_error("{\"code\": \"x\", \"context\": 2, \"language\": \"bash\"}",
-                      "not both");
+    expect_code_error("{\"code\": \"x\", \"context\": 2, \"language\": \"bash\"}", "not both");
 
     expect_code_error("{}", "code must be a string");
     expect_code_error("{\"code\": 1}", "code must be a string");

@@ -139,8 +139,9 @@ test_context_body(void **state)
     assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), 0);
     assert_int_equal(lang, CODE_LANG_JAVASCRIPT);
     json_decref(b);
-    static const char *const bad[] = {"{\"cwd\":\"\"}", "{\"cwd\":5}", "{\"language\":\"ts\"}",
-                                      "{\"language\":\"java\"}", "{\"name\":\"x\"}", "5"};
+    static const char *const bad[] = {"{\"cwd\":\"\"}",        "{\"cwd\":5}",
+                                      "{\"language\":\"ts\"}", "{\"language\":\"java\"}",
+                                      "{\"name\":\"x\"}",      "5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         b = json_loads(bad[i], JSON_DECODE_ANY, NULL);
         assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), -1);
