@@ -116,11 +116,23 @@ park_match(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Exec *x
     return NULL;
 }
 
+/* The cwd the adopted kernel takes: under WS_HOME_PATH when the exec named it so and the
+ * workspace is mounted there (getcwd() then says /home/user, as E2B programs expect, like a
+ * spawned exec's: exec.c exec_cwd_by_path()); else the workspace path of cwd_rel. */
+static bool
+adopt_cwd_home(const ExecContext *ctx, const char *cwd)
+{
+    size_t n = strlen(WS_HOME_PATH);
+    return ctx->home_mounted && strncmp(cwd, WS_HOME_PATH, n) == 0 && (!cwd[n] || cwd[n] == '/');
+}
+
 /* "STOCKADE-ADOPT <n>\n", then cwd NUL and each NAME=value NUL (runner.proto Exec.adopt). */
 static char *
-adopt_header(const ExecContext *ctx, const char *cwd_rel, const EnvList *env, size_t *ret_len)
+adopt_header(const ExecContext *ctx, const char *cwd, const char *cwd_rel, const EnvList *env,
+             size_t *ret_len)
 {
-    size_t body = strlen(ctx->home) + (cwd_rel[0] ? 1 + strlen(cwd_rel) : 0) + 1;
+    const char *base = adopt_cwd_home(ctx, cwd) ? WS_HOME_PATH : ctx->home;
+    size_t body = strlen(base) + (cwd_rel[0] ? 1 + strlen(cwd_rel) : 0) + 1;
     for (size_t i = 0; i < env->n; i++)
         body += strlen(env->items[i]) + 1;
     char head[48];
@@ -129,7 +141,7 @@ adopt_header(const ExecContext *ctx, const char *cwd_rel, const EnvList *env, si
     if (!h)
         return NULL;
     p = stpcpy(p, head);
-    p = stpcpy(p, ctx->home);
+    p = stpcpy(p, base);
     if (cwd_rel[0])
         p = stpcpy(stpcpy(p, "/"), cwd_rel);
     p++;
@@ -155,7 +167,7 @@ exec_park_adopt(ExecTable *t, const ExecContext *ctx, const Stockade__Runner__Ex
         return 0;
     if (env_build_exec(ctx->home, ctx->session_env, x->env, x->n_env, &env) < 0)
         return error_set(errp, E_UNAVAILABLE, ENOMEM, "exec %u", x->exec_id);
-    _cleanup_free_ char *h = adopt_header(ctx, cwd_rel, &env, &len);
+    _cleanup_free_ char *h = adopt_header(ctx, x->cwd, cwd_rel, &env, &len);
     env_list_clear(&env);
     if (!h)
         return error_set(errp, E_UNAVAILABLE, ENOMEM, "exec %u", x->exec_id);

@@ -1,4 +1,5 @@
-/* stockade code: runs Python source from a file or stdin in a session's stateful code context
+/* stockade code: runs Python (or JavaScript, or bash) source from a file or stdin in a session's
+ * stateful code context
  * (a data-pool session: POST /v1/sessions/{id}/code) and prints what the run made as it
  * arrives: printed lines on stdout/stderr, the last expression's text, a traceback on stderr.
  * PNG results (matplotlib figures) are written to files, never to the terminal. */
@@ -18,11 +19,13 @@
 
 static const char code_help[] =
     "Usage: stockade code [OPTIONS] SESSION [FILE]\n"
-    "Runs Python code from FILE (or stdin) in a stateful context of a running session (a\n"
-    "session of the data pool: stockade sessions new --pool data). Variables persist between\n"
-    "runs of the same context. Prints the run's output as it arrives, then the value of the\n"
-    "last expression; an exception's traceback goes to stderr.\n\n"
-    "  -c, --context N        the context to run in (default: the session's default context)\n"
+    "Runs code from FILE (or stdin) in a stateful context of a running session (a session of\n"
+    "the data pool: stockade sessions new --pool data). Variables persist between runs of the\n"
+    "same context. Prints the run's output as it arrives, then the value of the last\n"
+    "expression; an exception's traceback goes to stderr.\n\n"
+    "  -l, --language LANG    python (the default), javascript (js) or bash: runs in that\n"
+    "                         language's default context\n"
+    "  -c, --context N        the context to run in (default: the language's default context)\n"
     "  -t, --timeout SECONDS  interrupt the cell after this long (TimeoutError; the context\n"
     "                         keeps its variables)\n"
     "  -d, --out-dir DIR      where PNG results are saved as run<RUN>-<N>.png (default .)\n"
@@ -109,8 +112,7 @@ code_read(const char *file, size_t *ret_len, Error **errp)
         fclose(f);
     if (!buf || n > CODE_CLI_MAX_BYTES) {
         free(buf);
-        return error_set(errp, E_INVALID, 0, "the code is over %u bytes", CODE_CLI_MAX_BYTES),
-               NULL;
+        return error_set(errp, E_INVALID, 0, "the code is over %u bytes", CODE_CLI_MAX_BYTES), NULL;
     }
     *ret_len = n;
     return buf;
@@ -164,6 +166,7 @@ cmd_code(Cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"context", required_argument, NULL, 'c'},
+        {"language", required_argument, NULL, 'l'},
         {"timeout", required_argument, NULL, 't'},
         {"out-dir", required_argument, NULL, 'd'}, /* -d: where files land, as run's */
         CLI_GLOBAL_OPTIONS,
@@ -171,14 +174,18 @@ cmd_code(Cli *cli, int argc, char **argv)
     _cleanup_error_ Error *err = NULL;
     _cleanup_json_ json_t *body = json_object();
     CodeState st = {.cli = cli, .out_dir = "."};
+    json_t *lang;
     uint64_t v;
     int c;
 
     cli->verb = "code";
     cli_getopt_reset(cli, opts);
-    while ((c = getopt_long(argc, argv, "c:t:d:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:l:t:d:h", opts, NULL)) != -1) {
         if (c == 'c' && args_uint(optarg, 1, UINT32_MAX, &v) == 0)
             json_object_set_new(body, "context", json_integer((json_int_t) v));
+        else if (c == 'l' && optarg[0] && (lang = json_string(optarg)))
+            /* the daemon names the languages it serves when it refuses one */
+            json_object_set_new(body, "language", lang);
         else if (c == 't' && args_uint(optarg, 1, 86400, &v) == 0)
             json_object_set_new(body, "timeout_ms", json_integer((json_int_t) (v * 1000)));
         else if (c == 'd')
@@ -186,11 +193,15 @@ cmd_code(Cli *cli, int argc, char **argv)
         else if (c == 'c' || c == 't')
             return cli_usage_error(cli, "--%s wants a positive number",
                                    c == 'c' ? "context" : "timeout");
+        else if (c == 'l')
+            return cli_usage_error(cli, "--language wants python, javascript or bash");
         else if (args_global(cli, c, argc, argv, &err) < 0)
             return cli_usage_error(cli, "%s", err->message);
     }
     if (cli->help)
         return cli_print_help(code_help);
+    if (json_object_get(body, "context") && json_object_get(body, "language"))
+        return cli_usage_error(cli, "give --context or --language, not both");
     if (optind >= argc || argc - optind > 2 || !args_id_ok(argv[optind]))
         return cli_usage_error(cli, "a session id is needed, then at most one file");
     return code_run(cli, argv[optind], optind + 1 < argc ? argv[optind + 1] : NULL, body, &st);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "code_wire.h"
 #include "error.h"
 #include "task_input.h"
 
@@ -30,9 +31,12 @@ int api_json_signal(json_t *v, int *ret);
 int api_json_pty_size(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
 int api_json_pty(json_t *v, uint32_t *ret_cols, uint32_t *ret_rows, Error **errp);
 /* A code run's body: code (checked for type and size; its text is read by the caller), the
- * context (0 = the default one), timeout_ms's bound, env. */
-int api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,
-                  Error **errp);
+ * context (0 = the default one of the language), the language (python when absent; not with
+ * a context), timeout_ms's bound, env. */
+int api_json_code(json_t *body, uint32_t *ret_context, CodeLanguage *ret_lang, EnvPair **ret_env,
+                  size_t *ret_n_env, Error **errp);
+/* A context's language: absent (NULL) is python; else a name code_language_parse() takes. */
+int api_json_language(json_t *v, CodeLanguage *ret, Error **errp);
 /* A create's body (a session's, or a task's when task) into sp, whose strings pool and egress
  * borrow from b: b must outlive sp. sp starts zeroed; on error it holds what was parsed (free
  * it with api_spec_free). */

@@ -69,11 +69,22 @@ api_json_signal(json_t *v, int *ret)
 }
 
 int
-api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *ret_n_env,
-              Error **errp)
+api_json_language(json_t *v, CodeLanguage *ret, Error **errp)
+{
+    if (!v)
+        return *ret = CODE_LANG_PYTHON, 0;
+    if (!json_is_string(v))
+        return error_set(errp, E_INVALID, 0, "language must be a string: one of %s",
+                         CODE_LANGUAGES_SERVED);
+    return code_language_parse(json_string_value(v), json_string_length(v), ret, errp);
+}
+
+int
+api_json_code(json_t *body, uint32_t *ret_context, CodeLanguage *ret_lang, EnvPair **ret_env,
+              size_t *ret_n_env, Error **errp)
 {
     json_t *code = json_object_get(body, "code"), *ctx = json_object_get(body, "context");
-    json_t *t = json_object_get(body, "timeout_ms");
+    json_t *t = json_object_get(body, "timeout_ms"), *lang = json_object_get(body, "language");
 
     *ret_env = NULL;
     *ret_n_env = 0;
@@ -83,6 +94,10 @@ api_json_code(json_t *body, uint32_t *ret_context, EnvPair **ret_env, size_t *re
     if (ctx && (!json_is_integer(ctx) || json_integer_value(ctx) < 1 ||
                 json_integer_value(ctx) > UINT32_MAX))
         return error_set(errp, E_INVALID, 0, "context must be a context id");
+    if (ctx && lang)
+        return error_set(errp, E_INVALID, 0, "give context or language, not both");
+    if (api_json_language(lang, ret_lang, errp) < 0)
+        return -1;
     if (t && (!json_is_integer(t) || json_integer_value(t) < 0 ||
               (uint64_t) json_integer_value(t) > CODE_TIMEOUT_MAX_MS))
         return error_set(errp, E_INVALID, 0, "timeout_ms must be 0..%llu",

@@ -1,7 +1,7 @@
 /* Stateful code routes (issue 18): code runs and their contexts on a running session.
- *   POST   /v1/sessions/{id}/code                        {code, context?, timeout_ms?, env?}
+ *   POST   /v1/sessions/{id}/code                {code, context? | language?, timeout_ms?, env?}
  *   GET    /v1/sessions/{id}/contexts
- *   POST   /v1/sessions/{id}/contexts                    {cwd?, env?}
+ *   POST   /v1/sessions/{id}/contexts                    {language?, cwd?, env?}
  *   DELETE /v1/sessions/{id}/contexts/{ctx}
  *   POST   /v1/sessions/{id}/contexts/{ctx}/restart | interrupt
  * Results arrive as code.* events in the session's stream (sessions.h); a run answers at once
@@ -17,6 +17,7 @@ typedef enum { CTX_DELETE, CTX_RESTART, CTX_INTERRUPT } CtxAction;
 
 typedef struct CodeReq {
     uint32_t context;
+    CodeLanguage lang;
     CtxAction action;
     EnvPair *env;
     size_t n_env;
@@ -39,24 +40,25 @@ run_on_loop(ApiCtx *c)
     json_t *code = json_object_get(c->body, "code"), *t = json_object_get(c->body, "timeout_ms");
     SessionsCodeRun run;
     int rc = sessions_code_run(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2],
-                               r->context, json_string_value(code), json_string_length(code),
-                               t ? (uint64_t) json_integer_value(t) : 0,
+                               r->context, r->lang, json_string_value(code),
+                               json_string_length(code), t ? (uint64_t) json_integer_value(t) : 0,
                                json_object_get(c->body, "env"), &run, &err);
     code_req_free(r);
     if (rc < 0)
         api_reply_error(c, err);
     else
-        api_reply_json(c, 202, json_pack("{s:I,s:I,s:I,s:I}", "context", (json_int_t) run.context,
-                                         "run", (json_int_t) run.run, "exec_id",
-                                         (json_int_t) run.exec_id, "after",
-                                         (json_int_t) run.after_seq));
+        api_reply_json(c, 202,
+                       json_pack("{s:I,s:I,s:I,s:I}", "context", (json_int_t) run.context, "run",
+                                 (json_int_t) run.run, "exec_id", (json_int_t) run.exec_id, "after",
+                                 (json_int_t) run.after_seq));
 }
 
-/* context (optional, a number), env (as an exec's), the rest checked by sessions. */
+/* context (optional, a number) or language, env (as an exec's), the rest checked by
+ * sessions. */
 static int
 parse_code_body(ApiCtx *c, CodeReq *r, Error **errp)
 {
-    return api_json_code(c->body, &r->context, &r->env, &r->n_env, errp);
+    return api_json_code(c->body, &r->context, &r->lang, &r->env, &r->n_env, errp);
 }
 
 /* The session id, the body and parse(): then on_loop has c->extra (a CodeReq); else the error
@@ -95,9 +97,9 @@ context_new_on_loop(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     json_t *cwd = json_object_get(c->body, "cwd");
     uint32_t id;
-    int rc = sessions_code_context_new(c->api->d.sessions, c->admin ? NULL : c->tenant,
-                                       c->seg[2], json_string_value(cwd), r->env, r->n_env, &id,
-                                       &err);
+    int rc =
+        sessions_code_context_new(c->api->d.sessions, c->admin ? NULL : c->tenant, c->seg[2],
+                                  r->lang, json_string_value(cwd), r->env, r->n_env, &id, &err);
     code_req_free(r);
     if (rc < 0)
         api_reply_error(c, err);
@@ -113,7 +115,7 @@ parse_context_body(ApiCtx *c, CodeReq *r, Error **errp)
         return -1;
     if (cwd && !json_is_string(cwd))
         return error_set(errp, E_INVALID, 0, "cwd must be a string");
-    return 0;
+    return api_json_language(json_object_get(c->body, "language"), &r->lang, errp);
 }
 
 void
@@ -148,12 +150,11 @@ context_action_on_loop(ApiCtx *c)
     _cleanup_error_ Error *err = NULL;
     Sessions *s = c->api->d.sessions;
     const char *tenant = c->admin ? NULL : c->tenant;
-    int rc = r->action == CTX_DELETE    ? sessions_code_context_delete(s, tenant, c->seg[2],
-                                                                       r->context, &err)
-             : r->action == CTX_RESTART ? sessions_code_context_restart(s, tenant, c->seg[2],
-                                                                        r->context, &err)
-                                        : sessions_code_interrupt(s, tenant, c->seg[2],
-                                                                  r->context, &err);
+    int rc = r->action == CTX_DELETE
+                 ? sessions_code_context_delete(s, tenant, c->seg[2], r->context, &err)
+             : r->action == CTX_RESTART
+                 ? sessions_code_context_restart(s, tenant, c->seg[2], r->context, &err)
+                 : sessions_code_interrupt(s, tenant, c->seg[2], r->context, &err);
     uint32_t id = r->context;
     code_req_free(r);
     if (rc < 0)

@@ -4,7 +4,9 @@
  * contexts (sessions_code_*):
  *   POST   /execute                {code, context_id?, language?, env_vars?} -> NDJSON lines
  *   POST   /contexts               {language?, cwd?} -> {id, language, cwd}
- *   GET    /contexts               -> [{id, language, cwd}]
+ *   GET    /contexts               -> [{id, language, cwd}], python's and javascript's default
+ *                                      contexts made first (E2B's server starts both); E2B's
+ *                                      default contexts run in /home/user, as E2B's do
  *   DELETE /contexts/{id}          -> 204
  *   POST   /contexts/{id}/restart  -> 204
  * Credentials as envd's (e2b_envd.c): the sandbox's token as X-Access-Token (runCode) or
@@ -36,9 +38,10 @@ typedef struct CodeCall {
     E2bCall c;
     E2bEnvdAuth auth;
     CodeOp op;
-    json_t *body;     /* the parsed request (x and cwd_shown borrow from it) */
-    E2bExecute x;     /* CODE_EXECUTE */
-    uint32_t context; /* CODE_CTX_DELETE, CODE_CTX_RESTART */
+    json_t *body;      /* the parsed request (x and cwd_shown borrow from it) */
+    E2bExecute x;      /* CODE_EXECUTE */
+    uint32_t context;  /* CODE_CTX_DELETE, CODE_CTX_RESTART */
+    CodeLanguage lang; /* CODE_CTX_NEW */
     const char *cwd_shown;
     char cwd[PATH_MAX_BYTES + 16]; /* CODE_CTX_NEW: the workspace path ("" for the default) */
     /* out */
@@ -88,9 +91,13 @@ render_contexts(json_t *native)
             snprintf(shown, sizeof(shown), "%s%s", E2B_HOME_ALIAS, cwd + wl);
         else
             snprintf(shown, sizeof(shown), "%s", cwd ? cwd : E2B_HOME_ALIAS);
+        CodeLanguage lang = CODE_LANG_PYTHON;
+        json_t *name = json_object_get(c, "language");
+        (void) code_language_parse(json_string_value(name), json_string_length(name), &lang,
+                                   NULL); /* our own name of it */
         json_array_append_new(
             out, e2b_code_render_context(
-                     (uint32_t) json_integer_value(json_object_get(c, "context")), shown));
+                     (uint32_t) json_integer_value(json_object_get(c, "context")), lang, shown));
     }
     return out;
 }
@@ -99,8 +106,12 @@ static int
 execute_on_loop(CodeCall *cc, Sessions *m, const char *sid, Error **errp)
 {
     json_t *contexts = NULL;
-    if (sessions_code_run(m, NULL, sid, cc->x.context, cc->x.code, cc->x.code_len, 0, cc->x.env,
-                          &cc->run, errp) < 0)
+    /* a run by language: E2B's default context of it, made in E2B's home if it is not yet */
+    if (cc->x.context == 0 &&
+        sessions_code_default_contexts(m, NULL, sid, &cc->x.lang, 1, E2B_HOME_ALIAS, errp) < 0)
+        return -1;
+    if (sessions_code_run(m, NULL, sid, cc->x.context, cc->x.lang, cc->x.code, cc->x.code_len, 0,
+                          cc->x.env, &cc->run, errp) < 0)
         return -1;
     /* the runs ahead of this one: it is the cell being run once they are done */
     if (sessions_code_contexts(m, NULL, sid, &contexts, NULL) == 0) {
@@ -110,6 +121,9 @@ execute_on_loop(CodeCall *cc, Sessions *m, const char *sid, Error **errp)
     }
     return 0;
 }
+
+/* What E2B's server starts with a sandbox (template/server/main.py) and so lists first. */
+static const CodeLanguage default_langs[] = {CODE_LANG_PYTHON, CODE_LANG_JAVASCRIPT};
 
 static void
 code_on_loop(E2bCall *c)
@@ -131,12 +145,14 @@ code_on_loop(E2bCall *c)
         (void) execute_on_loop(cc, m, sb->session_id, &err);
         break;
     case CODE_CTX_NEW:
-        if (sessions_code_context_new(m, NULL, sb->session_id, cc->cwd[0] ? cc->cwd : NULL, NULL, 0,
-                                      &id, &err) == 0)
-            cc->answer = e2b_code_render_context(id, cc->cwd_shown);
+        if (sessions_code_context_new(m, NULL, sb->session_id, cc->lang,
+                                      cc->cwd[0] ? cc->cwd : NULL, NULL, 0, &id, &err) == 0)
+            cc->answer = e2b_code_render_context(id, cc->lang, cc->cwd_shown);
         break;
     case CODE_CTX_LIST:
-        if (sessions_code_contexts(m, NULL, sb->session_id, &native, &err) == 0) {
+        if (sessions_code_default_contexts(m, NULL, sb->session_id, default_langs,
+                                           ELEMENTSOF(default_langs), E2B_HOME_ALIAS, &err) == 0 &&
+            sessions_code_contexts(m, NULL, sb->session_id, &native, &err) == 0) {
             cc->answer = render_contexts(native);
             json_decref(native);
         }
@@ -218,7 +234,7 @@ code_parse(CodeCall *cc, HttpRequest *req, Error **errp)
         return -1;
     if (cc->op == CODE_EXECUTE)
         return e2b_code_parse_execute(cc->body, CODE_SOURCE_MAX_BYTES, &cc->x, errp);
-    if (e2b_code_parse_context_new(cc->body, &cc->cwd_shown, errp) < 0)
+    if (e2b_code_parse_context_new(cc->body, &cc->lang, &cc->cwd_shown, errp) < 0)
         return -1;
     if (e2b_cwd_map(cc->cwd_shown, cc->cwd, sizeof(cc->cwd), &why) < 0)
         return error_set(errp, E_INVALID, 0, "cwd: %s", why);

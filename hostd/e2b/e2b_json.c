@@ -504,15 +504,17 @@ only_keys(json_t *body, const char *const *allowed, size_t n, Error **errp)
     return 0;
 }
 
+/* E2B's server reads an absent or empty language (and null) as python. */
 static int
-code_language(json_t *body, Error **errp)
+code_language(json_t *body, CodeLanguage *ret, Error **errp)
 {
     json_t *lang = optional_field(body, "language");
-    if (lang && (!json_is_string(lang) || strcmp(json_string_value(lang), "python") != 0))
-        return error_set(errp, E_INVALID, 0,
-                         "language: Stockade's code contexts run python only (got %.32s)",
-                         json_is_string(lang) ? json_string_value(lang) : "a non-string");
-    return 0;
+    if (!lang || (json_is_string(lang) && json_string_length(lang) == 0))
+        return *ret = CODE_LANG_PYTHON, 0;
+    if (!json_is_string(lang))
+        return error_set(errp, E_INVALID, 0, "language must be a string: one of %s",
+                         CODE_LANGUAGES_SERVED);
+    return code_language_parse(json_string_value(lang), json_string_length(lang), ret, errp);
 }
 
 int
@@ -525,7 +527,7 @@ e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **e
 
     if (!json_is_object(body))
         return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
-    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, errp) < 0)
+    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, &x.lang, errp) < 0)
         return -1;
     if (!is_plain_string(code, 0, code_max))
         return error_set(errp, E_INVALID, 0, "code must be a string of at most %zu bytes",
@@ -546,27 +548,29 @@ e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **e
 }
 
 int
-e2b_code_parse_context_new(json_t *body, const char **ret_cwd, Error **errp)
+e2b_code_parse_context_new(json_t *body, CodeLanguage *ret_lang, const char **ret_cwd, Error **errp)
 {
     static const char *const keys[] = {"language", "cwd"};
     json_t *cwd = json_is_object(body) ? optional_field(body, "cwd") : NULL;
+    CodeLanguage lang;
 
     if (!json_is_object(body))
         return error_set(errp, E_INVALID, 0, "the body must be a JSON object");
-    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, errp) < 0)
+    if (only_keys(body, keys, ELEMENTSOF(keys), errp) < 0 || code_language(body, &lang, errp) < 0)
         return -1;
     if (cwd && !is_plain_string(cwd, 1, PATH_MAX_BYTES))
         return error_set(errp, E_INVALID, 0, "cwd must be a path of 1..%d bytes", PATH_MAX_BYTES);
+    *ret_lang = lang;
     *ret_cwd = cwd ? json_string_value(cwd) : NULL;
     return 0;
 }
 
 json_t *
-e2b_code_render_context(uint32_t id, const char *cwd)
+e2b_code_render_context(uint32_t id, CodeLanguage lang, const char *cwd)
 {
     char s[16];
     snprintf(s, sizeof(s), "%" PRIu32, id);
-    return json_pack("{s:s,s:s,s:s}", "id", s, "language", "python", "cwd",
+    return json_pack("{s:s,s:s,s:s}", "id", s, "language", code_language_name(lang), "cwd",
                      cwd ? cwd : E2B_HOME_ALIAS);
 }
 

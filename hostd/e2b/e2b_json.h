@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "code_wire.h"
 #include "connect.h"
 #include "e2b_wire.h"
 #include "error.h"
@@ -138,18 +139,20 @@ int e2b_code_context_parse(const char *s, uint32_t *ret);
 typedef struct E2bExecute {
     const char *code; /* UTF-8 without NUL, code_len bytes */
     size_t code_len;
-    uint32_t context; /* 0: the session's default context */
-    json_t *env;      /* env_vars: an object of strings, or NULL */
+    uint32_t context;  /* 0: the session's default context of lang */
+    CodeLanguage lang; /* python when absent */
+    json_t *env;       /* env_vars: an object of strings, or NULL */
 } E2bExecute;
 
 /* POST /execute {code, context_id?, language?, env_vars?}: exactly those keys, code of at
- * most code_max bytes, language "python" (or absent; not with context_id), env as an exec's.
- * E_INVALID naming the field; *ret untouched then. */
+ * most code_max bytes, language one code_language_parse() takes (python when absent; not
+ * with context_id), env as an exec's. E_INVALID naming the field; *ret untouched then. */
 int e2b_code_parse_execute(json_t *body, size_t code_max, E2bExecute *ret, Error **errp);
 /* POST /contexts {language?, cwd?}: *ret_cwd the caller's cwd (NULL: none). */
-int e2b_code_parse_context_new(json_t *body, const char **ret_cwd, Error **errp);
-/* Context {id, language: "python", cwd} (cwd NULL: /home/user). */
-json_t *e2b_code_render_context(uint32_t id, const char *cwd);
+int e2b_code_parse_context_new(json_t *body, CodeLanguage *ret_lang, const char **ret_cwd,
+                               Error **errp);
+/* Context {id, language, cwd} (cwd NULL: /home/user). */
+json_t *e2b_code_render_context(uint32_t id, CodeLanguage lang, const char *cwd);
 /* One NDJSON message of /execute for a code.* event of the run (attrs: the event's; ts_usec:
  * when it was recorded, Unix epoch), or NULL for events that have none. stdout/stderr {type,
  * text, timestamp}: timestamp an integer, Unix epoch in nanoseconds (OutputMessage.timestamp

@@ -7,7 +7,7 @@
 #include "macro.h"
 
 static const char *const CODE_MIMES[] = {
-    "text/plain",    "text/html", "text/markdown",    "text/latex", "image/png",
+    "text/plain",    "text/html",  "text/markdown",    "text/latex",      "image/png",
     "image/svg+xml", "image/jpeg", "application/json", "application/pdf",
 };
 
@@ -50,7 +50,8 @@ result_attrs(json_t *root, Error **errp)
     if (!json_is_object(data) || (main && !json_is_boolean(main)))
         return error_set(errp, E_INVALID, 0, "result: data must be an object"), NULL;
     json_t *kept = json_object();
-    json_object_foreach(data, k, v) {
+    json_object_foreach(data, k, v)
+    {
         bool is_json = strcmp(k, "application/json") == 0;
         if (!mime_is_known(k))
             continue;
@@ -69,8 +70,7 @@ error_attrs(json_t *root, Error **errp)
     const char *value = string_field(root, "value", CODE_FIELD_MAX_BYTES);
     const char *tb = string_field(root, "traceback", CODE_FIELD_MAX_BYTES);
     if (!name || !*name || !value || !tb)
-        return error_set(errp, E_INVALID, 0, "error: name, value, traceback must be strings"),
-               NULL;
+        return error_set(errp, E_INVALID, 0, "error: name, value, traceback must be strings"), NULL;
     return json_pack("{s:s,s:s,s:s}", "name", name, "value", value, "traceback", tb);
 }
 
@@ -142,9 +142,8 @@ code_msg_parse(const char *line, size_t len, CodeMsg *ret, Error **errp)
     }
     json_t *run = json_object_get(root, "run");
     if (msg_type(json_string_value(json_object_get(root, "type")), &m.type) < 0 ||
-        (m.type != CODE_MSG_READY &&
-         (!json_is_integer(run) || json_integer_value(run) < 1 ||
-          json_integer_value(run) > UINT32_MAX))) {
+        (m.type != CODE_MSG_READY && (!json_is_integer(run) || json_integer_value(run) < 1 ||
+                                      json_integer_value(run) > UINT32_MAX))) {
         json_decref(root);
         return error_set(errp, E_INVALID, 0, "kernel line without a known type and run");
     }
@@ -168,8 +167,8 @@ code_msg_clear(CodeMsg *m)
 }
 
 char *
-code_request_line(uint32_t run, const char *code, size_t code_len, uint64_t timeout_ms,
-                  json_t *env, size_t *ret_len)
+code_request_line(uint32_t run, const char *code, size_t code_len, uint64_t timeout_ms, json_t *env,
+                  size_t *ret_len)
 {
     json_t *req = json_pack("{s:I,s:s%,s:I}", "run", (json_int_t) run, "code", code, code_len,
                             "timeout_ms", (json_int_t) timeout_ms);
@@ -189,4 +188,50 @@ code_request_line(uint32_t run, const char *code, size_t code_len, uint64_t time
     line[n + 1] = '\0';
     *ret_len = n + 1;
     return line;
+}
+
+static const char *const language_names[CODE_LANG_COUNT] = {[CODE_LANG_PYTHON] = "python",
+                                                            [CODE_LANG_JAVASCRIPT] = "javascript",
+                                                            [CODE_LANG_BASH] = "bash"};
+
+const char *
+code_language_name(CodeLanguage l)
+{
+    return l < CODE_LANG_COUNT ? language_names[l] : "?";
+}
+
+static bool
+is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+int
+code_language_parse(const char *s, size_t len, CodeLanguage *ret, Error **errp)
+{
+    char low[16];
+    bool printable = true;
+    while (len > 0 && is_blank(s[0]))
+        s++, len--;
+    while (len > 0 && is_blank(s[len - 1]))
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        printable = printable && s[i] >= 0x20 && s[i] < 0x7f;
+        if (i < sizeof(low))
+            low[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char) (s[i] - 'A' + 'a') : s[i];
+    }
+    if (printable && len < sizeof(low)) {
+        low[len] = '\0';
+        if (strcmp(low, "js") == 0)
+            return *ret = CODE_LANG_JAVASCRIPT, 0;
+        for (size_t i = 0; i < CODE_LANG_COUNT; i++)
+            if (strcmp(low, language_names[i]) == 0)
+                return *ret = (CodeLanguage) i, 0;
+    }
+    /* the name is echoed only when it is short printable ASCII (never a cut UTF-8 sequence) */
+    if (!printable || len > 32)
+        return error_set(errp, E_INVALID, 0, "language: code contexts here run %s",
+                         CODE_LANGUAGES_SERVED);
+    return error_set(errp, E_INVALID, 0, "language: code contexts here run %s (got '%.*s')",
+                     CODE_LANGUAGES_SERVED, (int) len, s);
 }

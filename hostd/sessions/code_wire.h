@@ -32,6 +32,24 @@
 #define CODE_RESULTS_MAX 32              /* results of one run; later ones are dropped */
 #define CODE_TIMEOUT_MAX_MS (24ull * 3600 * 1000)
 
+/* What a code context runs: a kernel each in the data image (images/data/overlay/usr/lib/
+ * stockade/: kernel.py, kernel.js, kernel_bash.py), all speaking the line protocol below. */
+typedef enum {
+    CODE_LANG_PYTHON,
+    CODE_LANG_JAVASCRIPT,
+    CODE_LANG_BASH,
+    CODE_LANG_COUNT
+} CodeLanguage;
+
+#define CODE_LANGUAGES_SERVED "python, javascript (or js) and bash"
+
+/* A language by the names E2B's code-interpreter server takes (its normalize_language(): case
+ * and surrounding blanks ignored, "js" for javascript). Anything else, typescript, r and java
+ * included, is E_INVALID naming the languages served. */
+int code_language_parse(const char *s, size_t len, CodeLanguage *ret, Error **errp);
+/* python, javascript, bash. */
+const char *code_language_name(CodeLanguage l);
+
 typedef enum {
     CODE_MSG_READY = 1,
     CODE_MSG_STDOUT,

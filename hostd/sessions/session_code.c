@@ -19,7 +19,8 @@ typedef struct CodeContext CodeContext;
 
 struct CodeContext {
     uint32_t id, exec_id; /* exec_id 0: no kernel (exited); the next run starts one */
-    char *cwd;            /* NULL = /workspace */
+    CodeLanguage lang;
+    char *cwd; /* NULL = /workspace */
     EnvPair *env;
     size_t n_env;
     uint32_t runs[SESSIONS_CODE_QUEUED_MAX]; /* runs[0] is being served */
@@ -33,7 +34,8 @@ struct CodeContext {
 
 struct SessionCode {
     CodeContext *contexts;
-    uint32_t next_context_id, next_run_id, default_context;
+    uint32_t next_context_id, next_run_id;
+    uint32_t default_context[CODE_LANG_COUNT]; /* the context a run names by language alone */
 };
 
 static void kernel_over(Session *s, uint32_t exec_id);
@@ -108,15 +110,37 @@ run_attrs(CodeContext *c, uint32_t run, json_t *attrs /* stolen, may be NULL */)
     return o;
 }
 
+/* Each language's kernel, beside python's (POOL_CODE_KERNEL_PATH). JavaScript's protocol
+ * leaves on fd 3 and its fd 1 is the exec's stderr, so that a child process writing to its
+ * inherited stdout cannot corrupt it (kernel.js's header). */
+#define CODE_KERNEL_DIR "/usr/lib/stockade/"
+static const struct {
+    const char *argv[3];
+    size_t argc;
+} kernels[CODE_LANG_COUNT] = {
+    [CODE_LANG_PYTHON] = {{POOL_CODE_KERNEL_ARGV}, 2},
+    [CODE_LANG_JAVASCRIPT] = {{"/bin/sh", "-c",
+                               "exec 3>&1 1>&2; exec node " CODE_KERNEL_DIR "kernel.js"},
+                              3},
+    [CODE_LANG_BASH] = {{"python3", CODE_KERNEL_DIR "kernel_bash.py"}, 2},
+};
+
 static int
 kernel_start(Session *s, CodeContext *c, Error **errp)
 {
-    char *argv[] = {POOL_CODE_KERNEL_ARGV};
-    /* adopt: the first context of a guest whose pool pre-started the kernel takes that one,
-     * imports done; any other starts its own (runner.proto Prestart, Exec.adopt) */
-    ExecSpec spec = {.argv = argv, .argc = ELEMENTSOF(argv), .env = c->env, .n_env = c->n_env,
-                     .cwd = c->cwd, .timeout_usec = s->mgr->cfg.max_timeout_usec,
-                     .stdin_open = true, .adopt = true};
+    char *argv[ELEMENTSOF(kernels[0].argv)];
+    for (size_t i = 0; i < kernels[c->lang].argc; i++)
+        argv[i] = (char *) kernels[c->lang].argv[i];
+    /* adopt: the first python context of a guest whose pool pre-started the kernel takes that
+     * one, imports done; any other starts its own (runner.proto Prestart, Exec.adopt) */
+    ExecSpec spec = {.argv = argv,
+                     .argc = kernels[c->lang].argc,
+                     .env = c->env,
+                     .n_env = c->n_env,
+                     .cwd = c->cwd,
+                     .timeout_usec = s->mgr->cfg.max_timeout_usec,
+                     .stdin_open = true,
+                     .adopt = c->lang == CODE_LANG_PYTHON};
     uint32_t exec_id;
     if (session_exec_start(s, &spec, false, &kernel_sink, &exec_id, errp) < 0)
         return -1;
@@ -143,10 +167,10 @@ static void
 context_fail_runs(Session *s, CodeContext *c, const char *name, const char *value)
 {
     for (size_t i = 0; i < c->n_runs; i++) {
-        session_event(s, "code.error", c->exec_id, NULL, 0,
-                      run_attrs(c, c->runs[i],
-                                json_pack("{s:s,s:s,s:s}", "name", name, "value", value,
-                                          "traceback", "")));
+        session_event(
+            s, "code.error", c->exec_id, NULL, 0,
+            run_attrs(c, c->runs[i],
+                      json_pack("{s:s,s:s,s:s}", "name", name, "value", value, "traceback", "")));
         session_event(s, "code.done", c->exec_id, NULL, 0,
                       run_attrs(c, c->runs[i], json_pack("{s:n}", "execution_count")));
     }
@@ -296,8 +320,7 @@ env_copy(CodeContext *c, const EnvPair *env, size_t n)
     if (!(c->env = calloc(n, sizeof(*c->env))))
         return -1;
     for (size_t i = 0; i < n; i++, c->n_env++)
-        if (!(c->env[i].name = strdup(env[i].name)) ||
-            !(c->env[i].value = strdup(env[i].value))) {
+        if (!(c->env[i].name = strdup(env[i].name)) || !(c->env[i].value = strdup(env[i].value))) {
             free(c->env[i].name);
             return -1;
         }
@@ -305,14 +328,16 @@ env_copy(CodeContext *c, const EnvPair *env, size_t n)
 }
 
 static CodeContext *
-context_new(Session *s, const char *cwd, const EnvPair *env, size_t n_env, Error **errp)
+context_new(Session *s, CodeLanguage lang, const char *cwd, const EnvPair *env, size_t n_env,
+            Error **errp)
 {
     unsigned n = 0;
     for (CodeContext *c = s->code->contexts; c; c = c->next)
         n++;
     if (n >= SESSIONS_CODE_CONTEXTS_MAX)
         return error_set(errp, E_QUOTA, 0, "at most %d code contexts a session",
-                         SESSIONS_CODE_CONTEXTS_MAX), NULL;
+                         SESSIONS_CODE_CONTEXTS_MAX),
+               NULL;
     char *argv[] = {"python3"};
     if (argv_check(argv, 1, env, n_env, cwd, errp) < 0)
         return NULL;
@@ -323,6 +348,7 @@ context_new(Session *s, const char *cwd, const EnvPair *env, size_t n_env, Error
         return error_set(errp, E_INTERNAL, ENOMEM, "code context"), NULL;
     }
     c->id = ++s->code->next_context_id;
+    c->lang = lang;
     if (kernel_start(s, c, errp) < 0) {
         context_free(c);
         return NULL;
@@ -330,6 +356,16 @@ context_new(Session *s, const char *cwd, const EnvPair *env, size_t n_env, Error
     c->next = s->code->contexts;
     s->code->contexts = c;
     context_event(s, c, "started");
+    return c;
+}
+
+/* The language's default context, made on first use (in cwd; NULL: the workspace). */
+static CodeContext *
+default_context(Session *s, CodeLanguage lang, const char *cwd, Error **errp)
+{
+    CodeContext *c = context_by_id(s, s->code->default_context[lang]);
+    if (!c && (c = context_new(s, lang, cwd, NULL, 0, errp)))
+        s->code->default_context[lang] = c->id;
     return c;
 }
 
@@ -357,11 +393,12 @@ code_context(Sessions *m, const char *tenant, const char *id, uint32_t context, 
 }
 
 int
-sessions_code_context_new(Sessions *m, const char *tenant, const char *id, const char *cwd,
-                          const EnvPair *env, size_t n_env, uint32_t *ret_context, Error **errp)
+sessions_code_context_new(Sessions *m, const char *tenant, const char *id, CodeLanguage lang,
+                          const char *cwd, const EnvPair *env, size_t n_env, uint32_t *ret_context,
+                          Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
-    CodeContext *c = s ? context_new(s, cwd, env, n_env, errp) : NULL;
+    CodeContext *c = s ? context_new(s, lang, cwd, env, n_env, errp) : NULL;
     if (!c)
         return -1;
     *ret_context = c->id;
@@ -398,8 +435,8 @@ sessions_code_context_delete(Sessions *m, const char *tenant, const char *id, ui
             *pp = c->next;
             break;
         }
-    if (s->code->default_context == c->id)
-        s->code->default_context = 0;
+    if (s->code->default_context[c->lang] == c->id)
+        s->code->default_context[c->lang] = 0;
     context_free(c);
     return 0;
 }
@@ -418,8 +455,7 @@ sessions_code_interrupt(Sessions *m, const char *tenant, const char *id, uint32_
 }
 
 int
-sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret,
-                       Error **errp)
+sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret, Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
     if (!s)
@@ -427,10 +463,24 @@ sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t *
     json_t *a = json_array();
     for (CodeContext *c = s->code->contexts; c; c = c->next)
         json_array_append_new(
-            a, json_pack("{s:I,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id, "exec_id",
-                         (json_int_t) c->exec_id, "cwd", c->cwd ? c->cwd : "/workspace", "queued",
-                         (json_int_t) c->n_runs, "default", c->id == s->code->default_context));
+            a, json_pack("{s:I,s:s,s:I,s:s,s:I,s:b}", "context", (json_int_t) c->id, "language",
+                         code_language_name(c->lang), "exec_id", (json_int_t) c->exec_id, "cwd",
+                         c->cwd ? c->cwd : "/workspace", "queued", (json_int_t) c->n_runs,
+                         "default", c->id == s->code->default_context[c->lang]));
     *ret = a;
+    return 0;
+}
+
+int
+sessions_code_default_contexts(Sessions *m, const char *tenant, const char *id,
+                               const CodeLanguage *langs, size_t n, const char *cwd, Error **errp)
+{
+    Session *s = code_session(m, tenant, id, errp);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!default_context(s, langs[i], cwd, errp))
+            return -1;
     return 0;
 }
 
@@ -453,14 +503,12 @@ kernel_write(Session *s, CodeContext *c, const char *line, size_t len, Error **e
 }
 
 static CodeContext *
-run_context(Session *s, uint32_t context, Error **errp)
+run_context(Session *s, uint32_t context, CodeLanguage lang, Error **errp)
 {
-    if (context == 0 && s->code->default_context)
-        context = s->code->default_context;
     if (context == 0) {
-        CodeContext *c = context_new(s, NULL, NULL, 0, errp);
-        if (c)
-            s->code->default_context = c->id;
+        CodeContext *c = default_context(s, lang, NULL, errp);
+        if (c && c->exec_id == 0 && kernel_start(s, c, errp) < 0)
+            return NULL;
         return c;
     }
     CodeContext *c = context_by_id(s, context);
@@ -473,7 +521,7 @@ run_context(Session *s, uint32_t context, Error **errp)
 
 int
 sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t context,
-                  const char *code, size_t len, uint64_t timeout_ms, json_t *env,
+                  CodeLanguage lang, const char *code, size_t len, uint64_t timeout_ms, json_t *env,
                   SessionsCodeRun *ret, Error **errp)
 {
     Session *s = code_session(m, tenant, id, errp);
@@ -482,7 +530,7 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     if (len > CODE_SOURCE_MAX_BYTES || timeout_ms > CODE_TIMEOUT_MAX_MS)
         return error_set(errp, E_INVALID, 0, "code over %u bytes or timeout over %llu ms",
                          CODE_SOURCE_MAX_BYTES, (unsigned long long) CODE_TIMEOUT_MAX_MS);
-    CodeContext *c = run_context(s, context, errp);
+    CodeContext *c = run_context(s, context, lang, errp);
     if (!c)
         return -1;
     if (c->n_runs >= SESSIONS_CODE_QUEUED_MAX)
@@ -501,7 +549,7 @@ sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t cont
     c->runs[c->n_runs++] = run;
     session_event(s, "code.requested", c->exec_id, NULL, 0,
                   run_attrs(c, run, json_pack("{s:I}", "timeout_ms", (json_int_t) timeout_ms)));
-    *ret = (SessionsCodeRun){.context = c->id, .run = run, .exec_id = c->exec_id,
-                             .after_seq = after};
+    *ret =
+        (SessionsCodeRun){.context = c->id, .run = run, .exec_id = c->exec_id, .after_seq = after};
     return 0;
 }

@@ -30,6 +30,7 @@
 
 #include "admit.h"
 #include "cluster.h"
+#include "code_wire.h"
 #include "error.h"
 #include "eventhub.h"
 #include "extract.h"
@@ -219,16 +220,24 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
  * {context, state: started|restarted|ready|exited|deleted}. Runs of a context are served in
  * order; a kernel that exits fails its queued runs (KernelExited) and the next run starts a
  * fresh one. Context and run ids are per session, from 1; context 0 asks for the default
- * context (made on first use). Everything the kernel sends is checked (code_wire.h). */
+ * context of a language (made on first use). A context runs one language (code_wire.h
+ * CodeLanguage); only python's kernel is pre-started by a pool. Everything the kernel sends
+ * is checked (code_wire.h). */
 #define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
 #define SESSIONS_CODE_QUEUED_MAX 16   /* runs in one context, the one being served included */
 typedef struct SessionsCodeRun {
     uint32_t context, run, exec_id;
     uint64_t after_seq; /* follow the events after this seq to see the run's */
 } SessionsCodeRun;
-int sessions_code_context_new(Sessions *m, const char *tenant, const char *id, const char *cwd,
-                              const EnvPair *env, size_t n_env, uint32_t *ret_context,
-                              Error **errp);
+int sessions_code_context_new(Sessions *m, const char *tenant, const char *id,
+                              CodeLanguage lang, const char *cwd, const EnvPair *env,
+                              size_t n_env, uint32_t *ret_context, Error **errp);
+/* Makes the default context of each of langs that has none, in cwd (NULL: the workspace):
+ * E2B's server starts python's and javascript's with the sandbox, in /home/user, and lists
+ * them. */
+int sessions_code_default_contexts(Sessions *m, const char *tenant, const char *id,
+                                   const CodeLanguage *langs, size_t n, const char *cwd,
+                                   Error **errp);
 int sessions_code_context_restart(Sessions *m, const char *tenant, const char *id,
                                   uint32_t context, Error **errp);
 int sessions_code_context_delete(Sessions *m, const char *tenant, const char *id,
@@ -236,14 +245,16 @@ int sessions_code_context_delete(Sessions *m, const char *tenant, const char *id
 /* SIGINT to the context's kernel: the running cell ends with KeyboardInterrupt. */
 int sessions_code_interrupt(Sessions *m, const char *tenant, const char *id, uint32_t context,
                             Error **errp);
-/* [{context, exec_id, cwd, queued}] of a running session (new reference). */
+/* [{context, language, exec_id, cwd, queued, default}] of a running session (new
+ * reference). */
 int sessions_code_contexts(Sessions *m, const char *tenant, const char *id, json_t **ret,
                            Error **errp);
 /* code is UTF-8 of at most CODE_SOURCE_MAX_BYTES; timeout_ms 0 = none (the kernel raises
- * TimeoutError in the cell at that time); env an object of strings, or NULL. */
+ * TimeoutError in the cell at that time); env an object of strings, or NULL. context 0: the
+ * default context of lang (lang is not looked at otherwise). */
 int sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t context,
-                      const char *code, size_t len, uint64_t timeout_ms, json_t *env,
-                      SessionsCodeRun *ret, Error **errp);
+                      CodeLanguage lang, const char *code, size_t len, uint64_t timeout_ms,
+                      json_t *env, SessionsCodeRun *ret, Error **errp);
 
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;

@@ -28,6 +28,7 @@ def _excluded_status(excluded, arch):
     for name in sorted(excluded):
         stanzas.append(f"Package: {name}\nStatus: install ok installed\n"
                        f"Version: {_EXCLUDED_VERSION}\nArchitecture: {arch}\n"
+                       f"Multi-Arch: allowed\n"
                        f"Maintainer: stockade\nDescription: excluded from the image\n")
     return "\n".join(stanzas)
 

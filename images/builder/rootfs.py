@@ -134,6 +134,26 @@ def symlinks(root, links):
         os.symlink(target, full)
 
 
+def ca_bundle(root):
+    """Write etc/ssl/certs/ca-certificates.crt as update-ca-certificates would with Debian's
+    default selection (every certificate ca-certificates ships): that program runs from the
+    package's maintainer script, which never runs here. Sorted, so the image is reproducible.
+    Returns how many certificates went in (0: the image has no ca-certificates)."""
+    src = os.path.join(root, "usr/share/ca-certificates")
+    if not os.path.isdir(src):
+        return 0
+    certs = sorted(os.path.relpath(os.path.join(d, f), src)
+                   for d, _, files in os.walk(src) for f in files if f.endswith(".crt"))
+    out_dir = os.path.join(root, "etc/ssl/certs")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "ca-certificates.crt"), "wb") as out:
+        for rel in certs:
+            with open(os.path.join(src, rel), "rb") as f:
+                pem = f.read()
+            out.write(pem if pem.endswith(b"\n") else pem + b"\n")
+    return len(certs)
+
+
 def mountpoints(root, dirs):
     """dirs: {path: octal mode string}; empty directories the runner mounts over."""
     for path, mode in sorted(dirs.items()):

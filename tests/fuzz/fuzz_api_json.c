@@ -85,8 +85,9 @@ check_routes(json_t *body)
               (cols >= 1 && cols <= PTY_COLS_MAX && rows >= 1 && rows <= PTY_ROWS_MAX));
     else
         check_err(TAKE_PTR(e));
-    if (api_json_code(body, &u, &env, &n_env, &e) == 0) {
-        CHECK(n_env <= SESSION_ENV_MAX);
+    CodeLanguage lang = CODE_LANG_COUNT;
+    if (api_json_code(body, &u, &lang, &env, &n_env, &e) == 0) {
+        CHECK(n_env <= SESSION_ENV_MAX && lang < CODE_LANG_COUNT);
         api_free_env(env, n_env);
     } else {
         CHECK(!env);

@@ -49,16 +49,18 @@ check_code_parsers(json_t *msg)
 {
     E2bExecute x;
     const char *cwd;
+    CodeLanguage lang = CODE_LANG_COUNT;
     uint32_t id;
     bool last;
     static const char *const types[] = {"code.stdout", "code.result", "code.error", "code.done"};
 
     if (e2b_code_parse_execute(msg, 4096, &x, NULL) == 0) {
         CHECK(x.code && x.code_len <= 4096 && strlen(x.code) == x.code_len);
+        CHECK(x.lang < CODE_LANG_COUNT);
         CHECK(!x.env || json_object_size(x.env) <= E2B_ENV_MAX);
     }
-    if (e2b_code_parse_context_new(msg, &cwd, NULL) == 0)
-        CHECK(!cwd || (cwd[0] && strlen(cwd) <= PATH_MAX_BYTES));
+    if (e2b_code_parse_context_new(msg, &lang, &cwd, NULL) == 0)
+        CHECK((!cwd || (cwd[0] && strlen(cwd) <= PATH_MAX_BYTES)) && lang < CODE_LANG_COUNT);
     json_t *ctx = json_object_get(msg, "context_id");
     if (json_is_string(ctx) && e2b_code_context_parse(json_string_value(ctx), &id) == 0)
         CHECK(id > 0 && json_string_length(ctx) <= E2B_CODE_CONTEXT_ID_MAX_BYTES);

@@ -97,6 +97,42 @@ report('contexts', {
   deleted: { threw: deleted.threw, isNotFound: deleted.e instanceof NotFoundError, message: deleted.message },
 })
 
+// 7b. javascript and bash, as E2B's template serves them (issue 33; the cells of E2B's own
+// defaultKernels, cwd and env_vars tests): each language's default context, in /home/user
+const JS = { ...SLOW, language: 'js' }
+const BASH = { ...SLOW, language: 'bash' }
+const jsHello = await sbx.runCode('console.log("Hello World!")', JS)
+const jsImport = await sbx.runCode(`
+    import { readFileSync } from 'fs'
+    console.log(typeof readFileSync)
+    `, JS)
+const jsAwait = await sbx.runCode(`
+    await Promise.resolve('Hello World!')
+    `, JS)
+await sbx.runCode('const n = 41; function inc(v) { return v + 1 }', JS)
+const jsState = await sbx.runCode('const again = inc(n); again', { ...SLOW, language: 'javascript' })
+const jsRedeclare = await sbx.runCode('const n = 1; n', JS)
+const jsCwd = await sbx.runCode('process.cwd()', JS)
+const jsEnv = await sbx.runCode('process.env.FOO', { ...JS, envs: { FOO: 'bar' } })
+const jsEnvAfter = await sbx.runCode("process.env.FOO || 'default'", JS)
+const jsError = await sbx.runCode('\nnull.x', JS)
+const jsOwn = await sbx.createCodeContext({ language: 'javascript' })
+const jsOwnRun = await sbx.runCode('typeof n', { ...SLOW, context: jsOwn })
+const bashEnv = await sbx.runCode('echo $FOO', { ...BASH, envs: { FOO: 'bar' } })
+const bashEnvAfter = await sbx.runCode('echo ${FOO:-default}; cd /tmp && X=5', BASH)
+const bashState = await sbx.runCode('pwd; echo $X', BASH)
+const pyBang = await sbx.runCode('!pwd', SLOW)
+const ts = await expectThrow(() => sbx.runCode('const m: string = "x"', { ...SLOW, language: 'ts' }))
+const langsListed = (await sbx.listCodeContexts()).map((c) => ({ language: c.language, cwd: c.cwd }))
+report('languages', {
+  jsHello: summary(jsHello), jsImport: summary(jsImport), jsAwait: summary(jsAwait),
+  jsState: summary(jsState), jsRedeclare: summary(jsRedeclare), jsCwd: summary(jsCwd),
+  jsEnv: summary(jsEnv), jsEnvAfter: summary(jsEnvAfter), jsError: summary(jsError),
+  jsOwn, jsOwnRun: summary(jsOwnRun),
+  bashEnv: summary(bashEnv), bashEnvAfter: summary(bashEnvAfter), bashState: summary(bashState),
+  pyBang: summary(pyBang), ts: { threw: ts.threw, message: ts.message }, langsListed,
+})
+
 // 8. a cell writing result lines nested 2 040 and 65 deep to the kernel's protocol file
 // (STOCKADE_DEEP_CELL, from test_e2b_code.py): the run ends normally, only the value at the
 // bound (64) comes back, and the context still has x

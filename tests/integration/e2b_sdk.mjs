@@ -88,6 +88,15 @@ const cwd = await sbx.commands.run('python3 -c "import os; print(os.getcwd())"; 
 report('users', { user: asUser.stdout, root: asRoot.stdout, owner: owner.stdout, rootRead,
   cwd: cwd.stdout })
 
+// 5c. what E2B's base template carries and agents run all day (issue 33): git, curl and the CA
+// certificates that HTTPS verifies against (Python's default context loads them)
+const ident = '-c user.name=agent -c user.email=agent@example.invalid'
+const gitRun = await sbx.commands.run(`git init -q repo && cd repo && git ${ident} commit -q --allow-empty -m first && ` +
+  `echo tracked > f && git add f && git ${ident} commit -q -m second && git log --format=%s && git status --porcelain | wc -l`)
+const curlRun = await sbx.commands.run('curl -sS file:///home/user/repo/f && curl --version | head -n 1')
+const caRun = await sbx.commands.run('python3 -c "import ssl; print(len(ssl.create_default_context().get_ca_certs()))"')
+report('tools', { git: gitRun.stdout, curl: curlRun.stdout, caCerts: Number(caRun.stdout) })
+
 // 6. a command killed by its timeout
 c0 = now()
 const to = await expectThrow(() => sbx.commands.run('sleep 30; echo never', { timeoutMs: 3000 }))

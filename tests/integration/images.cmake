@@ -34,7 +34,8 @@ stockade_script_test(NAME images_root_minimal LABEL integration
 stockade_script_test(NAME images_root_python LABEL integration
     COMMAND ${STOCKADE_PYTHON3} ${images_check} root ${STOCKADE_IMAGE_DIR}/python
             /usr/bin/python3 /usr/lib/python3.11/csv.py
-            /usr/lib/python3.11/__pycache__/csv.cpython-311.pyc /usr/share/zoneinfo/UTC)
+            /usr/lib/python3.11/__pycache__/csv.cpython-311.pyc /usr/share/zoneinfo/UTC
+            /usr/bin/git /usr/lib/git-core/git-remote-https /usr/bin/curl)
 stockade_script_test(NAME images_python_runs LABEL integration TIMEOUT 120
     COMMAND ${STOCKADE_PYTHON3} ${images_check} python ${STOCKADE_IMAGE_DIR}/python)
 stockade_script_test(NAME images_data_runs LABEL integration TIMEOUT 300

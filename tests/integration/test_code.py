@@ -52,10 +52,12 @@ def adopted(d, sid, exec_id):
     return started[0]["adopted"]
 
 
-def run(d, sid, code, context=None, timeout_ms=None, wait=600):
+def run(d, sid, code, context=None, timeout_ms=None, wait=600, language=None):
     body = {"code": code}
     if context:
         body["context"] = context
+    if language:
+        body["language"] = language
     if timeout_ms:
         body["timeout_ms"] = timeout_ms
     r = d.post(f"/v1/sessions/{sid}/code", body)
@@ -202,6 +204,36 @@ def ipython_reading(d, sid):
     check(main_text(m) == "3", "a valid cell is never rewritten (7 % 4)")
 
 
+def languages(d, sid):
+    """Issue 33: javascript and bash contexts beside python's, each language's default context
+    made on its first run; typescript refused naming what is served."""
+    js = run(d, sid, "const n = 41\nconsole.log('from node')\nn + 1", language="javascript")
+    check(js["error"] is None and main_text(js) == "42" and
+          [e["data"] for e in js["stdout"]] == ["from node\n"],
+          f"javascript: printed and the last expression ({main_text(js)!r}, {js['error']})")
+    again = run(d, sid, "await Promise.resolve(n + 1)", language="js")
+    check(main_text(again) == "42" and again["ctx"] == js["ctx"],
+          f"the same javascript context keeps n; top-level await ({main_text(again)!r})")
+    sh = run(d, sid, "cd /tmp && Y=7\necho bash $BASH_VERSION | cut -c1-6", language="bash")
+    back = run(d, sid, "pwd; echo $Y; false", language="bash")
+    check([e["data"] for e in sh["stdout"]] == ["bash 5\n"] and
+          "".join(e["data"] for e in back["stdout"]) == "/tmp\n7\n" and
+          main_text(back) == "exit status 1",
+          f"bash keeps cd and variables; a failing last command is its status "
+          f"({sh['stdout']}, {back['stdout']}, {main_text(back)!r})")
+    py = run(d, sid, "x")
+    check(main_text(py) == "41", "python's default context is untouched by the others")
+    listed = {c["language"]: c["context"] for c in d.get(f"/v1/sessions/{sid}/contexts")["contexts"]}
+    check(listed == {"python": py["ctx"], "javascript": js["ctx"], "bash": sh["ctx"]},
+          f"each language its own default context, listed with its language ({listed})")
+    status, _, payload = d.request("POST", f"/v1/sessions/{sid}/code",
+                                   {"code": "1", "language": "typescript"})
+    check(status == 400 and b"python, javascript (or js) and bash" in payload,
+          f"typescript -> 400 naming what is served ({status} {payload[:200]!r})")
+    for lang in ("javascript", "bash"):
+        d.request("DELETE", f"/v1/sessions/{sid}/contexts/{listed[lang]}")
+
+
 def main():
     images = os.environ.get("STOCKADE_IMAGE_DIR") or os.path.join(
         os.environ.get("STOCKADE_BUILD_DIR", ""), "images")
@@ -256,6 +288,7 @@ def main():
         b = run(d, sid, "x + 1")
         check(main_text(b) == "42", f"x + 1 -> 42 (got {main_text(b)!r})")
         ipython_reading(d, sid)
+        languages(d, sid)
         texts, err = run_stepped(d, sid, 3)
         check(err is None and texts == ["line 0\n", "line 1\n", "line 2\n"],
               f"print lines stream as printed: each read before the next was printed ({texts},"

@@ -127,6 +127,16 @@ def check_users(s):
           f"as root is root's; os.getcwd() = ~ = /home/user")
 
 
+def check_tools(s):
+    """Issue 33: git, curl and a CA bundle, as E2B's base template has them (images/README.md)."""
+    t = s["tools"]
+    assert t["git"] == "second\nfirst\n0\n", t  # two commits, a clean tree
+    curl = t["curl"].split("\n")
+    assert curl[0] == "tracked" and curl[1].startswith("curl "), t
+    assert t["caCerts"] >= 100, t  # Debian 12's bundle has ~140; 0 without it
+    print(f"tools ok: git committed and logged; {curl[1][:40]}; {t['caCerts']} CA certificates")
+
+
 def check_files(s):
     f = s["files"]
     assert f["write"] == {"name": "greeting.txt", "type": "file",
@@ -203,12 +213,13 @@ def main():
         d.wait_ready()
         steps = run_sdk(d, node, root)
         missing = {"create", "run", "exit", "files", "fs", "users", "timeout", "background", "control",
-                   "wire", "kill", "expire", "killed", "quota", "pty"} - set(steps)
+                   "wire", "kill", "expire", "killed", "quota", "pty", "tools"} - set(steps)
         assert not missing, f"steps missing: {missing}"
         check_api_key(steps)
         check_commands(steps)
         check_files(steps)
         check_users(steps)
+        check_tools(steps)
         check_sandboxes(d, steps)
         check_wire(steps)
     print("e2b ok")

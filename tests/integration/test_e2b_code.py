@@ -149,8 +149,12 @@ def check_contexts(s):
     check(c["hasY"]["text"] == "two", f"it keeps its own y ({c['hasY']})")
     check(c["defaultNoY"]["error"] and c["defaultNoY"]["error"]["name"] == "NameError",
           "the default context does not see y")
+    # the default context (python's), ctx, and javascript's default, which E2B's server starts
+    # with every sandbox and lists (issue 33)
     ids = [x["id"] for x in c["listed"]]
-    check(ctx["id"] in ids and len(ids) == 2, f"listCodeContexts lists both ({c['listed']})")
+    langs = sorted(x["language"] for x in c["listed"])
+    check(ctx["id"] in ids and len(ids) == 3 and langs == ["javascript", "python", "python"],
+          f"listCodeContexts lists both and javascript's default ({c['listed']})")
     check(c["restarted"]["error"] and c["restarted"]["error"]["name"] == "NameError",
           "restart clears its globals")
     check(ctx["id"] not in [x["id"] for x in c["listedAfter"]], "removeCodeContext removes it")
@@ -162,6 +166,34 @@ def check_contexts(s):
     check(r["noToken"] == 401 and r["badToken"] == 401,
           f"no token / a wrong token -> 401 ({r['noToken']}, {r['badToken']})")
     check_raw_execute(s["rawExecute"])
+
+
+def check_languages(s):
+    """Issue 33: javascript and bash contexts, E2B's cells (defaultKernels, cwd, env_vars)."""
+    g = s["languages"]
+    check(g["jsHello"]["stdout"] == ["Hello World!\n"], f"js console.log ({g['jsHello']})")
+    check(g["jsImport"]["stdout"] == ["function\n"], f"js import declaration ({g['jsImport']})")
+    check(g["jsAwait"]["text"] == "Hello World!", f"js top-level await ({g['jsAwait']})")
+    check(g["jsState"]["text"] == "42", f"js globals persist across cells ({g['jsState']})")
+    check(g["jsRedeclare"]["text"] == "1", f"a const declared again in a cell ({g['jsRedeclare']})")
+    check(g["jsCwd"]["text"] == "/home/user", f"js runs in E2B's home ({g['jsCwd']})")
+    check(g["jsEnv"]["text"] == "bar" and g["jsEnvAfter"]["text"] == "default",
+          f"js env for one run only ({g['jsEnv']}, {g['jsEnvAfter']})")
+    e = g["jsError"]["error"]
+    check(e and e["name"] == "TypeError" and "<cell" in e["traceback"] and
+          "kernel.js" not in e["traceback"], f"a js error: its name, the cell's frames ({e})")
+    check(g["jsOwn"]["language"] == "javascript" and g["jsOwnRun"]["text"] == "undefined",
+          f"a javascript context of its own has its own globals ({g['jsOwn']}, {g['jsOwnRun']})")
+    check(g["bashEnv"]["stdout"] == ["bar\n"] and g["bashEnvAfter"]["stdout"] == ["default\n"],
+          f"bash env for one run only ({g['bashEnv']}, {g['bashEnvAfter']})")
+    check(g["bashState"]["stdout"] == ["/tmp\n5\n"], f"bash keeps cd and variables ({g['bashState']})")
+    check(g["pyBang"]["stdout"] == ["/home/user\n"], f"!pwd in E2B's home ({g['pyBang']})")
+    check(g["ts"]["threw"] and "400" in g["ts"]["message"] and "javascript" in g["ts"]["message"],
+          f"typescript -> 400 naming what is served ({g['ts']})")
+    listed = g["langsListed"]
+    check({"language": "javascript", "cwd": "/home/user"} in listed and
+          {"language": "python", "cwd": "/home/user"} in listed,
+          f"the default contexts are listed in /home/user ({listed})")
 
 
 def check_raw_execute(x):
@@ -182,12 +214,13 @@ def sdk_checks(d):
     node, root = install_sdk(d.build, SDK, SDK_VERSION, "e2b-ci-sdk")
     steps = run_sdk(d, node, root)
     missing = {"create", "state", "stdout", "plot", "dataframe", "error", "timeout",
-               "contexts", "deep", "refusals", "rawExecute", "killed", "done"} - set(steps)
+               "contexts", "languages", "deep", "refusals", "rawExecute", "killed", "done"} - set(steps)
     assert not missing, f"steps missing: {missing}"
     print(f"created in {steps['create']['seconds']:.1f} s; first run "
           f"{steps['state']['firstSeconds']:.1f} s")
     check_runs(steps)
     check_contexts(steps)
+    check_languages(steps)
     deep = steps["deep"]
     check(deep["run"]["error"] is None and deep["jsonDepths"] == [64],
           f"runCode of the deep cell: one json result, 64 deep ({deep['jsonDepths']})")

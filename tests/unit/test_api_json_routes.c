@@ -175,9 +175,10 @@ expect_code_error(const char *body, const char *words)
     json_t *b = js(body);
     Error *e = NULL;
     uint32_t ctx = 0;
+    CodeLanguage lang;
     EnvPair *env = NULL;
     size_t n = 0;
-    assert_int_equal(api_json_code(b, &ctx, &env, &n, &e), -1);
+    assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), -1);
     assert_non_null(e);
     assert_int_equal(e->category, E_INVALID);
     assert_non_null(strstr(e->message, words));
@@ -194,19 +195,46 @@ test_code(void **state)
                    " \"env\": {\"A\": \"1\", \"B\": \"2\"}}");
     Error *e = NULL;
     uint32_t ctx = 0;
+    CodeLanguage lang = CODE_LANG_BASH;
     EnvPair *env = NULL;
     size_t n = 0;
-    assert_int_equal(api_json_code(b, &ctx, &env, &n, &e), 0);
+    assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), 0);
     assert_int_equal(ctx, 3);
+    assert_int_equal(lang, CODE_LANG_PYTHON);
     assert_int_equal(n, 2);
     api_free_env(env, n);
     json_decref(b);
 
     b = js("{\"code\": \"\"}");
-    assert_int_equal(api_json_code(b, &ctx, &env, &n, &e), 0);
+    assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), 0);
     assert_int_equal(ctx, 0); /* the default context */
     assert_int_equal(n, 0);
     json_decref(b);
+
+    /* a language picks the default context of that language; E2B's names, any case */
+    static const struct {
+        const char *body;
+        CodeLanguage lang;
+    } langs[] = {{"{\"code\": \"1\", \"language\": \"javascript\"}", CODE_LANG_JAVASCRIPT},
+                 {"{\"code\": \"1\", \"language\": \" JS \"}", CODE_LANG_JAVASCRIPT},
+                 {"{\"code\": \"1\", \"language\": \"Bash\"}", CODE_LANG_BASH},
+                 {"{\"code\": \"1\", \"language\": \"python\"}", CODE_LANG_PYTHON}};
+    for (size_t i = 0; i < ELEMENTSOF(langs); i++) {
+        b = js(langs[i].body);
+        lang = CODE_LANG_COUNT;
+        assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), 0);
+        assert_int_equal(lang, langs[i].lang);
+        assert_int_equal(ctx, 0);
+        json_decref(b);
+    }
+    expect_code_error("{\"code\": \"x\", \"language\": \"typescript\"}",
+                      "run python, javascript (or js) and bash (got 'typescript')");
+    expect_code_error("{\"code\": \"x\", \"language\": \"r\"}", "(got 'r')");
+    expect_code_error("{\"code\": \"x\", \"language\": \"py\\u0000thon\"}",
+                      "run python, javascript (or js) and bash");
+    expect_code_error("{\"code\": \"x\", \"language\": \"\\u00e9\"}", "and bash");
+    expect_code_error("{\"code\": \"x\", \"language\": 3}", "language must be a string");
+    expect_code_error("{\"code\": \"x\", \"context\": 2, \"language\": \"bash\"}", "not both");
 
     expect_code_error("{}", "code must be a string");
     expect_code_error("{\"code\": 1}", "code must be a string");
@@ -223,13 +251,13 @@ test_code(void **state)
     memset(big, 'x', CODE_SOURCE_MAX_BYTES + 1);
     big[CODE_SOURCE_MAX_BYTES + 1] = '\0';
     b = json_pack("{s:s}", "code", big);
-    assert_int_equal(api_json_code(b, &ctx, &env, &n, &e), -1);
+    assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), -1);
     error_free(e);
     e = NULL;
     json_decref(b);
     big[CODE_SOURCE_MAX_BYTES] = '\0';
     b = json_pack("{s:s}", "code", big);
-    assert_int_equal(api_json_code(b, &ctx, &env, &n, &e), 0);
+    assert_int_equal(api_json_code(b, &ctx, &lang, &env, &n, &e), 0);
     json_decref(b);
     free(big);
 }

@@ -67,8 +67,26 @@ test_execute_body(void **state)
     b = js("{\"code\":\"\",\"language\":\"python\",\"context_id\":null,\"env_vars\":null}");
     assert_int_equal(e2b_code_parse_execute(b, 100, &x, &e), 0);
     assert_int_equal(x.context, 0);
+    assert_int_equal(x.lang, CODE_LANG_PYTHON);
     assert_null(x.env);
     json_decref(b);
+
+    /* E2B's normalize_language(): js is javascript, case and blanks do not count */
+    static const struct {
+        const char *body;
+        CodeLanguage lang;
+    } langs[] = {{"{\"code\":\"1\",\"language\":\"js\"}", CODE_LANG_JAVASCRIPT},
+                 {"{\"code\":\"1\",\"language\":\"JavaScript\"}", CODE_LANG_JAVASCRIPT},
+                 {"{\"code\":\"1\",\"language\":\"bash \"}", CODE_LANG_BASH},
+                 {"{\"code\":\"1\",\"language\":\"\"}", CODE_LANG_PYTHON},
+                 {"{\"code\":\"1\",\"language\":null}", CODE_LANG_PYTHON}};
+    for (size_t i = 0; i < ELEMENTSOF(langs); i++) {
+        b = js(langs[i].body);
+        x.lang = CODE_LANG_COUNT;
+        assert_int_equal(e2b_code_parse_execute(b, 100, &x, &e), 0);
+        assert_int_equal(x.lang, langs[i].lang);
+        json_decref(b);
+    }
 
     static const char *const bad[][2] = {
         {"[]", "the body must be a JSON object"},
@@ -76,8 +94,9 @@ test_execute_body(void **state)
         {"{\"code\":1}", "code must be a string"},
         {"{\"code\":\"12345678901\"}", "at most 10 bytes"},
         {"{\"code\":\"a\\u0000b\"}", "code must be a string"},
-        {"{\"code\":\"1\",\"language\":\"r\"}", "python only (got r)"},
-        {"{\"code\":\"1\",\"language\":3}", "python only"},
+        {"{\"code\":\"1\",\"language\":\"r\"}", "python, javascript (or js) and bash (got 'r')"},
+        {"{\"code\":\"1\",\"language\":\"ts\"}", "(got 'ts')"},
+        {"{\"code\":\"1\",\"language\":3}", "language must be a string"},
         {"{\"code\":\"1\",\"context_id\":1}", "context_id must be"},
         {"{\"code\":\"1\",\"context_id\":\"01\"}", "context_id must be"},
         {"{\"code\":\"1\",\"context_id\":\"1\",\"language\":\"python\"}", "not both"},
@@ -105,29 +124,38 @@ test_context_body(void **state)
 {
     (void) state;
     const char *cwd = "unset";
+    CodeLanguage lang = CODE_LANG_BASH;
     Error *e = NULL;
     json_t *b = js("{\"language\":\"python\",\"cwd\":\"/home/user/p\"}");
-    assert_int_equal(e2b_code_parse_context_new(b, &cwd, &e), 0);
+    assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), 0);
     assert_string_equal(cwd, "/home/user/p");
+    assert_int_equal(lang, CODE_LANG_PYTHON);
     json_decref(b);
     b = js("{}");
-    assert_int_equal(e2b_code_parse_context_new(b, &cwd, &e), 0);
+    assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), 0);
     assert_null(cwd);
     json_decref(b);
-    static const char *const bad[] = {"{\"cwd\":\"\"}", "{\"cwd\":5}", "{\"language\":\"js\"}",
-                                      "{\"name\":\"x\"}", "5"};
+    b = js("{\"language\":\"js\"}");
+    assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), 0);
+    assert_int_equal(lang, CODE_LANG_JAVASCRIPT);
+    json_decref(b);
+    static const char *const bad[] = {"{\"cwd\":\"\"}",        "{\"cwd\":5}",
+                                      "{\"language\":\"ts\"}", "{\"language\":\"java\"}",
+                                      "{\"name\":\"x\"}",      "5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         b = json_loads(bad[i], JSON_DECODE_ANY, NULL);
-        assert_int_equal(e2b_code_parse_context_new(b, &cwd, &e), -1);
+        assert_int_equal(e2b_code_parse_context_new(b, &lang, &cwd, &e), -1);
         assert_non_null(e);
         error_free(e);
         e = NULL;
         json_decref(b);
     }
-    assert_dump(e2b_code_render_context(12, NULL),
+    assert_dump(e2b_code_render_context(12, CODE_LANG_PYTHON, NULL),
                 "{\"cwd\":\"/home/user\",\"id\":\"12\",\"language\":\"python\"}");
-    assert_dump(e2b_code_render_context(4294967295u, "/home/user/p"),
-                "{\"cwd\":\"/home/user/p\",\"id\":\"4294967295\",\"language\":\"python\"}");
+    assert_dump(e2b_code_render_context(4294967295u, CODE_LANG_JAVASCRIPT, "/home/user/p"),
+                "{\"cwd\":\"/home/user/p\",\"id\":\"4294967295\",\"language\":\"javascript\"}");
+    assert_dump(e2b_code_render_context(1, CODE_LANG_BASH, NULL),
+                "{\"cwd\":\"/home/user\",\"id\":\"1\",\"language\":\"bash\"}");
 }
 
 static json_t *
