@@ -65,6 +65,17 @@ def exited(d, sid, eid, timeout=120):
                       f"exec {eid} of {sid} to exit", timeout)
 
 
+def adoption(d, sid, since_seq):
+    """The session's "session.adopted" event after seq since_seq; a session that ends instead
+    (not adopted: host_restart) fails at once rather than at the wait's end."""
+    e = wait_event(d, sid, lambda e: e["seq"] > since_seq and (
+        e["type"] == "session.adopted" or
+        (e["type"] == "session.state" and ("reason" in e or e.get("state") == "ended"))),
+        f"session {sid}'s adoption", 300)
+    assert e["type"] == "session.adopted", f"session {sid} was not adopted: {e}"
+    return e
+
+
 def stdout_of(d, sid, eid):
     return b"".join(e["data"].encode() if isinstance(e.get("data"), str) else b""
                     for e in d.events(sid)
@@ -105,7 +116,7 @@ class Long:
         sid = self.sid
         # the record says running from the start; the guest answers once adopted (until then a
         # request is 503 "being taken over")
-        wait_event(d2, sid, lambda e: e["type"] == "session.adopted", "the adoption", 300)
+        adoption(d2, sid, self.n_before)
         assert d2.session(sid)["state"] == "running"
         d2.call("PUT", f"/v1/sessions/{sid}/files/go", raw=b"")  # a file op on the adopted guest
         x = exited(d2, sid, self.blocked)
@@ -150,8 +161,7 @@ class Short:
 
     def check_adopted(self, d):
         """The adoption re-armed its timer for what was left, not at once, not afresh."""
-        a = wait_event(d, self.sid, lambda e: e["type"] == "session.adopted",
-                       "the short session's adoption", 300)
+        a = adoption(d, self.sid, 0)
         assert a["timeout_left_ms"] > 0, \
             f"adopted {-self.left_s():.1f} s after its deadline: the restart outlasted the " \
             f"{self.lifetime_s} s lifetime (raise MARGIN), this run proves nothing: {a}"
@@ -216,7 +226,7 @@ def phase_keep(d1):
     assert d1.stop() == 0, d1.tail_log()
     assert long1.guest and domain_runs(long1.guest), f"{long1.guest} did not outlive the daemon"
     d2 = again(d1, None)
-    wait_event(d2, long1.sid, lambda e: e["type"] == "session.adopted", "the adoption", 300)
+    adoption(d2, long1.sid, long1.n_before)
     restart_s = time.monotonic() - t_stop
     short1.check_kept(d2)
     short1.check_adopted(d2)
