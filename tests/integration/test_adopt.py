@@ -16,9 +16,10 @@ timed_out, never before that deadline; drain refuses new sessions while the adop
 kill9 (run 2 -> kill -9 -> run 3): the same checks for a long and a short session the second
 run made (the deadline then comes from the record: no "session.kept" was written).
 
-drain --timeout (run 3): with sessions live, `stockade drain --timeout 1` reports them and
-exits 3 (--json: the counts); `--timeout` long enough returns 0 only once every session
-ended (one closed, one timed out while it waited).
+drain --timeout (run 3): with sessions live, `stockade drain --timeout 1` names them and exits
+124 (--json: the counts, the sessions, timed_out); `--timeout` long enough returns 0 only once
+every session ended (one closed, one timed out while it waited); the route refuses a bad
+timeout_s.
 
 end (run 3 -> SIGTERM -> run 4): shutdown = end ends a live session host_shutdown and leaves no
 guest.
@@ -29,6 +30,7 @@ after the adoption that must re-arm it, and each adoption's "timeout_left_ms" sh
 (a deadline that passed while the daemon was down would fire at once and prove nothing).
 """
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -259,9 +261,38 @@ def phase_kill9(d2, short1, restart_s):
 
 
 def phase_drain(d3, long2, short2):
-    """Run 3 drains while its sessions end."""
-    long2.close(d3)
+    """Run 3 drains with a bound while its two sessions are live: a bound they outlast times
+    out naming them (exit 124, the host stays draining); one they end within returns 0 only
+    once both ended (the long one is closed, the short one times out meanwhile)."""
+    cli = Cli(d3)
+    for method, q in (("POST", "abc"), ("POST", "3601"), ("POST", "-1"), ("POST", ""),
+                      ("GET", "1x"), ("DELETE", "1")):
+        status, _, body = d3.request(method, f"/v1/admin/drain?timeout_s={q}", unix=True)
+        assert status == 400 and b"timeout_s" in body, (method, q, status, body)
+    r = d3.unix_call("POST", "/v1/admin/drain?timeout_s=0")
+    assert r["timed_out"] is True and r["live"] == 2, r
+    assert {x["id"] for x in r["sessions"]} == {long2.sid, short2.sid}, r
+    rc, out, err = cli.run("drain", "--timeout", "1")
+    assert rc == 124 and "draining: 2 live session(s)" in out, (rc, out, err)
+    assert "2 session(s) still live after 1 s" in err and long2.sid in err, err
+    rc, out, err = cli.run("drain", "--timeout", "1", "--json")
+    j = json.loads(out)
+    assert rc == 124 and j["timed_out"] is True and j["live"] == 2, (rc, out, err)
+    assert d3.session(long2.sid)["state"] == "running"  # it ends after that timeout: still is
+    wait_s = int(max(short2.left_s(), 0) + 2 * SETTLE_S)  # what the two need, and more
+    drain = cli.popen("drain", "--timeout", str(wait_s), "--json")
+    long2.close(d3)  # live when the drain began: the test closes it only now
+    out, err = drain.communicate(timeout=wait_s + 60)
+    states = {sid: d3.session(sid) for sid in (long2.sid, short2.sid)}
+    assert drain.returncode == 0, (drain.returncode, out, err)
+    j = json.loads(out)
+    assert j["live"] == 0 and j["timed_out"] is False and j["draining"] is True, j
+    assert all(x["state"] == "ended" for x in states.values()), states  # ended before it said so
     short2.check_timed_out(d3)
+    rc, out, _ = cli.run("drain", "--off")
+    assert rc == 0 and out.startswith("taking sessions"), (rc, out)
+    print(f"drain --timeout: 1 s timed out (124) naming both sessions; {wait_s} s returned 0 "
+          f"once the closed and the timed-out one ended", flush=True)
 
 
 def phase_end(d3):
