@@ -274,7 +274,7 @@ void sessions_stats(Sessions *s, SessionsStats *ret);
 void sessions_set_draining(Sessions *s, bool on);
 bool sessions_draining(const Sessions *s);
 /* The live sessions (every one not yet freed: pending to extracting), for a drain's report:
- * at most max of them into ret, newest first; returns how many were written. Loop thread. */
+ * at most max of them into ret; returns how many were written. Loop thread. */
 typedef struct SessionsLive {
     char id[SESSION_ID_BYTES];
     SessionState state;
