@@ -170,7 +170,7 @@ class Short:
         a = adoption(d, self.sid, 0)
         assert a["timeout_left_ms"] > 0, \
             f"adopted {-self.left_s():.1f} s after its deadline: the restart outlasted the " \
-            f"{self.lifetime_s} s lifetime (raise MARGIN), this run proves nothing: {a}"
+            f"{self.lifetime_s} s lifetime (raise MARGIN_FILL or MARGIN): this run proves nothing: {a}"
         assert abs(wall(a["ts"]) + a["timeout_left_ms"] / 1000 - self.deadline) <= 1, \
             (a, self.deadline)
 
