@@ -27,7 +27,7 @@ static const char main_help[] =
     "  tenants ls|create|rm, quota, usage   tenants, their quotas and usage (admin API)\n"
     "  tokens create|ls|revoke       API tokens of tenants and operators (admin API)\n"
     "  hosts                         the hosts of the daemon's cluster, their heartbeats\n"
-    "  drain [--wait | --off]        take no new sessions, live ones run on (admin API)\n"
+    "  drain [--wait | --timeout S | --off]  take no new sessions, live ones run on (admin)\n"
     "  version                       this CLI's version and the daemon's\n\n"
     "Global options (before or after the verb):\n"
     "  --socket PATH   the daemon's unix socket (default " CLI_DEFAULT_SOCKET ";\n"

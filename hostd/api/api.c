@@ -295,6 +295,7 @@ api_stop(Api *a)
     if (!a)
         return;
     api_stop_forwarding(a); /* transfers answer while the server still takes answers */
+    api_drain_stop(a);      /* the same: a drain waiting when the loop stopped */
     http_server_stop(a->http);
     api_forward_free(a->fwd);
     free(a);

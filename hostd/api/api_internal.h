@@ -14,6 +14,7 @@
 #define API_HEARTBEAT_USEC (15ull * 1000000) /* a quiet event stream sends a heartbeat line */
 
 typedef struct ApiForward ApiForward;
+typedef struct ApiDrainWait ApiDrainWait;
 
 struct Api {
     ApiDeps d;
@@ -21,6 +22,7 @@ struct Api {
     ApiForward *fwd; /* [cluster]: requests for other hosts' sessions (api_forward.c) */
     HttpServer *hop; /* [cluster]: the host-to-host listener (api_hop.c) */
     ApiHopFaceSpec hop_faces[API_HOP_FACES];
+    ApiDrainWait *drain_waits; /* routes_drain.c: answers waiting for sessions to end (loop) */
 };
 
 struct Route;
@@ -112,7 +114,10 @@ void route_workspace(ApiCtx *c);
 void route_metrics(ApiCtx *c);
 void route_health(ApiCtx *c);
 void route_pool(ApiCtx *c);
-void route_admin_drain(ApiCtx *c); /* GET, POST (on), DELETE (off) /v1/admin/drain */
+/* routes_drain.c: GET, POST (on), DELETE (off) /v1/admin/drain[?timeout_s=N] */
+void route_admin_drain(ApiCtx *c);
+/* Answers the drains still waiting (503 "stopping"); after the loop stopped. */
+void api_drain_stop(Api *a);
 /* routes_admin.c: operators only (the route table checks) */
 void route_admin_tenants_list(ApiCtx *c);
 void route_admin_hosts(ApiCtx *c); /* routes_hosts.c */

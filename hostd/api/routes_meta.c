@@ -274,11 +274,12 @@ metrics_on_loop(ApiCtx *c)
                 ss.extraction_bytes);
         counter(f, "stockade_extraction_failures_total", "Salvages that failed.",
                 ss.extraction_failures);
-        fprintf(f, "# HELP stockade_artifacts_total Sessions whose files were brought out, by "
-                   "path: over the channel at a clean end, or salvaged from the disk.\n"
-                   "# TYPE stockade_artifacts_total counter\n"
-                   "stockade_artifacts_total{via=\"channel\"} %llu\n"
-                   "stockade_artifacts_total{via=\"salvage\"} %llu\n",
+        fprintf(f,
+                "# HELP stockade_artifacts_total Sessions whose files were brought out, by "
+                "path: over the channel at a clean end, or salvaged from the disk.\n"
+                "# TYPE stockade_artifacts_total counter\n"
+                "stockade_artifacts_total{via=\"channel\"} %llu\n"
+                "stockade_artifacts_total{via=\"salvage\"} %llu\n",
                 (unsigned long long) ss.artifacts_channel,
                 (unsigned long long) ss.artifacts_salvage);
         counter(f, "stockade_finalize_fallbacks_total",
@@ -336,25 +337,25 @@ pool_json(const PoolStatus *st)
     for (size_t i = 0; i < st->n_shapes; i++) {
         const PoolShapeStatus *s = &st->shapes[i];
         json_array_append_new(
-            pools, json_pack("{s:s,s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "name",
-                             s->name, "image", s->image, "content_hash", s->content_hash, "vcpus", s->vcpus, "memory_mib", s->memory_mib, "warm", s->warm,
-                             "slots", s->slots, "idle", s->idle, "busy", s->busy, "starting",
-                             s->starting, "draining", s->draining, "snapshots_ready",
-                             s->snapshots_ready, "code_kernel", s->code_kernel));
+            pools,
+            json_pack("{s:s,s:s?,s:s?,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:s}", "name", s->name,
+                      "image", s->image, "content_hash", s->content_hash, "vcpus", s->vcpus,
+                      "memory_mib", s->memory_mib, "warm", s->warm, "slots", s->slots, "idle",
+                      s->idle, "busy", s->busy, "starting", s->starting, "draining", s->draining,
+                      "snapshots_ready", s->snapshots_ready, "code_kernel", s->code_kernel));
     }
     json_t *probe = json_pack("{s:I,s:I}", "runs", (json_int_t) st->accel_probes, "failures",
                               (json_int_t) st->accel_probe_failures);
     json_t *guests = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "restores", (json_int_t) st->restores,
-        "restore_failures", (json_int_t) st->restore_failures, "prepare_failures",
-        (json_int_t) st->prepare_failures, "boots", (json_int_t) st->boots, "destroys",
-        (json_int_t) st->destroys, "wedged", (json_int_t) st->wedged, "broken",
-        (json_int_t) st->broken);
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "restores", (json_int_t) st->restores, "restore_failures",
+        (json_int_t) st->restore_failures, "prepare_failures", (json_int_t) st->prepare_failures,
+        "boots", (json_int_t) st->boots, "destroys", (json_int_t) st->destroys, "wedged",
+        (json_int_t) st->wedged, "broken", (json_int_t) st->broken);
     return json_pack("{s:s,s:b,s:s,s:s,s:s,s:o,s:o,s:o}", "accel", accel_to_string(st->accel),
                      "accel_decided", st->accel_decided, "accel_reason", st->accel_reason,
                      "guest_memory", pool_guest_memory_to_string(st->guest_memory),
-                     "guest_memory_reason", st->guest_memory_reason, "accel_probe", probe,
-                     "guests", guests, "pools", pools);
+                     "guest_memory_reason", st->guest_memory_reason, "accel_probe", probe, "guests",
+                     guests, "pools", pools);
 }
 
 /* The extraction appliance that salvages workspaces (its launch starts with the daemon). */
@@ -399,26 +400,4 @@ route_health(ApiCtx *c)
 {
     c->extra = (void *) 1;
     api_on_loop(c, pool_on_loop);
-}
-
-/* POST /v1/admin/drain: this host takes no new session (503, with the reason) until DELETE;
- * the answer says how many sessions are still live, so a caller waits until 0. */
-static void
-drain_on_loop(ApiCtx *c)
-{
-    SessionsStats ss;
-    if (c->extra)
-        sessions_set_draining(c->api->d.sessions, strcmp(c->extra, "on") == 0);
-    sessions_stats(c->api->d.sessions, &ss);
-    api_reply_json(c, 200,
-                   json_pack("{s:b,s:I,s:I}", "draining", ss.draining, "live", (json_int_t) ss.live,
-                             "pending", (json_int_t) ss.pending));
-}
-
-void
-route_admin_drain(ApiCtx *c)
-{
-    const char *method = http_method(c->req);
-    c->extra = strcmp(method, "POST") == 0 ? "on" : strcmp(method, "DELETE") == 0 ? "off" : NULL;
-    api_on_loop(c, drain_on_loop);
 }

@@ -344,7 +344,8 @@ sessions_fs_op_as(Sessions *m, const char *tenant, const char *id, SessionsFsKin
     if (!s)
         return -1;
     if (kind < SESSIONS_FS_STAT || kind > SESSIONS_FS_MOVE || !msg_path_is_valid(path, root_ok) ||
-        (kind == SESSIONS_FS_MOVE) != (path2 != NULL) || (path2 && !msg_path_is_valid(path2, false)))
+        (kind == SESSIONS_FS_MOVE) != (path2 != NULL) ||
+        (path2 && !msg_path_is_valid(path2, false)))
         return error_set(errp, E_INVALID, 0, "not a workspace path, or a bad fs operation");
     return session_start_fs(s, kind, path, path2, done, userdata, as_root, errp);
 }
@@ -361,6 +362,17 @@ sessions_draining(const Sessions *m)
     return m->draining;
 }
 
+size_t
+sessions_live_list(Sessions *m, SessionsLive *ret, size_t max)
+{
+    size_t n = 0;
+    for (Session *s = m->all; s && n < max; s = s->next, n++) {
+        snprintf(ret[n].id, sizeof(ret[n].id), "%s", s->rec.id);
+        ret[n].state = s->state;
+    }
+    return n;
+}
+
 void
 sessions_stats(Sessions *m, SessionsStats *ret)
 {
@@ -374,6 +386,7 @@ sessions_stats(Sessions *m, SessionsStats *ret)
     ret->appliance_launch_usec = xs.launch_usec;
     ret->pending = ret->live = 0;
     ret->draining = m->draining;
+    ret->stopping = m->stopping;
     for (Session *s = m->all; s; s = s->next) {
         ret->live++;
         ret->pending += s->state == ST_PENDING;

@@ -160,7 +160,11 @@ int sessions_set_timeout(Sessions *s, const char *tenant, const char *id, uint64
 int sessions_timeout_left(Sessions *s, const char *tenant, const char *id, uint64_t *ret_usec,
                           Error **errp);
 
-typedef enum { SESSIONS_EXEC_STARTING, SESSIONS_EXEC_RUNNING, SESSIONS_EXEC_DONE } SessionsExecState;
+typedef enum {
+    SESSIONS_EXEC_STARTING,
+    SESSIONS_EXEC_RUNNING,
+    SESSIONS_EXEC_DONE
+} SessionsExecState;
 /* The state of one exec of a live session: E_NOT_FOUND for no such session or exec. */
 int sessions_exec_state(Sessions *s, const char *tenant, const char *id, uint32_t exec_id,
                         SessionsExecState *ret, Error **errp);
@@ -175,7 +179,7 @@ int sessions_exec_state(Sessions *s, const char *tenant, const char *id, uint32_
 typedef enum {
     SESSIONS_FS_STAT = 1,
     SESSIONS_FS_LIST,
-    SESSIONS_FS_MKDIR, /* with parents; an existing directory is fine */
+    SESSIONS_FS_MKDIR,  /* with parents; an existing directory is fine */
     SESSIONS_FS_REMOVE, /* recursively; a missing path is fine */
     SESSIONS_FS_MOVE,
 } SessionsFsKind;
@@ -198,8 +202,8 @@ typedef struct SessionsFsEntry {
     SessionsFsType target_type;
     uint32_t target_mode;
 } SessionsFsEntry;
-typedef void (*SessionsFsFn)(void *userdata, const Error *err, SessionsFsEntry *entries,
-                             size_t n, bool truncated);
+typedef void (*SessionsFsFn)(void *userdata, const Error *err, SessionsFsEntry *entries, size_t n,
+                             bool truncated);
 int sessions_fs_op(Sessions *s, const char *tenant, const char *id, SessionsFsKind kind,
                    const char *path, const char *path2, SessionsFsFn done, void *userdata,
                    Error **errp);
@@ -223,25 +227,25 @@ void sessions_fs_entries_free(SessionsFsEntry *v, size_t n);
  * context of a language (made on first use). A context runs one language (code_wire.h
  * CodeLanguage); only python's kernel is pre-started by a pool. Everything the kernel sends
  * is checked (code_wire.h). */
-#define SESSIONS_CODE_CONTEXTS_MAX 8  /* per session */
-#define SESSIONS_CODE_QUEUED_MAX 16   /* runs in one context, the one being served included */
+#define SESSIONS_CODE_CONTEXTS_MAX 8 /* per session */
+#define SESSIONS_CODE_QUEUED_MAX 16  /* runs in one context, the one being served included */
 typedef struct SessionsCodeRun {
     uint32_t context, run, exec_id;
     uint64_t after_seq; /* follow the events after this seq to see the run's */
 } SessionsCodeRun;
-int sessions_code_context_new(Sessions *m, const char *tenant, const char *id,
-                              CodeLanguage lang, const char *cwd, const EnvPair *env,
-                              size_t n_env, uint32_t *ret_context, Error **errp);
+int sessions_code_context_new(Sessions *m, const char *tenant, const char *id, CodeLanguage lang,
+                              const char *cwd, const EnvPair *env, size_t n_env,
+                              uint32_t *ret_context, Error **errp);
 /* Makes the default context of each of langs that has none, in cwd (NULL: the workspace):
  * E2B's server starts python's and javascript's with the sandbox, in /home/user, and lists
  * them. */
 int sessions_code_default_contexts(Sessions *m, const char *tenant, const char *id,
                                    const CodeLanguage *langs, size_t n, const char *cwd,
                                    Error **errp);
-int sessions_code_context_restart(Sessions *m, const char *tenant, const char *id,
-                                  uint32_t context, Error **errp);
-int sessions_code_context_delete(Sessions *m, const char *tenant, const char *id,
-                                 uint32_t context, Error **errp);
+int sessions_code_context_restart(Sessions *m, const char *tenant, const char *id, uint32_t context,
+                                  Error **errp);
+int sessions_code_context_delete(Sessions *m, const char *tenant, const char *id, uint32_t context,
+                                 Error **errp);
 /* SIGINT to the context's kernel: the running cell ends with KeyboardInterrupt. */
 int sessions_code_interrupt(Sessions *m, const char *tenant, const char *id, uint32_t context,
                             Error **errp);
@@ -259,18 +263,19 @@ int sessions_code_run(Sessions *m, const char *tenant, const char *id, uint32_t 
 typedef struct SessionsStats {
     uint64_t created, cancels, timeouts, ended, extraction_bytes, extraction_failures;
     uint64_t artifacts_channel, artifacts_salvage; /* which path brought a session's files */
-    uint64_t finalize_fallbacks; /* finalizes that gave way to the salvage */
-    uint64_t ended_by_reason[SESSION_END_COUNT_]; /* sessions ended this run, by end reason */
+    uint64_t finalize_fallbacks;                   /* finalizes that gave way to the salvage */
+    uint64_t ended_by_reason[SESSION_END_COUNT_];  /* sessions ended this run, by end reason */
     uint64_t admission_refusals[_ADMIT_LIMIT_MAX]; /* creations refused, by the quota that did */
     uint64_t pending, live;
     bool draining; /* sessions_set_draining */
+    bool stopping; /* the daemon stops: live sessions are being kept or ended */
     /* The extraction service's appliance (ExtractServiceStatus): "waiting" (for the pool's
      * disks), "starting", "up" or "failed" (retried); its accel settings; launches that
      * succeeded / failed; how long the last successful launch took (0: none yet). */
     const char *appliance_state;
     bool appliance_force_tcg;
     uint64_t appliance_launches, appliance_launch_failures, appliance_launch_usec;
-    Histogram handout;   /* created (or queued) -> guest acked Hello */
+    Histogram handout; /* created (or queued) -> guest acked Hello */
     Histogram extraction;
 } SessionsStats;
 void sessions_stats(Sessions *s, SessionsStats *ret);
@@ -279,6 +284,13 @@ void sessions_stats(Sessions *s, SessionsStats *ret);
  * across a restart: a new daemon takes sessions (an upgrade drains, restarts, is back). */
 void sessions_set_draining(Sessions *s, bool on);
 bool sessions_draining(const Sessions *s);
+/* The live sessions (every one not yet freed: pending to extracting), for a drain's report:
+ * at most max of them into ret; returns how many were written. Loop thread. */
+typedef struct SessionsLive {
+    char id[SESSION_ID_BYTES];
+    SessionState state;
+} SessionsLive;
+size_t sessions_live_list(Sessions *s, SessionsLive *ret, size_t max);
 
 /* <state>/artifacts/<id>/files (any thread; pure string work). */
 int sessions_artifact_dir(const char *state_dir, const char *id, char **ret_path, Error **errp);

@@ -104,13 +104,15 @@ def accel_out(text):
 
 def static_cases(g, nodaemon):
     for verb in ["", "run", "exec", "code", "sessions", "logs", "cancel", "cp", "pool", "image",
-                 "doctor", "tenants", "tokens", "quota", "usage", "hosts", "version"]:
+                 "doctor", "tenants", "tokens", "quota", "usage", "hosts", "drain", "version"]:
         g.check(f"help_{verb or 'main'}", nodaemon, [verb, "--help"] if verb else ["--help"])
     usage = {
         "usage_no_verb": [],
         "usage_unknown_verb": ["frobnicate"],
         "usage_run_no_command": ["run"],
         "usage_run_timeout": ["run", "--timeout", "0", "--", "true"],
+        "usage_drain_timeout": ["drain", "--timeout", "0"],
+        "usage_drain_wait_timeout": ["drain", "--wait", "--timeout", "5"],
         "usage_run_env": ["run", "-e", "1X=2", "--", "true"],
         "usage_cp_both_local": ["cp", "a", "b"],
         "usage_socket_and_url": ["--socket", "/x", "--url", "http://127.0.0.1:1", "version"],

@@ -26,6 +26,7 @@ typedef enum {
     SCRIPT_GARBAGE,      /* echo, Ready, then a frame that is not a GuestMsg */
     SCRIPT_SILENT,       /* reads the marker, never answers */
     SCRIPT_FLOOD,        /* 2 MiB of junk instead of an echo */
+    SCRIPT_OLD_PROTOCOL, /* echo, Ready of the protocol version before ours */
 } Script;
 
 typedef struct {
@@ -38,6 +39,7 @@ typedef struct {
     Channel *ch;
     int ready, messages, broken;
     ErrorCategory broken_category;
+    char broken_why[256];
     char last_output[32];
 } Fixture;
 
@@ -51,16 +53,22 @@ send_guest(int fd, const GuestMsg *m)
 }
 
 static void
-send_ready(int fd, uint64_t nonce)
+send_ready_of(int fd, uint64_t nonce, uint32_t protocol_version)
 {
     GuestMsg m = STOCKADE__RUNNER__GUEST_MSG__INIT;
     Stockade__Runner__Ready r = STOCKADE__RUNNER__READY__INIT;
     r.nonce = nonce;
-    r.protocol_version = PROTOCOL_VERSION;
+    r.protocol_version = protocol_version;
     r.runner_version = "test";
     m.body_case = STOCKADE__RUNNER__GUEST_MSG__BODY_READY;
     m.ready = &r;
     send_guest(fd, &m);
+}
+
+static void
+send_ready(int fd, uint64_t nonce)
+{
+    send_ready_of(fd, nonce, PROTOCOL_VERSION);
 }
 
 static void
@@ -103,6 +111,10 @@ fake_guest(void *arg)
     case SCRIPT_WRONG_NONCE:
         assert_int_equal(write_all(fd, marker, sizeof(marker)), 0);
         send_ready(fd, nonce + 1);
+        break;
+    case SCRIPT_OLD_PROTOCOL:
+        assert_int_equal(write_all(fd, marker, sizeof(marker)), 0);
+        send_ready_of(fd, nonce, PROTOCOL_VERSION - 1);
         break;
     case SCRIPT_GARBAGE:
         assert_int_equal(write_all(fd, marker, sizeof(marker)), 0);
@@ -152,6 +164,7 @@ on_broken(Channel *c, const Error *why, void *ud)
     Fixture *f = ud;
     f->broken++;
     f->broken_category = why->category;
+    snprintf(f->broken_why, sizeof(f->broken_why), "%.200s", why->message);
     channel_free(c); /* freeing from inside the callback must be safe */
     f->ch = NULL;
     loop_quit(f->loop, 0);
@@ -175,9 +188,8 @@ run_script(Fixture *f, Script s, uint64_t sync_timeout_usec)
     assert_int_equal(listen(f->listen_fd, 1), 0);
     assert_int_equal(pthread_create(&f->thread, NULL, fake_guest, f), 0);
     assert_int_equal(loop_new(&f->loop, NULL), 0);
-    assert_int_equal(channel_open(f->loop, f->path, now_usec() + sync_timeout_usec, &ops, f,
-                                  &f->ch, NULL),
-                     0);
+    assert_int_equal(
+        channel_open(f->loop, f->path, now_usec() + sync_timeout_usec, &ops, f, &f->ch, NULL), 0);
     assert_int_equal(loop_run(f->loop), 0); /* every script ends with the channel broken */
     pthread_join(f->thread, NULL);
     loop_free(f->loop);
@@ -208,6 +220,20 @@ test_wrong_nonce_breaks(void **state)
     assert_int_equal(f.ready, 0);
     assert_int_equal(f.broken, 1);
     assert_int_equal(f.broken_category, E_GUEST);
+}
+
+/* An adopting daemon refuses a runner it does not speak (issue 30): the channel breaks before
+ * Ready reaches its user, so the guest is salvaged rather than guessed at. */
+static void
+test_old_protocol_breaks(void **state)
+{
+    (void) state;
+    Fixture f;
+    run_script(&f, SCRIPT_OLD_PROTOCOL, 5 * USEC_PER_SEC);
+    assert_int_equal(f.ready, 0);
+    assert_int_equal(f.broken, 1);
+    assert_int_equal(f.broken_category, E_GUEST);
+    assert_non_null(strstr(f.broken_why, "protocol version"));
 }
 
 static void
@@ -251,6 +277,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_skips_stale_bytes),
         cmocka_unit_test(test_wrong_nonce_breaks),
+        cmocka_unit_test(test_old_protocol_breaks),
         cmocka_unit_test(test_garbage_after_ready_breaks),
         cmocka_unit_test(test_silent_guest_times_out),
         cmocka_unit_test(test_flood_before_sync_breaks),
